@@ -1,0 +1,46 @@
+# The two commands a newcomer runs: `make demo` and `make test`.
+# Both create/refresh .venv at the repo root and build the native module.
+
+VENV      := .venv
+PY        := $(abspath $(VENV))/bin/python
+export PYO3_PYTHON := $(PY)
+export PYSPARK_PYTHON := $(PY)
+export PYSPARK_DRIVER_PYTHON := $(PY)
+export SPARK_LOCAL_IP := 127.0.0.1
+CARGO_MANIFEST := native/Cargo.toml
+DEMO_DIR  := build/demo
+
+.PHONY: venv build test test-rust test-python lint demo bench clean
+
+venv:
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q -U pip "maturin>=1.5,<2"
+
+# Builds the Rust extension (release) into the package and installs the
+# package editable with its runtime and test dependencies.
+build: venv
+	$(VENV)/bin/maturin develop --release --extras test -q
+
+test-rust:
+	cargo test --manifest-path $(CARGO_MANIFEST) -q
+
+test-python:
+	$(PY) -m pytest -q
+
+test: build test-rust test-python
+
+lint: build
+	cargo clippy --manifest-path $(CARGO_MANIFEST) --all-targets -- -D warnings
+
+demo: build
+	$(PY) -m lshbloom_udf sample --output $(DEMO_DIR)/sample.jsonl
+	rm -rf $(DEMO_DIR)/out $(DEMO_DIR)/index
+	$(VENV)/bin/spark-submit --master 'local[2]' --conf spark.ui.enabled=false \
+		spark_jobs/dedup.py --input $(DEMO_DIR)/sample.jsonl --output $(DEMO_DIR)/out \
+		--index-dir $(DEMO_DIR)/index
+
+bench: build
+	$(PY) benchmarks/bench_core.py
+
+clean:
+	rm -rf build native/target $(VENV) lshbloom_udf/_native*.so

@@ -1,0 +1,183 @@
+"""Core kernels against datasketch 2.x, side by side in one process, one core.
+
+    .venv/bin/python benchmarks/bench_core.py [--docs N] [--corpus PATH.jsonl.gz ...]
+
+1. Signatures (256 permutations, unigrams, affine32): ``lshbloom_udf.signatures``
+   and the fused ``text_band_keys`` against ``MinHash.update_batch``, docs/s,
+   and ns per (shingle x permutation).
+2. Driver pass (b=42, r=6, T=0.5): ``LSHBloomIndex.query_insert`` against the
+   ``MinHashLSHBloom`` query-then-insert loop, on the same band keys and the
+   same file format (pybloomfiltermmap3) in ``/dev/shm`` when present.
+Decisions are checked equal before any figure is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+
+import numpy as np
+from datasketch import MinHash, MinHashLSHBloom
+
+from lshbloom_udf import IndexParams, LSHBloomIndex, signatures, text_band_keys
+from lshbloom_udf.sample import build_sample
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CORPORA = [os.path.join(HERE, "..", "..", "shared", "corpus", n) for n in ("linux-docs.jsonl.gz", "man-pages.jsonl.gz")]
+
+
+def load_texts(paths, limit):
+    texts, names = [], []
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        names.append(os.path.basename(path))
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                texts.append(json.loads(line)["text"])
+    if not texts:
+        names = ["stdlib docstring sample (no shared corpus found)"]
+        texts = [d["text"] for d in build_sample(num_docs=2000)]
+    return texts[:limit], names
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def best_of(fn, repeat):
+    best = float("inf")
+    result = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def bench_signatures(texts, repeat):
+    shingle_sets = [[s.encode("utf-8") for s in set(t.split())] for t in texts]
+    total_shingles = sum(len(s) for s in shingle_sets)
+
+    def datasketch_run():
+        out = []
+        for shingles in shingle_sets:
+            m = MinHash(num_perm=256, seed=1)
+            m.update_batch(shingles)
+            out.append(m.hashvalues)
+        return np.array(out)
+
+    ds_time, ds_sig = best_of(datasketch_run, 1)
+    our_time, our_sig = best_of(lambda: signatures(texts, num_perm=256), repeat)
+    if not np.array_equal(ds_sig, our_sig):
+        raise SystemExit("signatures differ from datasketch: not benchmarking")
+    fused_time, _ = best_of(lambda: text_band_keys(texts, 42, 6), repeat)
+    n = len(texts)
+    ns_per_cell = our_time / (total_shingles * 256) * 1e9
+    return {
+        "docs": n,
+        "shingles": total_shingles,
+        "datasketch_docs_per_s": n / ds_time,
+        "signatures_docs_per_s": n / our_time,
+        "fused_band_keys_docs_per_s": n / fused_time,
+        "signatures_speedup": ds_time / our_time,
+        "fused_speedup": ds_time / fused_time,
+        "ns_per_shingle_x_perm": ns_per_cell,
+        # Includes tokenizing and SHA-1 of each shingle, amortized over 256 permutations.
+    }
+
+
+def bench_driver_pass(texts, repeat):
+    params = IndexParams.for_threshold(capacity=len(texts), threshold=0.5, num_perm=256)
+    keys, has = text_band_keys(texts, **params.signature_kwargs())
+    keys, n = keys[has], int(np.count_nonzero(has))
+    root = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    b, r = params.b, params.r
+
+    # datasketch on the same band keys: MinHash objects rebuilt from the
+    # signatures so that only query + insert is timed.
+    sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
+    minhashes = [MinHash(num_perm=256, seed=1, hashvalues=row, scheme="affine32") for row in sig]
+    ds_dir = tempfile.mkdtemp(dir=root)
+    lsh = MinHashLSHBloom(threshold=0.5, num_perm=256, n=len(texts), fp=params.p_band, save_dir=ds_dir)
+    t = time.perf_counter()
+    ds_flags = []
+    for m in minhashes:
+        dup = lsh.query(m)
+        if not dup:
+            lsh.insert(m)
+        ds_flags.append(dup)
+    ds_time = time.perf_counter() - t
+    shutil.rmtree(ds_dir)
+
+    def ours():
+        d = tempfile.mkdtemp(dir=root)
+        try:
+            with LSHBloomIndex.create(d, params) as index:
+                t0 = time.perf_counter()
+                flags = index.query_insert(keys)
+                return time.perf_counter() - t0, flags
+        finally:
+            shutil.rmtree(d)
+
+    our_time = float("inf")
+    for _ in range(repeat):
+        elapsed, flags = ours()
+        our_time = min(our_time, elapsed)
+    if flags.tolist() != ds_flags:
+        raise SystemExit("driver-pass decisions differ from datasketch: not benchmarking")
+    return {
+        "docs": n,
+        "b": b,
+        "r": r,
+        "duplicates": int(flags.sum()),
+        "datasketch_docs_per_s": n / ds_time,
+        "native_docs_per_s": n / our_time,
+        "speedup": ds_time / our_time,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=6000)
+    parser.add_argument("--corpus", nargs="*", default=DEFAULT_CORPORA)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    texts, names = load_texts(args.corpus, args.docs)
+    print(f"machine: {machine()}")
+    print(f"corpus:  {', '.join(names)}: {len(texts)} documents")
+    sig = bench_signatures(texts, args.repeat)
+    print(
+        f"signatures (k=256, unigrams): datasketch {sig['datasketch_docs_per_s']:,.0f} docs/s, "
+        f"ours {sig['signatures_docs_per_s']:,.0f} docs/s ({sig['signatures_speedup']:.1f}x), "
+        f"fused band keys {sig['fused_band_keys_docs_per_s']:,.0f} docs/s ({sig['fused_speedup']:.1f}x), "
+        f"{sig['ns_per_shingle_x_perm']:.3f} ns per shingle x permutation"
+    )
+    drv = bench_driver_pass(texts, args.repeat)
+    print(
+        f"driver pass (b={drv['b']}, r={drv['r']}): datasketch {drv['datasketch_docs_per_s']:,.0f} docs/s, "
+        f"ours {drv['native_docs_per_s']:,.0f} docs/s ({drv['speedup']:.1f}x); {drv['duplicates']} duplicates, decisions equal"
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine(), "corpus": names, "signatures": sig, "driver_pass": drv}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""lshbloom-spark: near-duplicate removal with LSHBloom (MinHash + LSH + a Bloom filter per band).
+
+The public API:
+
+- :func:`signatures`, :func:`band_keys`, :func:`optimal_params` — datasketch-compatible maths;
+- :class:`LSHBloomIndex`, :class:`IndexParams` — the persistent per-band Bloom index;
+- :func:`plan` — size an index before a run;
+- :func:`deduplicate` — deduplicate a Spark DataFrame (:mod:`lshbloom_udf.spark`), and the
+  ``pyspark.ml`` Transformer :class:`lshbloom_udf.ml.LSHBloomDeduplicator`.
+"""
+
+from lshbloom_udf.index import IndexMismatchError, IndexParams, LSHBloomIndex
+from lshbloom_udf.lsh import optimal_params
+from lshbloom_udf.minhash import arrow_band_keys, band_keys, signatures, text_band_keys
+from lshbloom_udf.sizing import plan
+
+
+def __getattr__(name):
+    # Spark is imported only when the Spark API is used.
+    if name in ("deduplicate", "DedupResult", "DedupInputError"):
+        from lshbloom_udf import spark
+
+        return getattr(spark, name)
+    if name == "LSHBloomDeduplicator":
+        from lshbloom_udf.ml import LSHBloomDeduplicator
+
+        return LSHBloomDeduplicator
+    raise AttributeError(f"module 'lshbloom_udf' has no attribute {name!r}")
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DedupInputError",
+    "DedupResult",
+    "IndexMismatchError",
+    "LSHBloomDeduplicator",
+    "IndexParams",
+    "LSHBloomIndex",
+    "arrow_band_keys",
+    "band_keys",
+    "deduplicate",
+    "optimal_params",
+    "plan",
+    "signatures",
+    "text_band_keys",
+]

@@ -1,0 +1,55 @@
+"""Command line: ``python -m lshbloom_udf {plan,sample} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional
+
+from lshbloom_udf import sample
+from lshbloom_udf.sizing import plan
+
+
+def _plan(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m lshbloom_udf plan", description="Size an LSHBloom index before a run (paper §4.3-4.5)."
+    )
+    parser.add_argument("--docs", type=float, required=True, help="expected documents, e.g. 1e10")
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--num-perm", type=int, default=256)
+    parser.add_argument("--p-effective", type=float, default=1e-5)
+    parser.add_argument("--ngram", type=int, default=1)
+    parser.add_argument("--bands", type=int, nargs=2, metavar=("B", "R"), help="explicit (b, r) instead of the optimum")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    args = parser.parse_args(argv)
+    if args.docs != int(args.docs):
+        parser.error(f"--docs must be a whole number, got {args.docs}")
+    try:
+        result = plan(
+            int(args.docs),
+            threshold=args.threshold,
+            num_perm=args.num_perm,
+            p_effective=args.p_effective,
+            ngram=args.ngram,
+            bands=tuple(args.bands) if args.bands else None,
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_text())
+
+
+COMMANDS = {"plan": _plan, "sample": sample.main}
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in COMMANDS:
+        names = ", ".join(COMMANDS)
+        print(f"usage: python -m lshbloom_udf {{{names}}} [options]", file=sys.stderr)
+        sys.exit(2)
+    COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    main()

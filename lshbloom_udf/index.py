@@ -1,0 +1,556 @@
+"""The LSHBloom index: one Bloom filter per LSH band, on disk.
+
+A directory holds ``band-{i}.bf`` for ``i < b`` — pybloomfiltermmap3 files, so
+``datasketch.MinHashLSHBloom(save_dir=..., params=(b, r))`` and
+``pybloomfilter.BloomFilter.open`` read them — and ``manifest.json``, which
+records every parameter that decides whether two runs' band keys are
+comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold) and
+how the filters were sized (capacity, p_effective, per-band p). Reopening with
+different parameters is an error, never a silent mix.
+
+Decisions ("keep first"): a document is a duplicate iff any of its ``b`` band
+keys is in that band's filter; only non-duplicates are inserted, in order. The
+filters are memory-mapped and driven in batches by the native module.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import math
+import os
+import shutil
+import warnings
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from lshbloom_udf import _native
+from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
+from lshbloom_udf.minhash import normalization_name, validate_ngram, validate_scheme, validate_seed
+from lshbloom_udf.sizing import BLOOM_PREAMBLE_BYTES, human_bytes, per_band_p, validate_capacity, validate_p_effective
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_NAME = "lshbloom-index"
+FORMAT_VERSION = 1
+BLOOM_FORMAT = "pybloomfiltermmap3"
+# Bloom hash seeds are derived, not random, so that the same parameters give
+# byte-identical index files on every run.
+_SEED_DOMAIN = 0x4C534842  # "LSHB"
+
+
+class IndexMismatchError(ValueError):
+    """An existing index was built with parameters other than the ones asked for."""
+
+
+class IndexLockedError(RuntimeError):
+    """Another process has the index open for writing."""
+
+
+class IndexFullError(RuntimeError):
+    """Inserting more documents would exceed the capacity the filters were sized for."""
+
+
+class CapacityWarning(UserWarning):
+    """The index is close to its capacity: its false-positive rate is about to rise past the promise."""
+
+
+# Warn once the index holds this fraction of its capacity.
+CAPACITY_WARNING_FRACTION = 0.9
+LOCK_NAME = ".lock"
+
+
+def _acquire_lock(path: str, read_only: bool) -> Optional[int]:
+    """An OS lock on the index for as long as it is open: exclusive for writers, shared for readers.
+
+    A reader of an index in a directory it cannot write goes without (it
+    changes nothing).
+    """
+    lock_path = os.path.join(path, LOCK_NAME)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        if read_only:
+            return None
+        raise PermissionError(e.errno, f"{path}: index directory is not writable ({e.strerror})", lock_path) from None
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise IndexLockedError(
+            f"{path}: index is in use by another process (pid {holder}); two jobs cannot share an index "
+            "directory at once — wait for the other one or use another --index-dir"
+        ) from None
+    if not read_only:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
+def _release_lock(fd: Optional[int]) -> None:
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _reserve_space(paths: list[str]) -> None:
+    """Allocate the band files' blocks now, so that a full disk is an error here and not a SIGBUS later."""
+    for path in paths:
+        fd = os.open(path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+
+def band_file_name(i: int) -> str:
+    return f"band-{i}.bf"
+
+
+def bloom_hash_seeds(band: int, num_hashes: int) -> list[int]:
+    """The deterministic pybloomfiltermmap3 hash seeds of band ``band``."""
+    return [int(s) for s in np.random.SeedSequence([_SEED_DOMAIN, band]).generate_state(num_hashes, dtype=np.uint32)]
+
+
+@dataclass(frozen=True)
+class IndexParams:
+    """Everything that makes two runs' decisions comparable, and the index's sizing.
+
+    Build one with :meth:`for_threshold` (``(b, r)`` from the threshold, as
+    datasketch chooses them) or give ``b`` and ``r`` directly.
+    """
+
+    b: int
+    r: int
+    capacity: int
+    num_perm: int = 256
+    threshold: Optional[float] = None
+    scheme: str = "affine32"
+    seed: int = 1
+    ngram: int = 1
+    normalize: str = "none"
+    p_effective: float = 1e-5
+
+    @classmethod
+    def for_threshold(
+        cls,
+        capacity: int,
+        threshold: float = 0.5,
+        num_perm: int = 256,
+        *,
+        bands: Optional[tuple[int, int]] = None,
+        **kwargs: Any,
+    ) -> "IndexParams":
+        validate_threshold(threshold)
+        b, r = bands if bands is not None else optimal_params(threshold, num_perm)
+        return cls(b=b, r=r, capacity=capacity, num_perm=num_perm, threshold=threshold, **kwargs)
+
+    def __post_init__(self) -> None:
+        validate_num_perm(self.num_perm)
+        validate_bands(self.b, self.r, self.num_perm)
+        validate_capacity(self.capacity)
+        if self.threshold is not None:
+            validate_threshold(self.threshold)
+        validate_scheme(self.scheme)
+        validate_seed(self.seed)
+        validate_ngram(self.ngram)
+        validate_p_effective(self.p_effective)
+        object.__setattr__(self, "normalize", normalization_name(self.normalize))
+
+    @property
+    def p_band(self) -> float:
+        return per_band_p(self.p_effective, self.b)
+
+    def signature_kwargs(self) -> dict:
+        """The keyword arguments of :func:`~lshbloom_udf.minhash.text_band_keys` these parameters imply."""
+        return dict(
+            b=self.b,
+            r=self.r,
+            num_perm=self.num_perm,
+            ngram=self.ngram,
+            seed=self.seed,
+            scheme=self.scheme,
+            normalize=self.normalize,
+        )
+
+
+# Fields that only size new filters: an existing index keeps its own.
+SIZING_FIELDS = ("capacity", "p_effective")
+
+
+def _write_json_atomically(path: str, data: Mapping) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_manifest(path: str) -> dict:
+    """The manifest of the index at ``path``, validated."""
+    manifest_path = os.path.join(path, MANIFEST_NAME)
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{manifest_path}: no LSHBloom index manifest here") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{manifest_path}: corrupt manifest ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise ValueError(f"{manifest_path}: not an {FORMAT_NAME} manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{manifest_path}: format version {manifest.get('format_version')!r}, this version reads {FORMAT_VERSION}"
+        )
+    return manifest
+
+
+def _params_from_manifest(manifest: Mapping) -> IndexParams:
+    names = {f.name for f in fields(IndexParams)}
+    return IndexParams(**{k: manifest["params"][k] for k in names})
+
+
+class LSHBloomIndex:
+    """A directory of per-band Bloom filters plus a manifest.
+
+    Use :meth:`create`, :meth:`open`, :meth:`open_or_create` or, for an index
+    datasketch wrote (band files without a manifest), :meth:`adopt`. The index
+    is a context manager; :meth:`close` syncs the filters and the manifest.
+    """
+
+    def __init__(self, path: str, manifest: dict, read_only: bool, lock_fd: Optional[int]):
+        """Use the class methods; this takes over ``lock_fd``, already acquired."""
+        self.path = path
+        self._manifest = manifest
+        self.params = _params_from_manifest(manifest)
+        self.read_only = read_only
+        self._lock_fd = lock_fd
+        self._closed = True
+        self._warned_capacity = False
+        try:
+            paths = self.band_paths()
+            self._check_band_files(paths)
+            self._filters = _native.BandFilters(paths, not read_only)
+        except BaseException:
+            _release_lock(lock_fd)
+            raise
+        self._closed = False
+
+    # -- construction -------------------------------------------------------
+
+    @staticmethod
+    def exists(path: str) -> bool:
+        return os.path.isfile(os.path.join(path, MANIFEST_NAME))
+
+    @classmethod
+    def create(cls, path: str, params: IndexParams) -> "LSHBloomIndex":
+        """Create an empty index at ``path`` (which must not hold one)."""
+        os.makedirs(path, exist_ok=True)
+        lock_fd = _acquire_lock(path, read_only=False)
+        try:
+            if cls.exists(path) or os.path.exists(os.path.join(path, band_file_name(0))):
+                raise FileExistsError(f"{path}: already holds an index; open it instead")
+            manifest = cls._create_files(path, params)
+        except BaseException:
+            _release_lock(lock_fd)
+            raise
+        return cls(path, manifest, read_only=False, lock_fd=lock_fd)
+
+    @staticmethod
+    def _create_files(path: str, params: IndexParams) -> dict:
+        p_band = params.p_band
+        num_hashes, num_bits = _native.bloom_geometry(params.capacity, p_band)
+        needed = params.b * (BLOOM_PREAMBLE_BYTES + (num_bits + 7) // 8)
+        free = shutil.disk_usage(path).free
+        if needed > free:
+            raise OSError(
+                errno.ENOSPC,
+                f"not enough space for the index: it needs {human_bytes(needed)} and {human_bytes(free)} is free "
+                "(see `python -m lshbloom_udf plan`)",
+                path,
+            )
+        paths = [os.path.join(path, band_file_name(i)) for i in range(params.b)]
+        try:
+            for i, band_path in enumerate(paths):
+                _native.BloomFile.create(band_path, params.capacity, p_band, bloom_hash_seeds(i, num_hashes)).close()
+            _reserve_space(paths)
+        except OSError as e:
+            for band_path in paths:
+                if os.path.exists(band_path):
+                    os.remove(band_path)
+            raise OSError(e.errno, f"cannot reserve {human_bytes(needed)} for the index: {e.strerror}", path) from e
+        manifest = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "bloom_format": BLOOM_FORMAT,
+            "params": asdict(params),
+            "p_band": p_band,
+            "inserted": 0,
+        }
+        _write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest)
+        return manifest
+
+    @classmethod
+    def open(cls, path: str, expected: Optional[Mapping[str, Any]] = None, read_only: bool = False) -> "LSHBloomIndex":
+        """Open the index at ``path``.
+
+        ``expected`` maps parameter names to the values the caller's band keys
+        were made with (``IndexParams`` or a dict; ``None`` values are not
+        checked). Any difference raises :class:`IndexMismatchError`.
+        """
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"{path}: no such index directory")
+        lock_fd = _acquire_lock(path, read_only)
+        try:
+            # Read under the lock: a writer rewrites the manifest on sync.
+            manifest = read_manifest(path)
+            params = _params_from_manifest(manifest)
+            if expected is not None:
+                _check_expected(path, params, expected)
+        except BaseException:
+            _release_lock(lock_fd)
+            raise
+        return cls(path, manifest, read_only=read_only, lock_fd=lock_fd)
+
+    @classmethod
+    def open_or_create(cls, path: str, params: IndexParams, sizing_given: bool = True) -> "LSHBloomIndex":
+        """Open the index at ``path`` checking it matches ``params``, or create it.
+
+        With ``sizing_given=False`` an existing index keeps its own capacity and
+        p_effective (they only size new filters).
+        """
+        if cls.exists(path):
+            expected = asdict(params)
+            if not sizing_given:
+                for name in SIZING_FIELDS:
+                    expected.pop(name)
+            return cls.open(path, expected=expected)
+        return cls.create(path, params)
+
+    @classmethod
+    def adopt(cls, path: str, params: Mapping[str, Any]) -> "LSHBloomIndex":
+        """Take over band files written by datasketch ``MinHashLSHBloom`` (no manifest).
+
+        ``params`` supplies what the files cannot tell: b, r, num_perm and the
+        signature settings (scheme, seed, ngram, normalize, threshold).
+        Capacity and the per-band rate are read from the files.
+        """
+        if cls.exists(path):
+            raise FileExistsError(f"{path}: already has a manifest; open it instead")
+        params = dict(params)
+        b = params.get("b")
+        if b is None:
+            raise ValueError("adopt needs at least b and r in params")
+        if os.path.exists(os.path.join(path, band_file_name(b))):
+            raise IndexMismatchError(f"{path}: holds more than b={b} band files")
+        first = _native.BloomFile.open(os.path.join(path, band_file_name(0)), False)
+        capacity, p_band = first.capacity, first.error_rate
+        first.close()
+        p_effective = -math.expm1(b * math.log1p(-p_band))
+        for name, value in (("capacity", capacity), ("p_effective", p_effective)):
+            if params.get(name) not in (None, value) and not (
+                name == "p_effective" and math.isclose(params[name], value, rel_tol=1e-9)
+            ):
+                raise IndexMismatchError(f"{path}: band files have {name}={value}, not {params[name]}")
+        params.update(capacity=capacity, p_effective=p_effective)
+        full = IndexParams(**params)
+        manifest = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "bloom_format": BLOOM_FORMAT,
+            "params": asdict(full),
+            "p_band": p_band,
+            "inserted": 0,
+            "adopted": True,
+        }
+        index = cls(path, manifest, read_only=False, lock_fd=_acquire_lock(path, read_only=False))
+        _write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest)
+        return index
+
+    def _check_band_files(self, paths: list[str]) -> None:
+        missing = [p for p in paths if not os.path.isfile(p)]
+        if missing:
+            raise FileNotFoundError(f"{self.path}: band files missing: {', '.join(os.path.basename(p) for p in missing)}")
+        # Each file must be one of this index's filters, not a stray from another.
+        for band_path in paths:
+            with _native.BloomFile.open(band_path, False) as bloom:
+                sized = (bloom.capacity, bloom.error_rate)
+            if sized[0] != self.params.capacity or not math.isclose(sized[1], self._manifest["p_band"], rel_tol=1e-12):
+                raise IndexMismatchError(
+                    f"{band_path}: sized for capacity {sized[0]} at rate {sized[1]:.6g}, but the manifest says "
+                    f"capacity {self.params.capacity} at rate {self._manifest['p_band']:.6g}: not this index's filter"
+                )
+
+    # -- queries ------------------------------------------------------------
+
+    def _keys(self, keys: np.ndarray) -> np.ndarray:
+        self._check_open()
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        if keys.ndim != 2 or keys.shape[1] != self.params.b:
+            raise ValueError(f"band keys must have shape (N, {self.params.b}), got {keys.shape}")
+        return keys
+
+    def query(self, keys: np.ndarray) -> np.ndarray:
+        """For each row of band keys: is any band's key already in the index?"""
+        return self._filters.query(self._keys(keys))
+
+    def insert(self, keys: np.ndarray) -> None:
+        """Insert every row of band keys."""
+        keys = self._keys(keys)
+        self._check_capacity(len(keys))
+        self._filters.insert(keys)
+        self._count_inserted(len(keys))
+
+    def _check_capacity(self, incoming: int) -> None:
+        if self.inserted + incoming > self.params.capacity:
+            raise IndexFullError(
+                f"{self.path}: inserting {incoming} more documents would exceed the capacity of "
+                f"{self.params.capacity:,} the filters were sized for ({self.inserted:,} inserted); past it the "
+                "false-positive rate rises above p_effective. Deduplicate into a new --index-dir sized with "
+                "--expected-docs for the whole corpus."
+            )
+
+    def _count_inserted(self, count: int) -> None:
+        self._manifest["inserted"] += count
+        if not self._warned_capacity and self.inserted >= CAPACITY_WARNING_FRACTION * self.params.capacity:
+            self._warned_capacity = True
+            warnings.warn(
+                f"{self.path}: index holds {self.inserted:,} of its {self.params.capacity:,} capacity",
+                CapacityWarning,
+                stacklevel=3,
+            )
+
+    def query_insert(self, keys: np.ndarray, active: Optional[np.ndarray] = None) -> np.ndarray:
+        """Keep-first decisions: True for duplicates; each non-duplicate is inserted before the next row is queried.
+
+        Rows where ``active`` is False (documents without shingles) are
+        neither queried nor inserted, and come out False.
+        """
+        keys = self._keys(keys)
+        if active is not None:
+            active = np.asarray(active, dtype=bool)
+            if active.shape != (len(keys),):
+                raise ValueError(f"active must have shape ({len(keys)},), got {active.shape}")
+            duplicate = np.zeros(len(keys), dtype=bool)
+            duplicate[active] = self.query_insert(keys[active])
+            return duplicate
+        room = self.params.capacity - self.inserted
+        if len(keys) <= room:
+            duplicate = self._filters.query_insert(keys)
+            self._count_inserted(int(len(keys) - np.count_nonzero(duplicate)))
+            return duplicate
+        # Near capacity: each row inserts at most once, so `room` rows at a
+        # time can never overshoot; stop at the first new document that would.
+        parts, start = [], 0
+        while start < len(keys) and room > 0:
+            part = self._filters.query_insert(keys[start : start + room])
+            self._count_inserted(int(len(part) - np.count_nonzero(part)))
+            parts.append(part)
+            start += len(part)
+            room = self.params.capacity - self.inserted
+        if start < len(keys):
+            rest = self._filters.query(keys[start:])
+            if not rest.all():
+                self._check_capacity(1)
+            parts.append(rest)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+    # -- state --------------------------------------------------------------
+
+    @property
+    def inserted(self) -> int:
+        return self._manifest["inserted"]
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads(json.dumps(self._manifest))
+
+    def band_paths(self) -> list[str]:
+        return [os.path.join(self.path, band_file_name(i)) for i in range(self.params.b)]
+
+    def stats(self) -> dict:
+        """Bytes on disk, documents inserted, and the false-positive rate now expected from the fill."""
+        size = sum(os.path.getsize(p) for p in self.band_paths())
+        bloom = _native.BloomFile.open(self.band_paths()[0], False)
+        k, m = bloom.num_hashes, bloom.num_bits
+        bloom.close()
+        band_fp = (1.0 - math.exp(-k * self.inserted / m)) ** k
+        return {
+            "path": self.path,
+            "bytes_on_disk": size,
+            "inserted": self.inserted,
+            "capacity": self.params.capacity,
+            "b": self.params.b,
+            "r": self.params.r,
+            "p_band": self._manifest["p_band"],
+            "expected_false_positive": -math.expm1(self.params.b * math.log1p(-band_fp)) if band_fp < 1 else 1.0,
+        }
+
+    def sync(self) -> None:
+        """Flush the filters, then the manifest."""
+        self._check_open()
+        if self.read_only:
+            return
+        self._filters.sync()
+        _write_json_atomically(os.path.join(self.path, MANIFEST_NAME), self._manifest)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.sync()
+            self._filters.close()
+        finally:
+            self._closed = True
+            _release_lock(self._lock_fd)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self.path}: index is closed")
+
+    def __enter__(self) -> "LSHBloomIndex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        p = self.params
+        return f"LSHBloomIndex({self.path!r}, b={p.b}, r={p.r}, capacity={p.capacity}, inserted={self.inserted})"
+
+
+def _check_expected(path: str, params: IndexParams, expected: Mapping[str, Any]) -> None:
+    if isinstance(expected, IndexParams):
+        expected = asdict(expected)
+    expected = dict(expected)
+    if "normalize" in expected and expected["normalize"] is not None:
+        expected["normalize"] = normalization_name(expected["normalize"])
+    have = asdict(params)
+    diffs = []
+    for name, want in expected.items():
+        if name not in have:
+            raise ValueError(f"unknown index parameter {name!r}")
+        if want is None:
+            continue
+        got = have[name]
+        same = math.isclose(got, want, rel_tol=1e-12) if isinstance(got, float) and isinstance(want, float) else got == want
+        if not same:
+            diffs.append(f"{name}: index has {got!r}, asked for {want!r}")
+    if diffs:
+        raise IndexMismatchError(
+            f"{path}: index was built with other parameters ({'; '.join(diffs)}). "
+            "Use the index's parameters, or a new --index-dir."
+        )
+

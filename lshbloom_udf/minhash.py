@@ -1,0 +1,218 @@
+"""MinHash signatures and LSH band keys, datasketch-compatible.
+
+A document becomes a set of shingles: the tokens of Python's ``str.split()``
+(runs of Unicode whitespace as Python defines it), joined into word n-grams by
+one space; fewer than ``n`` tokens give one shingle of all of them; an empty or
+null document gives none. Each shingle is hashed with ``sha1_hash32`` (the
+first 4 bytes of its SHA-1, little-endian) and the signature keeps, for each
+of ``k`` random permutations ``π_j``, the minimum ``π_j(h)`` over the shingles:
+
+    affine32 (datasketch >= 2):  π_j(h) = a_j · fmix32(h) + b_j  mod 2^32
+    legacy   (datasketch <  2):  π_j(h) = ((a_j · h + b_j) mod 2^64) mod (2^61 - 1) & (2^32 - 1)
+
+with ``(a, b)`` drawn from ``numpy.random.RandomState(seed)`` exactly as
+datasketch draws them, so the same text, seed and ``k`` give bit-identical
+signatures. ``P[min π(A) = min π(B)] = J(A, B)``, so matching signature
+positions estimate Jaccard similarity.
+
+Band keys: band ``i`` of ``b`` bands of ``r`` rows is ``sig[i·r:(i+1)·r]`` and
+its key is the exact sum of those values mod ``2^61 - 1`` — datasketch's
+``MinHashLSHBloom`` band hash. Documents sharing any band key are candidate
+near-duplicates.
+
+The hot loops run in the native module with the GIL released.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Optional, Union
+
+import numpy as np
+
+from lshbloom_udf import _native
+from lshbloom_udf.lsh import validate_bands, validate_num_perm
+
+SCHEMES = ("affine32", "legacy")
+MERSENNE_PRIME = (1 << 61) - 1
+
+# Normalization steps, applied in this order before tokenizing. The native
+# module takes them as a bit mask.
+NORMALIZATION_STEPS = {"nfkc": 1, "lower": 2, "punct": 4}
+
+Normalize = Union[bool, str, Sequence[str], None]
+
+
+def normalization_mask(normalize: Normalize) -> int:
+    """The native bit mask for a normalization spec.
+
+    ``False``/``None``/``""`` is none; ``True`` is all of NFKC, lowercase and
+    punctuation-to-space; a string such as ``"nfkc,lower"`` or a sequence of
+    step names picks steps.
+    """
+    if normalize is None or normalize is False:
+        return 0
+    if normalize is True:
+        return sum(NORMALIZATION_STEPS.values())
+    steps = [s.strip() for s in normalize.split(",")] if isinstance(normalize, str) else list(normalize)
+    mask = 0
+    for step in steps:
+        if step in ("", "none"):
+            continue
+        if step == "all":
+            mask |= sum(NORMALIZATION_STEPS.values())
+        elif step in NORMALIZATION_STEPS:
+            mask |= NORMALIZATION_STEPS[step]
+        else:
+            raise ValueError(
+                f"unknown normalization step {step!r}; choose from {sorted(NORMALIZATION_STEPS)} or 'all'/'none'"
+            )
+    return mask
+
+
+def normalization_name(normalize: Normalize) -> str:
+    """Canonical text form of a normalization spec, e.g. ``"nfkc,lower,punct"`` or ``"none"``."""
+    mask = normalization_mask(normalize)
+    return ",".join(name for name, bit in NORMALIZATION_STEPS.items() if mask & bit) or "none"
+
+
+def validate_scheme(scheme: str) -> None:
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+
+
+def validate_ngram(ngram: int) -> None:
+    if isinstance(ngram, bool) or not isinstance(ngram, (int, np.integer)) or ngram < 1:
+        raise ValueError(f"ngram must be an integer >= 1, got {ngram!r}")
+
+
+def validate_seed(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def permutations(num_perm: int, seed: int = 1, scheme: str = "affine32") -> tuple[np.ndarray, np.ndarray]:
+    """The ``(a, b)`` permutation parameters datasketch's ``MinHash`` draws, as uint64 arrays."""
+    validate_num_perm(num_perm)
+    validate_seed(seed)
+    validate_scheme(scheme)
+    gen = np.random.RandomState(seed)
+    if scheme == "legacy":
+        # datasketch < 2 draws (a, b) interleaved per permutation, a >= 1.
+        drawn = np.array(
+            [(gen.randint(1, MERSENNE_PRIME, dtype=np.uint64), gen.randint(0, MERSENNE_PRIME, dtype=np.uint64)) for _ in range(num_perm)],
+            dtype=np.uint64,
+        )
+        a, b = drawn[:, 0], drawn[:, 1]
+    else:
+        # All of a first (odd, so the map is a bijection on 32 bits), then all of b.
+        a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+        b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    a = np.ascontiguousarray(a, dtype=np.uint64)
+    b = np.ascontiguousarray(b, dtype=np.uint64)
+    a.setflags(write=False)
+    b.setflags(write=False)
+    return a, b
+
+
+def _texts_list(texts: Sequence[Optional[str]]) -> list:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not a single string")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, expected str or None")
+    return texts
+
+
+def signatures(
+    texts: Sequence[Optional[str]],
+    num_perm: int = 256,
+    ngram: int = 1,
+    seed: int = 1,
+    scheme: str = "affine32",
+    normalize: Normalize = False,
+) -> np.ndarray:
+    """MinHash signatures of ``texts`` as a ``(len(texts), num_perm)`` uint32 array.
+
+    Row ``i`` equals ``datasketch.MinHash(num_perm, seed, scheme=scheme)``
+    updated with the shingles of ``texts[i]``. A null or empty text has no
+    shingles: its row is all ``2**32 - 1``.
+    """
+    validate_ngram(ngram)
+    a, b = permutations(num_perm, seed, scheme)
+    return _native.minhash(_texts_list(texts), a, b, scheme, int(ngram), normalization_mask(normalize))
+
+
+def band_keys(signatures: np.ndarray, b: int, r: int) -> np.ndarray:
+    """Band keys of signatures: a ``(N, b)`` uint64 array, key = sum of the band's values mod 2^61-1."""
+    sig = np.asarray(signatures)
+    if sig.ndim != 2:
+        raise ValueError(f"signatures must be a 2-D (documents, num_perm) array, got shape {sig.shape}")
+    if sig.dtype != np.uint32:
+        if sig.size and (sig.min() < 0 or sig.max() > 0xFFFFFFFF):
+            raise ValueError("signature values must fit in 32 bits")
+        sig = sig.astype(np.uint32)
+    validate_bands(b, r, sig.shape[1])
+    return _native.band_keys(np.ascontiguousarray(sig), int(b), int(r))
+
+
+def text_band_keys(
+    texts: Sequence[Optional[str]],
+    b: int,
+    r: int,
+    num_perm: int = 256,
+    ngram: int = 1,
+    seed: int = 1,
+    scheme: str = "affine32",
+    normalize: Normalize = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Band keys straight from texts without materializing the signatures.
+
+    Returns ``(keys, has_shingles)``: a ``(N, b)`` uint64 array and a boolean
+    array that is False for null/empty documents (whose keys are meaningless).
+    """
+    validate_ngram(ngram)
+    validate_bands(b, r, num_perm)
+    a, bb = permutations(num_perm, seed, scheme)
+    return _native.minhash_band_keys(
+        _texts_list(texts), a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r)
+    )
+
+
+def arrow_band_keys(
+    array,
+    b: int,
+    r: int,
+    num_perm: int = 256,
+    ngram: int = 1,
+    seed: int = 1,
+    scheme: str = "affine32",
+    normalize: Normalize = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
+    import pyarrow as pa
+
+    validate_ngram(ngram)
+    validate_bands(b, r, num_perm)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_string(array.type):
+        offset_type = np.int32
+    elif pa.types.is_large_string(array.type):
+        offset_type = np.int64
+    else:
+        raise TypeError(f"text column must be a string column, got Arrow type {array.type}")
+    validity, offsets_buf, data_buf = array.buffers()
+    n = len(array)
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type, count=n + 1, offset=array.offset * np.dtype(offset_type).itemsize)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    valid = None
+    if validity is not None and array.null_count:
+        valid = array.is_valid().to_numpy(zero_copy_only=False)
+    a, bb = permutations(num_perm, seed, scheme)
+    return _native.minhash_band_keys_arrow(
+        offsets, data, valid, a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r)
+    )

@@ -1,0 +1,276 @@
+"""deduplicate(): decisions equal datasketch's, every row exactly once, robust to partitioning and recomputation."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lshbloom_udf import DedupInputError, IndexMismatchError, LSHBloomIndex, deduplicate
+from lshbloom_udf.config import DEFAULTS
+from spark_support import datasketch_flags, new_reference_index, sample_docs
+
+SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.StringType()),
+        T.StructField("text", T.StringType()),
+        T.StructField("source", T.LongType()),
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return list(sample_docs())
+
+
+@pytest.fixture(scope="module")
+def by_id(docs):
+    return {d["id"]: d for d in docs}
+
+
+@pytest.fixture(scope="module")
+def docs_df(spark, docs):
+    return spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in docs], SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def many_files(tmp_path_factory, docs):
+    """The documents as 9 JSON-lines files of uneven sizes (Spark packs them into partitions by size)."""
+    root = tmp_path_factory.mktemp("many")
+    cuts = [0, 13, 80, 91, 170, 260, 300, 390, 401, len(docs)]
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        with open(root / f"part-{i:02d}.jsonl", "w", encoding="utf-8") as f:
+            for d in docs[a:b]:
+                f.write(json.dumps(d) + "\n")
+    return str(root)
+
+
+def _rows(df, flag="is_duplicate"):
+    return [(r["id"], r["text"], r[flag]) for r in df.collect()]
+
+
+def _check_against_reference(rows):
+    """Rows in processing order: their flags must equal datasketch's loop over the same order."""
+    ours = [flag for _, _, flag in rows]
+    theirs = datasketch_flags([text for _, text, _ in rows])
+    assert sum(theirs) > 50  # the sample has plenty of near-duplicates
+    assert ours == theirs
+
+
+def test_flags_equal_datasketch_in_order_by_order(docs_df, docs):
+    out = deduplicate(docs_df.repartition(7), order_by="id", progress=False)
+    rows = _rows(out)
+    assert [r[0] for r in rows] == sorted(d["id"] for d in docs)  # output keeps the processing order
+    _check_against_reference(rows)
+
+
+def test_flags_equal_datasketch_in_input_order_from_many_files(spark, many_files, docs):
+    df = spark.read.schema(SCHEMA).json(many_files)
+    assert df.rdd.getNumPartitions() >= 1
+    out = deduplicate(df, progress=False)
+    rows = _rows(out)
+    assert sorted(r[0] for r in rows) == sorted(d["id"] for d in docs)
+    _check_against_reference(rows)
+
+
+def test_flag_mode_returns_every_row_once_with_all_columns(docs_df, docs, by_id):
+    out = deduplicate(docs_df.repartition(5), progress=False)
+    assert out.columns == ["id", "text", "source", "is_duplicate"]
+    assert dict(out.dtypes)["is_duplicate"] == "boolean"
+    rows = out.collect()
+    assert len(rows) == len(docs)
+    assert sorted(r["id"] for r in rows) == sorted(by_id)
+    for r in rows:
+        assert (r["text"], r["source"]) == (by_id[r["id"]]["text"], by_id[r["id"]]["source"])
+        assert r["is_duplicate"] is not None
+    flags = {r["id"]: r["is_duplicate"] for r in rows}
+    assert flags["zz-null"] is False and flags["zz-empty"] is False and flags["zz-blank"] is False
+
+
+def test_filter_and_duplicates_partition_the_input(docs_df, docs):
+    df = docs_df.repartition(6)
+    flagged = {r["id"]: r["is_duplicate"] for r in deduplicate(df, order_by="id", progress=False).collect()}
+    kept = deduplicate(df, mode="filter", order_by="id", progress=False)
+    removed = deduplicate(df, mode="duplicates", order_by="id", progress=False)
+    assert kept.columns == removed.columns == ["id", "text", "source"]
+    kept_ids = [r["id"] for r in kept.collect()]
+    removed_ids = [r["id"] for r in removed.collect()]
+    assert len(kept_ids) == len(set(kept_ids)) and len(removed_ids) == len(set(removed_ids))
+    assert not set(kept_ids) & set(removed_ids)
+    assert set(kept_ids) | set(removed_ids) == {d["id"] for d in docs}
+    assert set(removed_ids) == {i for i, f in flagged.items() if f}
+    assert {"zz-null", "zz-empty", "zz-blank"} <= set(kept_ids)
+
+
+def test_flags_survive_recomputation(spark, many_files):
+    """The input is re-read and re-shuffled on every action; decisions must not move between rows."""
+    df = spark.read.schema(SCHEMA).json(many_files).repartition(4).cache()
+    df.count()
+    result = deduplicate(df, return_summary=True, progress=False)
+    first = _rows(result.df)
+    df.unpersist(blocking=True)  # the next actions recompute the input from the files
+    second = _rows(result.df)
+    third = _rows(result.df.select("id", "text", "is_duplicate"))
+    assert first == second == third
+    _check_against_reference(first)
+    assert result.summary["duplicates"] == sum(f for *_, f in first)
+
+
+def test_id_column_join_with_recomputed_input(spark, many_files, docs):
+    # repartition(4) after a read of many files: the final join recomputes this input.
+    df = spark.read.schema(SCHEMA).json(many_files).repartition(4)
+    out = deduplicate(df, id_col="id", order_by="id", progress=False)
+    got = {r["id"]: (r["text"], r["is_duplicate"]) for r in out.collect()}
+    assert len(got) == len(docs) and out.count() == len(docs)
+    ordered = sorted(docs, key=lambda d: d["id"])
+    theirs = datasketch_flags([d["text"] for d in ordered])
+    assert [got[d["id"]][1] for d in ordered] == theirs
+    assert all(got[d["id"]][0] == d["text"] for d in docs)
+
+
+def test_large_duplicate_set_path_sorts_back_and_agrees(docs_df):
+    """Above the broadcast limit the join shuffles: the result must be the same rows, flags and order."""
+    df = docs_df.repartition(3)
+    small = _rows(deduplicate(df, order_by="id", progress=False))
+    big = _rows(deduplicate(df, order_by="id", progress=False, broadcast_limit=0, chunk_rows=37))
+    assert big == small
+    kept_big = deduplicate(df, mode="filter", order_by="id", progress=False, broadcast_limit=0)
+    assert [r["id"] for r in kept_big.collect()] == [i for i, _, f in small if not f]
+
+
+def test_second_run_against_kept_index(spark, docs, tmp_path):
+    ordered = sorted(docs, key=lambda d: d["id"])
+    first, second = ordered[:250], ordered[250:]
+    to_df = lambda ds: spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in ds], SCHEMA).repartition(3)
+    index_dir = str(tmp_path / "index")
+    r1 = deduplicate(to_df(first), order_by="id", index_dir=index_dir, expected_docs=len(docs), return_summary=True, progress=False)
+    flags1 = [r["is_duplicate"] for r in r1.df.collect()]
+    assert LSHBloomIndex.exists(index_dir)
+    # Reopening without sizing arguments keeps the index's own capacity.
+    r2 = deduplicate(to_df(second), order_by="id", index_dir=index_dir, return_summary=True, progress=False)
+    flags2 = [r["is_duplicate"] for r in r2.df.collect()]
+    lsh = new_reference_index(len(docs))
+    assert flags1 == datasketch_flags([d["text"] for d in first], lsh=lsh)
+    assert flags2 == datasketch_flags([d["text"] for d in second], lsh=lsh)
+    # Some second-batch documents are duplicates only of first-batch ones.
+    alone = datasketch_flags([d["text"] for d in second])
+    assert sum(flags2) > sum(alone)
+    assert r2.summary["index"]["inserted_before"] == len(first) - sum(flags1) - _empty(first)
+    assert r2.summary["index"]["capacity"] == len(docs)
+    with open(os.path.join(index_dir, "manifest.json")) as f:
+        assert json.load(f)["inserted"] == r2.summary["index"]["inserted_total"]
+
+
+def _empty(ds):
+    return sum(1 for d in ds if not d["text"] or not d["text"].split())
+
+
+def test_parameter_mismatch_with_kept_index_fails_clearly(docs_df, tmp_path):
+    index_dir = str(tmp_path / "index")
+    small = docs_df.limit(40)
+    deduplicate(small, index_dir=index_dir, progress=False)
+    with pytest.raises(IndexMismatchError, match="threshold"):
+        deduplicate(small, index_dir=index_dir, threshold=0.8, progress=False)
+    with pytest.raises(IndexMismatchError, match="ngram"):
+        deduplicate(small, index_dir=index_dir, ngram=2, progress=False)
+    with pytest.raises(IndexMismatchError, match="capacity"):
+        deduplicate(small, index_dir=index_dir, expected_docs=12345, progress=False)
+
+
+def test_summary_contents(docs_df, docs):
+    result = deduplicate(docs_df, return_summary=True, progress=False)
+    df, summary = result
+    assert summary["documents"] == len(docs)
+    assert summary["empty_documents"] == 3
+    assert summary["duplicates"] == df.where("is_duplicate").count()
+    assert summary["kept"] == len(docs) - summary["duplicates"]
+    assert summary["params"]["b"] == 42 and summary["params"]["r"] == 6
+    assert summary["index"]["bytes_on_disk"] > 0 and summary["index"]["path"] is None
+    assert set(summary["seconds"]) >= {"keys", "driver_pass", "total"}
+    text = result.summary_text()
+    assert "duplicates" in text and "docs/s" in text
+    json.dumps(summary)
+
+
+def test_progress_lines_on_stderr(docs_df, capsys, monkeypatch):
+    import lshbloom_udf.spark as S
+
+    monkeypatch.setattr(S._Progress, "__init__", _fast_progress_init(S._Progress.__init__))
+    deduplicate(docs_df, chunk_rows=50, progress=True)
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("lshbloom:")]
+    assert lines and "docs/s" in lines[0] and ("ETA" in lines[0] or "done" in lines[0])
+    assert lines[-1].endswith("done")
+
+
+def _fast_progress_init(orig):
+    def init(self, total, enabled=True, interval=2.0, stream=None):
+        orig(self, total, enabled=enabled, interval=0.0, stream=stream)
+
+    return init
+
+
+def test_empty_input_and_all_empty_texts(spark):
+    empty = spark.createDataFrame([], SCHEMA)
+    out, summary = deduplicate(empty, return_summary=True, progress=False)
+    assert out.count() == 0 and summary["documents"] == 0
+    blanks = spark.createDataFrame([("a", None, 1), ("b", "", 2), ("c", "   ", 3)], SCHEMA)
+    assert [r["is_duplicate"] for r in deduplicate(blanks, order_by="id", progress=False).collect()] == [False] * 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(text_col="body"), "text column 'body' not found"),
+        (dict(text_col="source"), "has type bigint, not string"),
+        (dict(id_col="uid"), "id column 'uid' not found"),
+        (dict(mode="drop"), "mode must be one of"),
+        (dict(threshold=1.5), "threshold must be"),
+        (dict(num_perm=0), "num_perm must be"),
+        (dict(ngram=0), "ngram must be"),
+        (dict(p_effective=2.0), "p_effective"),
+        (dict(expected_docs=-5), "expected_docs"),
+        (dict(scheme="sha256"), "scheme"),
+        (dict(bands=(50, 6)), "exceeds num_perm"),
+        (dict(order_by="nope"), "order-by column 'nope' not found"),
+        (dict(flag_col="text"), "already has a column 'text'"),
+        (dict(index_dir="s3://bucket/index"), "local path on the driver"),
+    ],
+)
+def test_bad_input_and_parameters_fail_clearly(docs_df, kwargs, message):
+    with pytest.raises(DedupInputError, match=message):
+        deduplicate(docs_df, progress=False, **kwargs)
+
+
+def test_duplicate_and_null_ids_are_named(spark):
+    df = spark.createDataFrame(
+        [("a", "x y z", 1), ("b", "p q r", 2), ("a", "u v w", 3), ("c", "k", 4), ("c", "l", 5), ("d", "m", 6)], SCHEMA
+    )
+    with pytest.raises(DedupInputError, match=r"not unique: duplicated ids 'a' \(2 rows\), 'c' \(2 rows\)"):
+        deduplicate(df, id_col="id", progress=False)
+    nulls = spark.createDataFrame([(None, "x y z", 1), ("b", "p q r", 2)], SCHEMA)
+    with pytest.raises(DedupInputError, match="null"):
+        deduplicate(nulls, id_col="id", progress=False)
+
+
+def test_defaults_come_from_config():
+    import inspect
+
+    sig = inspect.signature(deduplicate)
+    for arg, key in [("threshold", "threshold"), ("num_perm", "num_perm"), ("ngram", "ngram"), ("seed", "seed"),
+                     ("scheme", "scheme"), ("text_col", "text_column"), ("mode", "mode"), ("normalize", "normalize")]:
+        assert sig.parameters[arg].default == DEFAULTS[key]
+
+
+def test_other_column_types_pass_through(spark):
+    df = spark.createDataFrame(
+        [(1, "alpha beta gamma delta", [1, 2], {"k": 1.5}, None), (2, "alpha beta gamma delta", [3], {}, "x")],
+        "n int, text string, arr array<int>, m map<string,double>, s string",
+    ).withColumn("ts", F.current_timestamp())
+    out = deduplicate(df, order_by="n", progress=False).collect()
+    assert [r["is_duplicate"] for r in out] == [False, True]
+    assert out[0]["arr"] == [1, 2] and out[0]["m"] == {"k": 1.5} and out[1]["s"] == "x"

@@ -1,0 +1,84 @@
+"""LSHBloomDeduplicator: a pyspark.ml Transformer with typed, validated Params, in a Pipeline, saved and loaded."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.feature import SQLTransformer
+
+from lshbloom_udf import deduplicate
+from lshbloom_udf.config import DEFAULTS
+from lshbloom_udf.ml import LSHBloomDeduplicator
+from spark_support import datasketch_flags, sample_docs
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    docs = list(sample_docs(300, seed=5))
+    return spark.createDataFrame([(d["id"], d["text"]) for d in docs], "id string, body string").repartition(3)
+
+
+def test_defaults_come_from_config():
+    t = LSHBloomDeduplicator()
+    assert t.getInputCol() == DEFAULTS["text_column"]
+    assert t.getOutputCol() == DEFAULTS["flag_column"]
+    assert t.getThreshold() == DEFAULTS["threshold"]
+    assert t.getNumPerm() == DEFAULTS["num_perm"]
+    assert t.getNgram() == DEFAULTS["ngram"]
+    assert t.getSeed() == DEFAULTS["seed"]
+    assert t.getScheme() == DEFAULTS["scheme"]
+    assert t.getMode() == DEFAULTS["mode"]
+    assert t.getIdCol() is None and t.getIndexDir() is None and t.getBands() is None
+    assert t.getPEffective() is None and t.getExpectedDocs() is None
+
+
+def test_params_are_typed_and_validated():
+    t = LSHBloomDeduplicator(threshold=0.7, numPerm=128.0, normalize=True, orderBy="id")
+    assert isinstance(t.getThreshold(), float) and t.getNumPerm() == 128
+    assert t.getNormalize() == "nfkc,lower,punct" and t.getOrderBy() == ["id"]
+    with pytest.raises(ValueError, match="threshold"):
+        LSHBloomDeduplicator(threshold=1.5)
+    with pytest.raises(ValueError, match="mode"):
+        LSHBloomDeduplicator().setMode("drop")
+    with pytest.raises(ValueError, match="exceeds num_perm"):
+        LSHBloomDeduplicator(bands=[50, 6])
+    with pytest.raises(TypeError):
+        LSHBloomDeduplicator(numPerm="many")
+    with pytest.raises(TypeError, match="normalize"):
+        LSHBloomDeduplicator(normalize="uppercase")
+    with pytest.raises(ValueError, match="scheme"):
+        LSHBloomDeduplicator().setScheme("md5")
+    t = LSHBloomDeduplicator().setThreshold(0.8).setIdCol("id").setIndexDir(None)
+    assert t.getThreshold() == 0.8 and t.getIdCol() == "id" and t.getIndexDir() is None
+
+
+def test_in_pipeline_saved_and_loaded(spark, df, tmp_path):
+    dedup = LSHBloomDeduplicator(inputCol="body", outputCol="dup", orderBy=["id"], progress=False)
+    pipeline = Pipeline(stages=[SQLTransformer(statement="SELECT id, body FROM __THIS__"), dedup])
+    model = pipeline.fit(df)
+    out = model.transform(df)
+    assert out.columns == ["id", "body", "dup"]
+    rows = sorted(out.collect(), key=lambda r: r["id"])
+    flags = [r["dup"] for r in rows]
+    assert flags == datasketch_flags([r["body"] for r in rows])
+    expected = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False).collect()}
+    assert {r["id"]: r["dup"] for r in rows} == expected
+    assert model.stages[-1].lastSummary["duplicates"] == sum(flags)
+
+    dedup.write().overwrite().save(str(tmp_path / "dedup"))
+    loaded = LSHBloomDeduplicator.load(str(tmp_path / "dedup"))
+    assert loaded.getInputCol() == "body" and loaded.getOutputCol() == "dup" and loaded.getOrderBy() == ["id"]
+    assert loaded.extractParamMap() == {loaded.getParam(p.name): v for p, v in dedup.extractParamMap().items()}
+
+    model.write().overwrite().save(str(tmp_path / "model"))
+    reloaded = PipelineModel.load(str(tmp_path / "model"))
+    assert isinstance(reloaded.stages[-1], LSHBloomDeduplicator)
+    again = {r["id"]: r["dup"] for r in reloaded.transform(df).collect()}
+    assert again == expected
+
+
+def test_filter_mode_transformer(df):
+    kept = LSHBloomDeduplicator(inputCol="body", mode="filter", idCol="id", orderBy=["id"], progress=False).transform(df)
+    assert kept.columns == ["id", "body"]
+    flags = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False).collect()}
+    assert {r["id"] for r in kept.collect()} == {i for i, f in flags.items() if not f}
