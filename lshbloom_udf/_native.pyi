@@ -1,0 +1,231 @@
+"""Type stubs for ``lshbloom_udf._native``, the Rust core (pyo3, abi3).
+
+Every batch function releases the GIL while it works. Array arguments are used
+in place when they have the expected dtype and are C-contiguous, and copied
+otherwise (other integer dtypes accepted where noted, with a range check).
+
+Schemes: ``"affine32"`` (datasketch 2.x) or ``"legacy"`` (datasketch < 2.0).
+``normalize`` is a bitmask of :data:`NORM_NFKC`, :data:`NORM_LOWER`,
+:data:`NORM_PUNCT`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from types import TracebackType
+from typing import Final, Literal, final
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: Final[str]
+
+NORM_NFKC: Final[int]
+"""Normalization flag: Unicode NFKC."""
+NORM_LOWER: Final[int]
+"""Normalization flag: lowercase."""
+NORM_PUNCT: Final[int]
+"""Normalization flag: Unicode punctuation to space."""
+PUNCT_UNICODE_VERSION: Final[str]
+"""Unicode version of the punctuation table behind :data:`NORM_PUNCT`."""
+
+_StrPath = str | PathLike[str]
+_Scheme = Literal["affine32", "legacy"]
+_U64Array = npt.NDArray[np.uint64] | npt.NDArray[np.int64] | npt.NDArray[np.uint32]
+"""uint64 in place; int64 (>= 0) and uint32 are converted."""
+_U32Array = npt.NDArray[np.uint32] | npt.NDArray[np.uint64] | npt.NDArray[np.int64]
+"""uint32 in place; uint64 / int64 values < 2**32 are converted."""
+_Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+"""Arrow offsets: int32 (string) or int64 (large_string), length N + 1."""
+
+# ---------------------------------------------------------------------------
+# Shingling and MinHash
+
+
+def shingles(text: str | None, ngram: int, normalize: int = 0) -> list[bytes]:
+    """The distinct word n-gram shingles of ``text`` (UTF-8), sorted bytewise.
+
+    ``None`` or an empty text gives ``[]``; fewer than ``ngram`` tokens gives
+    one shingle of all tokens. Tokens follow Python's ``str.split()``.
+    """
+
+
+def minhash(
+    texts: Iterable[str | None],
+    perm_a: _U64Array,
+    perm_b: _U64Array,
+    scheme: _Scheme,
+    ngram: int,
+    normalize: int,
+) -> npt.NDArray[np.uint32]:
+    """MinHash signatures, shape ``(N, k)`` uint32 (``k = len(perm_a)``).
+
+    Rows without shingles stay at ``2**32 - 1``.
+    """
+
+
+def minhash_arrow(
+    offsets: _Offsets,
+    data: npt.NDArray[np.uint8],
+    valid: npt.NDArray[np.bool_] | None,
+    perm_a: _U64Array,
+    perm_b: _U64Array,
+    scheme: _Scheme,
+    ngram: int,
+    normalize: int,
+) -> npt.NDArray[np.uint32]:
+    """:func:`minhash` over an Arrow string column given as its buffers
+    (zero copy: ``offsets``, UTF-8 ``data``, optional per-row ``valid``).
+    """
+
+
+def band_keys(signatures: _U32Array, b: int, r: int) -> npt.NDArray[np.uint64]:
+    """Band keys of an ``(N, k)`` signature matrix, shape ``(N, b)`` uint64:
+    the sum of each band's ``r`` values mod ``2**61 - 1`` (needs ``b * r <= k``).
+    """
+
+
+def minhash_band_keys(
+    texts: Iterable[str | None],
+    perm_a: _U64Array,
+    perm_b: _U64Array,
+    scheme: _Scheme,
+    ngram: int,
+    normalize: int,
+    b: int,
+    r: int,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Fused MinHash + band keys without materializing signatures:
+    ``(keys (N, b) uint64, has_shingles (N,) bool)``.
+    """
+
+
+def minhash_band_keys_arrow(
+    offsets: _Offsets,
+    data: npt.NDArray[np.uint8],
+    valid: npt.NDArray[np.bool_] | None,
+    perm_a: _U64Array,
+    perm_b: _U64Array,
+    scheme: _Scheme,
+    ngram: int,
+    normalize: int,
+    b: int,
+    r: int,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
+
+
+def bloom_geometry(
+    capacity: int, error_rate: float, num_hashes: int | None = None
+) -> tuple[int, int]:
+    """``(num_hashes, num_bits)`` exactly as pybloomfiltermmap3 sizes a filter."""
+
+
+def simd_backend() -> str:
+    """The MinHash kernel used on this CPU: ``"avx512"``, ``"avx2"`` or ``"generic"``."""
+
+
+# ---------------------------------------------------------------------------
+# Bloom filters (pybloomfiltermmap3 file format)
+
+
+@final
+class BloomFile:
+    """One pybloomfiltermmap3 filter file, memory-mapped.
+
+    Bit positions are MurmurHash3_x64_128 of the key's 8 little-endian bytes per
+    stored seed, ``(h1 ^ h2) % num_bits`` -- the same answers as
+    ``pybloomfilter.BloomFilter`` on the same file, both ways.
+    """
+
+    @staticmethod
+    def create(path: _StrPath, capacity: int, error_rate: float, seeds: Sequence[int]) -> BloomFile:
+        """Create (truncate) a writable filter file; ``seeds`` are in ``[0, 2**32)``."""
+
+    @staticmethod
+    def open(path: _StrPath, writable: bool = False) -> BloomFile:
+        """Open an existing filter file (read-only unless ``writable``)."""
+
+    @property
+    def num_bits(self) -> int: ...
+    @property
+    def num_hashes(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def error_rate(self) -> float: ...
+    @property
+    def elem_count(self) -> int: ...
+    @property
+    def seeds(self) -> list[int]: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def file_size(self) -> int: ...
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
+        """Membership of each key; the result has the shape of ``keys``."""
+
+    def add(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
+        """Add keys in order; ``True`` where the key was already present
+        (pybloomfilter's ``add`` return value). Needs a writable file.
+        """
+
+    def sync(self) -> None:
+        """Flush the mapping to the file."""
+
+    def close(self) -> None:
+        """Sync and unmap; further use raises ``ValueError``. Idempotent."""
+
+    def __enter__(self) -> BloomFile: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+    def __len__(self) -> int: ...
+
+
+@final
+class BandFilters:
+    """The ``b`` band filters of an LSHBloom index, one :class:`BloomFile` per band."""
+
+    def __init__(self, paths: Sequence[_StrPath], writable: bool = False) -> None: ...
+    @property
+    def num_bands(self) -> int: ...
+    @property
+    def paths(self) -> list[str]: ...
+    @property
+    def elem_counts(self) -> list[int]: ...
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def query(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
+        """``(N, b)`` keys -> ``(N,)`` bool: any band key present in its band's filter."""
+
+    def insert(self, keys: _U64Array) -> None:
+        """Insert every row's band keys (``(N, b)``)."""
+
+    def query_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
+        """The sequential LSHBloom decision over ``(N, b)`` keys in row order:
+        a row is a duplicate if any key is present (counting rows before it in
+        this batch); only non-duplicates are inserted.
+        """
+
+    def sync(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> BandFilters: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+    def __len__(self) -> int: ...
+
