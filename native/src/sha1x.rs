@@ -79,11 +79,11 @@ mod shani {
         let abcd = _mm_set_epi32(a as i32, b as i32, c as i32, d as i32);
         let e0 = _mm_set_epi32(e as i32, 0, 0, 0);
         let mut w = [[_mm_setzero_si128(); 5]; L];
-        for j in 0..L {
-            let p: *const __m128i = blocks[j].as_ptr().cast();
-            for t in 0..4 {
+        for (wj, block) in w.iter_mut().zip(blocks) {
+            let p: *const __m128i = block.as_ptr().cast();
+            for (t, wt) in wj.iter_mut().take(4).enumerate() {
                 // SAFETY: `p` points to 64 readable bytes; loadu is unaligned.
-                w[j][t] = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(p.add(t)) }, mask);
+                *wt = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(p.add(t)) }, mask);
             }
         }
         let mut h0 = [abcd; L];
