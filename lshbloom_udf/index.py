@@ -23,7 +23,7 @@ import os
 import shutil
 import warnings
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -53,6 +53,10 @@ class IndexFullError(RuntimeError):
     """Inserting more documents would exceed the capacity the filters were sized for."""
 
 
+class IndexRecoveryNeededError(RuntimeError):
+    """A crashed run left a commit half done; a writer must finish it before the index is read."""
+
+
 class CapacityWarning(UserWarning):
     """The index is close to its capacity: its false-positive rate is about to rise past the promise."""
 
@@ -60,6 +64,11 @@ class CapacityWarning(UserWarning):
 # Warn once the index holds this fraction of its capacity.
 CAPACITY_WARNING_FRACTION = 0.9
 LOCK_NAME = ".lock"
+# Crash-consistent runs (IndexTransaction): the commit journal, the staging
+# copies' prefix, and the folder of the committed runs' duplicate row ids.
+JOURNAL_NAME = ".commit.json"
+STAGING_PREFIX = ".staging-"
+RUNS_DIR = "runs"
 
 
 def _acquire_lock(path: str, read_only: bool) -> Optional[int]:
@@ -233,6 +242,8 @@ class LSHBloomIndex:
     def __init__(self, path: str, manifest: dict, read_only: bool, lock_fd: Optional[int]):
         """Use the class methods; this takes over ``lock_fd``, already acquired."""
         self.path = path
+        # The directory named in messages (an IndexTransaction's staging copy names its live index).
+        self.label = path
         self._manifest = manifest
         self.params = _params_from_manifest(manifest)
         self.read_only = read_only
@@ -255,11 +266,17 @@ class LSHBloomIndex:
         return os.path.isfile(os.path.join(path, MANIFEST_NAME))
 
     @classmethod
-    def create(cls, path: str, params: IndexParams) -> "LSHBloomIndex":
-        """Create an empty index at ``path`` (which must not hold one)."""
+    def create(cls, path: str, params: IndexParams, *, lock: bool = True) -> "LSHBloomIndex":
+        """Create an empty index at ``path`` (which must not hold one).
+
+        ``lock=False`` is for a caller that already holds the directory's lock
+        (an :class:`IndexTransaction` working on its staging copy).
+        """
         os.makedirs(path, exist_ok=True)
-        lock_fd = _acquire_lock(path, read_only=False)
+        lock_fd = _acquire_lock(path, read_only=False) if lock else None
         try:
+            if lock:
+                recover(path)
             if cls.exists(path) or os.path.exists(os.path.join(path, band_file_name(0))):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
             manifest = cls._create_files(path, params)
@@ -303,17 +320,31 @@ class LSHBloomIndex:
         return manifest
 
     @classmethod
-    def open(cls, path: str, expected: Optional[Mapping[str, Any]] = None, read_only: bool = False) -> "LSHBloomIndex":
+    def open(
+        cls, path: str, expected: Optional[Mapping[str, Any]] = None, read_only: bool = False, *, lock: bool = True
+    ) -> "LSHBloomIndex":
         """Open the index at ``path``.
 
         ``expected`` maps parameter names to the values the caller's band keys
         were made with (``IndexParams`` or a dict; ``None`` values are not
         checked). Any difference raises :class:`IndexMismatchError`.
+
+        A writer first finishes a commit a crashed run left half done and
+        removes stale staging copies (see :func:`recover`); a reader of an
+        index in that state gets :class:`IndexRecoveryNeededError`.
+        ``lock=False`` is for a caller that already holds the lock.
         """
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{path}: no such index directory")
-        lock_fd = _acquire_lock(path, read_only)
+        lock_fd = _acquire_lock(path, read_only) if lock else None
         try:
+            if lock and not read_only:
+                recover(path)
+            elif lock and os.path.exists(os.path.join(path, JOURNAL_NAME)):
+                raise IndexRecoveryNeededError(
+                    f"{path}: a run crashed while committing to this index; open it for writing once "
+                    "(or rerun the job) to finish that commit before reading it"
+                )
             # Read under the lock: a writer rewrites the manifest on sync.
             manifest = read_manifest(path)
             params = _params_from_manifest(manifest)
@@ -325,7 +356,9 @@ class LSHBloomIndex:
         return cls(path, manifest, read_only=read_only, lock_fd=lock_fd)
 
     @classmethod
-    def open_or_create(cls, path: str, params: IndexParams, sizing_given: bool = True) -> "LSHBloomIndex":
+    def open_or_create(
+        cls, path: str, params: IndexParams, sizing_given: bool = True, *, lock: bool = True
+    ) -> "LSHBloomIndex":
         """Open the index at ``path`` checking it matches ``params``, or create it.
 
         With ``sizing_given=False`` an existing index keeps its own capacity and
@@ -336,8 +369,8 @@ class LSHBloomIndex:
             if not sizing_given:
                 for name in SIZING_FIELDS:
                     expected.pop(name)
-            return cls.open(path, expected=expected)
-        return cls.create(path, params)
+            return cls.open(path, expected=expected, lock=lock)
+        return cls.create(path, params, lock=lock)
 
     @classmethod
     def adopt(cls, path: str, params: Mapping[str, Any]) -> "LSHBloomIndex":
@@ -416,7 +449,7 @@ class LSHBloomIndex:
     def _check_capacity(self, incoming: int) -> None:
         if self.inserted + incoming > self.params.capacity:
             raise IndexFullError(
-                f"{self.path}: inserting {incoming} more documents would exceed the capacity of "
+                f"{self.label}: inserting {incoming} more documents would exceed the capacity of "
                 f"{self.params.capacity:,} the filters were sized for ({self.inserted:,} inserted); past it the "
                 "false-positive rate rises above p_effective. Deduplicate into a new --index-dir sized with "
                 "--expected-docs for the whole corpus."
@@ -427,7 +460,7 @@ class LSHBloomIndex:
         if not self._warned_capacity and self.inserted >= CAPACITY_WARNING_FRACTION * self.params.capacity:
             self._warned_capacity = True
             warnings.warn(
-                f"{self.path}: index holds {self.inserted:,} of its {self.params.capacity:,} capacity",
+                f"{self.label}: index holds {self.inserted:,} of its {self.params.capacity:,} capacity",
                 CapacityWarning,
                 stacklevel=3,
             )
@@ -554,3 +587,346 @@ def _check_expected(path: str, params: IndexParams, expected: Mapping[str, Any])
             "Use the index's parameters, or a new --index-dir."
         )
 
+
+
+# --------------------------------------------------------------------------
+# crash-consistent runs: staging copy, commit journal, recovery
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(path: str) -> None:
+    """fsync every file and directory under ``path`` (a written output), then ``path`` itself."""
+    if os.path.isdir(path):
+        for root, dirs, files in os.walk(path):
+            for name in files:
+                _fsync_path(os.path.join(root, name))
+            _fsync_path(root)
+    elif os.path.exists(path):
+        _fsync_path(path)
+
+
+def _rmtree(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def _roll_forward(path: str, journal: Mapping) -> None:
+    """Apply a commit journal's renames; each is done at most once, so this can be repeated after a crash.
+
+    An op ``[src, dst]`` whose ``src`` is gone was done already (sources are
+    unique to one run). A directory at ``dst`` (an output replaced with
+    ``--overwrite``) is first moved aside to ``dst.lshbloom-old`` and removed
+    after the rename. Relative paths are inside the index directory.
+    """
+    from lshbloom_udf import faults
+
+    for i, (src, dst) in enumerate(journal["ops"]):
+        src, dst = os.path.join(path, src), os.path.join(path, dst)
+        old = dst + ".lshbloom-old"
+        if os.path.lexists(src):
+            if os.path.isdir(dst) and not os.path.islink(dst):
+                if os.path.lexists(old):
+                    _rmtree(old)
+                os.rename(dst, old)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(src, dst)
+            _fsync_path(os.path.dirname(dst))
+        elif not os.path.lexists(dst):
+            raise IndexRecoveryNeededError(
+                f"{os.path.join(path, JOURNAL_NAME)}: cannot finish the commit of run {journal.get('run_id')}: "
+                f"neither {src} nor {dst} exists (was the index or the output moved?)"
+            )
+        if os.path.lexists(old):
+            _rmtree(old)
+        if i == 0:
+            faults.kill_point("kill-mid-commit")
+
+
+def recover(path: str) -> dict:
+    """Bring an index directory back to a committed state after a crash. The caller holds its exclusive lock.
+
+    A commit journal (``.commit.json``) means the crashed run had decided to
+    commit: its renames are finished (roll forward). Staging copies
+    (``.staging-*``) of runs that never reached their journal are removed,
+    with the temporary outputs they had registered. Returns what was done.
+    """
+    report: dict = {"rolled_forward": None, "discarded": []}
+    journal_path = os.path.join(path, JOURNAL_NAME)
+    if os.path.exists(journal_path):
+        try:
+            with open(journal_path, encoding="utf-8") as f:
+                journal = json.load(f)
+        except json.JSONDecodeError as e:  # written atomically: cannot happen short of disk damage
+            raise IndexRecoveryNeededError(f"{journal_path}: corrupt commit journal ({e})") from None
+        _roll_forward(path, journal)
+        os.remove(journal_path)
+        _fsync_path(path)
+        report["rolled_forward"] = journal.get("run_id")
+    for name in sorted(os.listdir(path)):
+        if not name.startswith(STAGING_PREFIX):
+            continue
+        staging = os.path.join(path, name)
+        pending = os.path.join(staging, "pending.json")
+        try:
+            with open(pending, encoding="utf-8") as f:
+                outputs = json.load(f).get("outputs", [])
+        except (OSError, ValueError):
+            outputs = []
+        for tmp in outputs:
+            if os.path.lexists(tmp):
+                _rmtree(tmp)
+        _rmtree(staging)
+        report["discarded"].append(name)
+    if report["discarded"] or report["rolled_forward"]:
+        _fsync_path(path)
+    return report
+
+
+def run_params(params: IndexParams) -> dict:
+    """The parameters a committed run is matched on: all but the sizing ones."""
+    d = asdict(params)
+    for name in SIZING_FIELDS:
+        d.pop(name)
+    return json.loads(json.dumps(d))
+
+
+class AlreadyIngestedError(ValueError):
+    """The input was already ingested into this index by a committed run and that result cannot be reproduced."""
+
+
+class IndexTransaction:
+    """One run's hold on an index directory, from its start to its all-or-nothing commit.
+
+    Opening takes the directory's exclusive OS lock (``.lock``, ``flock``; a
+    second run fails at once with :class:`IndexLockedError`) and keeps it
+    until :meth:`close`. It first runs :func:`recover`. The run then works on
+    a *staging copy* (:meth:`stage`: ``<index>/.staging-*/``, a copy of every
+    band file and the manifest, on the same file system): the live index is
+    never written. :meth:`commit` makes the staged index, the duplicates'
+    row ids, the run record in the manifest's ``runs`` list and the run's
+    outputs (temporary path → final path) live together: it writes a journal
+    listing the renames, then performs them (band files, then the manifest
+    last), then deletes the journal. A crash before the journal leaves the old
+    index and no output; a crash after it is finished by the next writer.
+    """
+
+    def __init__(self, path: str):
+        path = os.fspath(path)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:
+            raise type(e)(e.errno, f"{path}: cannot create the index directory ({e.strerror})") from None
+        if not os.path.isdir(path):
+            raise NotADirectoryError(f"{path}: index path is not a directory")
+        self.path = path
+        self._lock_fd = _acquire_lock(path, read_only=False)
+        try:
+            self.recovered = recover(path)
+        except BaseException:
+            _release_lock(self._lock_fd)
+            raise
+        self.staging: Optional[str] = None
+        self.index: Optional[LSHBloomIndex] = None
+        self._outputs: list[str] = []
+        self.closed = False
+
+    # -- what is committed ---------------------------------------------------
+
+    def manifest(self) -> Optional[dict]:
+        return read_manifest(self.path) if LSHBloomIndex.exists(self.path) else None
+
+    def runs(self) -> list:
+        manifest = self.manifest()
+        return list(manifest.get("runs", [])) if manifest else []
+
+    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
+        """The latest committed run that ingested documents with this content fingerprint and these parameters."""
+        want = run_params(params)
+        for run in reversed(self.runs()):
+            if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
+                return run
+        return None
+
+    def load_duplicates(self, run: Mapping) -> np.ndarray:
+        """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
+        import hashlib
+
+        path = os.path.join(self.path, run["duplicates_file"])
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) % 8 or hashlib.sha256(data).hexdigest() != run["duplicates_sha256"]:
+            raise ValueError(f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.get('run_id')})")
+        return np.frombuffer(data, dtype="<i8").astype(np.int64)
+
+    # -- the run's work -------------------------------------------------------
+
+    def _ensure_staging(self) -> str:
+        self._check_open()
+        if self.staging is None:
+            import tempfile
+
+            self.staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.path)
+            self._write_pending()
+        return self.staging
+
+    def _write_pending(self) -> None:
+        _write_json_atomically(os.path.join(self.staging, "pending.json"), {"pid": os.getpid(), "outputs": self._outputs})
+
+    def add_output(self, tmp_path: str) -> None:
+        """Register a temporary output, so that a crash before the commit has it removed by the next run."""
+        self._ensure_staging()
+        self._outputs.append(os.path.abspath(tmp_path))
+        self._write_pending()
+
+    def stage(self, params: IndexParams, sizing_given: bool = True) -> LSHBloomIndex:
+        """The writable staging copy of the index (a new empty one if the directory holds none)."""
+        staging = self._ensure_staging()
+        if self.index is not None:
+            raise RuntimeError("the index is already staged")
+        expected = asdict(params)
+        if not sizing_given:
+            for name in SIZING_FIELDS:
+                expected.pop(name)
+        if not LSHBloomIndex.exists(self.path):
+            self.index = LSHBloomIndex.create(staging, params, lock=False)
+            self.index.label = self.path
+            return self.index
+        manifest = read_manifest(self.path)
+        _check_expected(self.path, _params_from_manifest(manifest), expected)
+        names = [band_file_name(i) for i in range(manifest["params"]["b"])]
+        missing = [n for n in names if not os.path.isfile(os.path.join(self.path, n))]
+        if missing:
+            raise FileNotFoundError(f"{self.path}: band files missing: {', '.join(missing)}")
+        need = sum(os.path.getsize(os.path.join(self.path, n)) for n in names)
+        free = shutil.disk_usage(staging).free
+        if need > free:
+            raise OSError(
+                errno.ENOSPC,
+                f"not enough space for the staging copy of the index: it needs {human_bytes(need)} and "
+                f"{human_bytes(free)} is free (a run works on a copy, so the index's file system needs room for two)",
+                self.path,
+            )
+        try:
+            # Validate the live files first: a bad one is named, not copied.
+            LSHBloomIndex(self.path, manifest, read_only=True, lock_fd=None).close()
+            for name in names + [MANIFEST_NAME]:
+                shutil.copyfile(os.path.join(self.path, name), os.path.join(staging, name))
+        except OSError as e:
+            raise OSError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
+        self.index = LSHBloomIndex.open(staging, expected=expected, lock=False)
+        self.index.label = self.path
+        return self.index
+
+    def commit(
+        self,
+        run: Optional[Mapping] = None,
+        duplicates: Optional[np.ndarray] = None,
+        outputs: Sequence[tuple[str, str]] = (),
+    ) -> Optional[dict]:
+        """Make the staged index, the run record and the outputs live together (see the class docs).
+
+        ``run``: the record appended to the manifest's ``runs`` (needs a staged
+        index); it gets ``run_id``, ``duplicates_file`` and its SHA-256.
+        ``outputs``: ``(temporary, final)`` local paths, renamed in the same
+        commit (an existing directory at ``final`` is replaced).
+        """
+        import hashlib
+
+        from lshbloom_udf import faults
+
+        self._check_open()
+        ops: list = []
+        for tmp, final in outputs:
+            tmp, final = os.path.abspath(tmp), os.path.abspath(final)
+            _fsync_tree(tmp)
+            ops.append([tmp, final])
+        record = None
+        if self.index is not None:
+            staging = self.staging
+            rel = os.path.basename(staging)
+            self.index.sync()
+            manifest = self.index.manifest
+            b = self.index.params.b
+            self.index.close()
+            self.index = None
+            if run is not None:
+                runs = manifest.setdefault("runs", [])
+                record = json.loads(json.dumps(dict(run), default=str))
+                record["run_id"] = run_id = f"{len(runs) + 1:06d}"
+                data = np.ascontiguousarray(duplicates if duplicates is not None else [], dtype="<i8").tobytes()
+                dups_name = f"{run_id}.dups.i64"
+                with open(os.path.join(staging, dups_name), "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                record["duplicates_file"] = f"{RUNS_DIR}/{dups_name}"
+                record["duplicates_sha256"] = hashlib.sha256(data).hexdigest()
+                record["inserted_total"] = manifest["inserted"]
+                runs.append(record)
+                _write_json_atomically(os.path.join(staging, MANIFEST_NAME), manifest)
+                os.makedirs(os.path.join(self.path, RUNS_DIR), exist_ok=True)
+                ops.append([f"{rel}/{dups_name}", record["duplicates_file"]])
+            for i in range(b):
+                _fsync_path(os.path.join(staging, band_file_name(i)))
+                ops.append([f"{rel}/{band_file_name(i)}", band_file_name(i)])
+            ops.append([f"{rel}/{MANIFEST_NAME}", MANIFEST_NAME])
+        elif run is not None:
+            raise RuntimeError("a run record needs a staged index")
+        if ops:
+            faults.kill_point("kill-before-commit")
+            journal = {"run_id": record["run_id"] if record else None, "ops": ops}
+            journal_path = os.path.join(self.path, JOURNAL_NAME)
+            _write_json_atomically(journal_path, journal)
+            _roll_forward(self.path, journal)
+            os.remove(journal_path)
+            _fsync_path(self.path)
+        self._outputs = []
+        if self.staging is not None:
+            _rmtree(self.staging)
+            self.staging = None
+        return record
+
+    def abort(self) -> None:
+        """Drop the staging copy and the registered temporary outputs; the live index is untouched."""
+        if self.index is not None:
+            try:
+                self.index._filters.close()
+            finally:
+                self.index._closed = True
+                self.index = None
+        for tmp in self._outputs:
+            if os.path.lexists(tmp):
+                _rmtree(tmp)
+        self._outputs = []
+        if self.staging is not None:
+            _rmtree(self.staging)
+            self.staging = None
+
+    def close(self) -> None:
+        """Abort what was not committed and release the lock."""
+        if self.closed:
+            return
+        try:
+            self.abort()
+        finally:
+            self.closed = True
+            _release_lock(self._lock_fd)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(f"{self.path}: index transaction is closed")
+
+    def __enter__(self) -> "IndexTransaction":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

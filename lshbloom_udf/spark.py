@@ -46,7 +46,17 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from lshbloom_udf.config import CHECKPOINTS, DEFAULTS, MODES
-from lshbloom_udf.index import IndexMismatchError, IndexParams, LSHBloomIndex
+from lshbloom_udf import faults
+from lshbloom_udf.index import (
+    AlreadyIngestedError,
+    IndexMismatchError,
+    IndexParams,
+    IndexTransaction,
+    LSHBloomIndex,
+    _check_expected,
+    _params_from_manifest,
+    run_params,
+)
 from lshbloom_udf.sizing import bloom_file_bytes, human_bytes, validate_capacity, validate_p_effective
 
 ROW_COL = "_lshb_row"
@@ -74,9 +84,39 @@ class DedupResult:
 
     df: Any
     summary: dict = field(default_factory=dict)
+    # With defer_commit=True: the open IndexTransaction and what commit() records.
+    transaction: Any = field(default=None, repr=False)
+    _run: Optional[dict] = field(default=None, repr=False)
+    _duplicates: Any = field(default=None, repr=False)
+    _owns_transaction: bool = field(default=False, repr=False)
 
     def __iter__(self):
         return iter((self.df, self.summary))
+
+    def commit(self, outputs: Sequence[tuple] = ()) -> Optional[dict]:
+        """Commit a ``defer_commit=True`` run: the staged index, its run record and ``outputs`` (tmp, final) together.
+
+        Returns the run record (``None`` for a reproduced run, which changes
+        no index). Releases the index lock if :func:`deduplicate` took it.
+        """
+        if self.transaction is None:
+            raise ValueError("nothing to commit: the run was not made with defer_commit=True and an index_dir")
+        try:
+            record = self.transaction.commit(self._run, self._duplicates, outputs)
+            if record is not None:
+                self.summary["index"]["run_id"] = record["run_id"]
+            return record
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Abort what was not committed (the staged index, registered temporary outputs)."""
+        if self.transaction is not None:
+            if self._owns_transaction:
+                self.transaction.close()
+            else:
+                self.transaction.abort()
+            self.transaction = None
 
     def summary_text(self) -> str:
         return format_summary(self.summary)
@@ -114,9 +154,9 @@ def resolve_params(
     capacity: int = 1,
 ) -> IndexParams:
     """Validated :class:`IndexParams` (bad values raise :class:`DedupInputError` naming the parameter)."""
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) < 1.0:
-        raise DedupInputError(f"threshold must be a number in (0, 1), got {threshold!r}")
-    _validate_int("num_perm", num_perm, 1)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) <= 1.0:
+        raise DedupInputError(f"threshold must be a number in (0, 1], got {threshold!r}")
+    _validate_int("num_perm", num_perm, 2)
     _validate_int("ngram", ngram, 1)
     if bands is not None:
         bands = tuple(bands)
@@ -149,6 +189,7 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
     """The ``mapInArrow`` function of stage 1: row id + band keys + active mask per batch."""
 
     width = 8 * b
+    task_faults = faults.TaskFaults()  # test-only switches, read on the driver
 
     def compute(batches):
         import pyarrow as pa
@@ -156,6 +197,8 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
 
         from lshbloom_udf.minhash import arrow_band_keys
 
+        if task_faults:
+            task_faults.on_task_start("keys")
         ctx = TaskContext.get()
         base = (ctx.partitionId() if ctx is not None else 0) << POS_BITS
         pos = 0
@@ -185,11 +228,14 @@ def _packer(b: int, chunk_rows: int):
     """The ``mapInArrow`` function feeding the driver pass: one row per chunk of a partition's keys."""
 
     width = 8 * b
+    task_faults = faults.TaskFaults()  # test-only switches, read on the driver
 
     def pack(batches):
         import pyarrow as pa
         from pyspark import TaskContext
 
+        if task_faults:
+            task_faults.on_task_start("pack")
         ctx = TaskContext.get()
         pid = ctx.partitionId() if ctx is not None else 0
         keys_parts: list = []
@@ -385,6 +431,10 @@ def deduplicate(
     return_summary: bool = False,
     chunk_rows: int = CHUNK_ROWS,
     broadcast_limit: int = BROADCAST_LIMIT,
+    force_new_ingest: bool = False,
+    defer_commit: bool = False,
+    transaction: Optional[IndexTransaction] = None,
+    run_info: Optional[dict] = None,
 ):
     """Near-duplicate detection with LSHBloom over the string column ``text_col`` of ``df``.
 
@@ -411,6 +461,24 @@ def deduplicate(
     The driver pass runs when this function is called; the returned DataFrame
     is lazy only in its final join. With ``return_summary=True`` returns a
     :class:`DedupResult` ``(df, summary)``.
+
+    Reliability (docs/reliability.md): with ``index_dir`` the run holds the
+    index's exclusive lock from its start to its commit, works on a staging
+    copy of the index and commits it (with a record of the run in the
+    manifest's ``runs``) only at the end: an exception or a crash leaves the
+    index as it was. If a committed run already ingested the same documents
+    (same content fingerprint and parameters), the run does not insert them
+    again: when the processing order is the same too it reproduces that run's
+    flags from the index's ``runs/`` folder, otherwise it raises
+    :class:`~lshbloom_udf.index.AlreadyIngestedError`;
+    ``force_new_ingest=True`` ingests them anyway (then they are all flagged
+    as duplicates of themselves). ``defer_commit=True`` (with
+    ``return_summary=True``) leaves the commit to
+    :meth:`DedupResult.commit`, so that an output can be committed with the
+    index (the spark-submit job does this). ``transaction``: an
+    :class:`~lshbloom_udf.index.IndexTransaction` the caller opened on
+    ``index_dir`` (the caller keeps it). ``run_info``: extra fields for the
+    run record (e.g. the input and output paths).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -431,16 +499,88 @@ def deduplicate(
             raise DedupInputError(
                 f"index_dir must be a local path on the driver (the index is memory-mapped there), got {index_dir!r}"
             )
+    if transaction is not None:
+        if index_dir is not None and os.path.abspath(os.fspath(index_dir)) != os.path.abspath(transaction.path):
+            raise DedupInputError(f"index_dir {index_dir!r} is not the transaction's directory {transaction.path!r}")
+        index_dir = transaction.path
+    if defer_commit and (index_dir is None or not return_summary):
+        raise DedupInputError("defer_commit needs an index_dir and return_summary=True")
     p_eff = DEFAULTS["p_effective"] if p_effective is None else p_effective
     params = resolve_params(threshold, num_perm, ngram, normalize, seed, scheme, p_eff, bands)
     _validate_int("chunk_rows", chunk_rows, 1)
     order_cols = _normalize_order_by(order_by)
     _check_columns(df, text_col, id_col, flag_col, order_cols)
-    spark = df.sparkSession
 
-    # Fail on an incompatible index before any Spark work.
-    if index_dir is not None and LSHBloomIndex.exists(index_dir):
-        LSHBloomIndex.open(index_dir, expected=_expected(params, sizing_given, expected_docs), read_only=True).close()
+    # The index's lock is held from here to the commit; an incompatible index fails before any Spark work.
+    txn = None
+    if index_dir is not None:
+        txn = transaction if transaction is not None else IndexTransaction(index_dir)
+    try:
+        if txn is not None:
+            manifest = txn.manifest()
+            if manifest is not None:
+                _check_expected(index_dir, _params_from_manifest(manifest), _expected(params, sizing_given, expected_docs))
+        result = _deduplicate_locked(
+            df, txn, text_col, id_col, mode, params, sizing_given, expected_docs, order_cols, flag_col, checkpoint,
+            progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start,
+        )
+    except BaseException:
+        if txn is not None:
+            if transaction is None:
+                txn.close()
+            else:
+                txn.abort()
+        raise
+    if txn is not None:
+        if defer_commit:
+            result.transaction, result._owns_transaction = txn, transaction is None
+        else:
+            try:
+                record = txn.commit(result._run, result._duplicates)
+                if record is not None:
+                    result.summary["index"]["run_id"] = record["run_id"]
+            finally:
+                if transaction is None:
+                    txn.close()
+                else:
+                    txn.abort()
+    return result if return_summary else result.df
+
+
+def _fingerprints(keyed) -> tuple[str, str]:
+    """(content, sequence) fingerprints of the keyed documents.
+
+    The content fingerprint depends only on the multiset of (band keys,
+    active) rows, not on how Spark partitioned them; the sequence fingerprint
+    also on each document's row id (its place in the processing order).
+    """
+    import hashlib
+
+    from pyspark.sql import functions as F
+
+    dec = "decimal(38,0)"
+    row = keyed.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.xxhash64(F.col(KEYS_COL), F.col(ACTIVE_COL)).cast(dec)).alias("c1"),
+        F.sum(F.hash(F.col(KEYS_COL), F.col(ACTIVE_COL)).cast(dec)).alias("c2"),
+        F.sum(F.xxhash64(F.col(ROW_COL), F.col(KEYS_COL), F.col(ACTIVE_COL)).cast(dec)).alias("s1"),
+        F.sum(F.hash(F.col(KEYS_COL), F.col(ROW_COL)).cast(dec)).alias("s2"),
+    ).collect()[0]
+    content = hashlib.sha256(f"lshbloom-content:{row['n']}:{row['c1']}:{row['c2']}".encode()).hexdigest()[:32]
+    sequence = hashlib.sha256(f"lshbloom-sequence:{row['n']}:{row['s1']}:{row['s2']}:{content}".encode()).hexdigest()[:32]
+    return content, sequence
+
+
+def _deduplicate_locked(
+    df, txn, text_col, id_col, mode, params, sizing_given, expected_docs, order_cols, flag_col, checkpoint,
+    progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start,
+) -> DedupResult:
+    """The body of :func:`deduplicate`, with the index's transaction (if any) open."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    spark = df.sparkSession
+    index_dir = txn.path if txn is not None else None
 
     # ---- stage 1: keys + row ids, checkpointed
     source = df.orderBy(*order_cols) if order_cols else df
@@ -467,9 +607,23 @@ def deduplicate(
     else:
         keyed = keyed.checkpoint(eager=True)
     documents = keyed.count()
+    faults.kill_point("kill-after-keys")
     t_keys = time.monotonic()
     if id_col is not None:
         _check_unique_ids(keyed, id_col)
+    content_fp = sequence_fp = prior = None
+    if index_dir is not None and documents:
+        content_fp, sequence_fp = _fingerprints(keyed)
+        prior = txn.find_run(content_fp, params)
+        if prior is not None and not force_new_ingest and prior.get("sequence_fingerprint") != sequence_fp:
+            raise AlreadyIngestedError(
+                f"{index_dir}: these {documents:,} documents were already ingested by run {prior['run_id']} "
+                f"(committed {prior.get('committed_at', '?')}, output {prior.get('output')}), in another order or "
+                "partitioning, so that run's flags cannot be reproduced here and ingesting them again would flag "
+                "every one as a duplicate of itself. Use that run's output, or force a new ingestion with "
+                "--force-new-ingest (force_new_ingest=True)."
+            )
+    reproduce = prior is not None and not force_new_ingest
     t_checked = time.monotonic()
 
     # ---- stage 2: the driver pass
@@ -479,14 +633,36 @@ def deduplicate(
     except ValueError as e:
         raise DedupInputError(str(e)) from None
     temporary = index_dir is None
-    skip_index = documents == 0 and not sizing_given and (temporary or not LSHBloomIndex.exists(index_dir))
+    skip_index = reproduce or (
+        documents == 0 and not sizing_given and (temporary or not LSHBloomIndex.exists(index_dir))
+    )
     path = None if skip_index else (_temp_index_dir(params) if temporary else index_dir)
     dup_parts: list = []
     duplicates = empty = 0
     index_info: dict = {"path": None if temporary else index_dir, "kept": not temporary}
+    if content_fp is not None:
+        index_info.update(content_fingerprint=content_fp, sequence_fingerprint=sequence_fp)
+    kill_after = faults.value("kill-in-driver-pass")
     try:
-        if not skip_index:
-            index = LSHBloomIndex.open_or_create(path, params, sizing_given=sizing_given)
+        if reproduce:
+            dup_parts.append(txn.load_duplicates(prior))
+            duplicates = int(prior["duplicates"])
+            empty = int(prior.get("empty_documents", 0))
+            index_info.update(
+                reproduced=True,
+                run_id=prior["run_id"],
+                reproduced_from=prior["run_id"],
+                inserted_before=int(prior["inserted_total"]) - int(prior["inserted"]),
+                inserted_total=int((txn.manifest() or {}).get("inserted", 0)),
+                reused=True,
+            )
+            if len(dup_parts[0]) != duplicates:
+                raise RuntimeError(f"{index_dir}: run {prior['run_id']} records {duplicates} duplicates but stores {len(dup_parts[0])}")
+        elif not skip_index:
+            if temporary:
+                index = LSHBloomIndex.open_or_create(path, params, sizing_given=sizing_given)
+            else:
+                index = txn.stage(params, sizing_given)
             index_info["inserted_before"] = index.inserted
             index_info["reused"] = index.inserted > 0 and not temporary
             index_params = index.params
@@ -506,13 +682,16 @@ def deduplicate(
                     empty += int(n - np.count_nonzero(active))
                     done += n
                     progress_bar.update(done, duplicates)
+                    if kill_after is not None and done >= int(kill_after):
+                        faults.kill_now(f"kill-in-driver-pass after {done} documents")
                 progress_bar.update(done, duplicates, final=True)
                 if done != documents:
                     raise RuntimeError(f"internal error: driver pass saw {done} documents, expected {documents}")
                 index.sync()
                 stats = index.stats()
             finally:
-                index.close()
+                if temporary:
+                    index.close()
             index_info.update(
                 bytes_on_disk=stats["bytes_on_disk"],
                 inserted_total=stats["inserted"],
@@ -535,6 +714,23 @@ def deduplicate(
         if temporary and path is not None:
             shutil.rmtree(path, ignore_errors=True)
     t_pass = time.monotonic()
+    run_record = None
+    if index_dir is not None and not skip_index:
+        run_record = {
+            **(run_info or {}),
+            "content_fingerprint": content_fp,
+            "sequence_fingerprint": sequence_fp,
+            "params": run_params(params),
+            "documents": documents,
+            "duplicates": duplicates,
+            "empty_documents": empty,
+            "inserted": stats["inserted"] - index_info["inserted_before"],
+            "mode": mode,
+            "id_column": id_col,
+            "order_by": [str(c) for c in order_cols] if order_cols else None,
+            "forced_new_ingest": bool(force_new_ingest and prior is not None),
+            "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
 
     # ---- stage 3: join the decisions back
     dup_rows = np.concatenate(dup_parts) if dup_parts else np.zeros(0, dtype=np.int64)
@@ -595,7 +791,9 @@ def deduplicate(
         },
         "docs_per_second": documents / max(t_end - t_start, 1e-9),
     }
-    return DedupResult(result, summary) if return_summary else result
+    out = DedupResult(result, summary)
+    out._run, out._duplicates = run_record, (dup_rows if run_record is not None else None)
+    return out
 
 
 def _expected(params: IndexParams, sizing_given: bool, expected_docs: Optional[int]) -> dict:
