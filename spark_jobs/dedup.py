@@ -21,6 +21,16 @@ with it deduplicates new input against everything kept before.
 
 Exit status: 0 on success, 2 on bad input or parameters (one ``error:`` line
 on stderr, no traceback), 1 on other failures.
+
+Reliability (docs/reliability.md): the output is written to
+``<output>.lshbloom-tmp`` and renamed into place; with ``--index-dir`` the
+job holds the index's lock for its whole run (a second job on the same index
+fails at start), works on a staging copy of the index, and commits the output
+and the index together (journal + renames). A job killed at any moment and
+run again with the same command gives the output and index of an
+uninterrupted run. Running again a job that completed reproduces its result
+without ingesting the documents a second time (``--force-new-ingest`` to
+ingest them anyway).
 """
 
 from __future__ import annotations
@@ -84,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--p-effective", type=float, default=S, help=f"effective Bloom false-positive rate of a new index (default {d['p_effective']})")
     ix.add_argument("--expected-docs", type=int, default=S, help="capacity of a new index (default: the number of input documents)")
     ix.add_argument("--index-dir", default=S, help="keep the index here (reused if it exists); default: a temporary index")
+    ix.add_argument("--force-new-ingest", action="store_true",
+                    help="ingest the input even if a committed run of this index already ingested the same documents "
+                         "(they will all be flagged as duplicates of themselves); default: reproduce that run's result")
     ix.add_argument("--checkpoint", choices=CHECKPOINTS, default=S,
                     help="how the keyed rows are pinned: local (localCheckpoint) or reliable (needs spark.checkpoint.dir)")
     return p
@@ -135,16 +148,42 @@ def run(argv=None) -> int:
     from pyspark.errors import AnalysisException
     from pyspark.sql import SparkSession
 
-    from lshbloom_udf.index import IndexMismatchError
+    from lshbloom_udf import faults
+    from lshbloom_udf.index import (
+        AlreadyIngestedError,
+        IndexFullError,
+        IndexLockedError,
+        IndexMismatchError,
+        IndexRecoveryNeededError,
+        IndexTransaction,
+    )
     from lshbloom_udf.spark import DedupInputError, deduplicate, format_summary
 
     import time
 
     t0 = time.monotonic()
+    # The index's lock is taken before Spark starts and held until the commit:
+    # a second job on the same index fails here, at once.
+    txn = None
+    if settings["index_dir"] is not None:
+        try:
+            txn = IndexTransaction(os.fspath(settings["index_dir"]))
+        except (IndexLockedError, IndexRecoveryNeededError, OSError) as e:
+            raise UserError(f"--index-dir {settings['index_dir']}: {_first_line(e)}") from None
+        done = txn.recovered
+        if done["rolled_forward"]:
+            print(f"lshbloom: finished the commit of run {done['rolled_forward']} that a crashed job left half done", file=sys.stderr)
+        if done["discarded"]:
+            print(f"lshbloom: discarded {len(done['discarded'])} staging copie(s) of crashed run(s)", file=sys.stderr)
     # A session that already exists (a notebook, a test) is used and left running.
     existing = SparkSession.getActiveSession()
-    spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
+    result = None
     try:
+        spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
+        output = _Output(spark, args.output)
+        committed = {run.get("output") for run in txn.runs()} if txn is not None else set()
+        if output.exists() and not args.overwrite and output.qualified not in committed:
+            raise UserError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
         inputs = [s for s in args.input.split(",") if s]
         reader = spark.read.format(settings["input_format"]).options(**{k: str(v) for k, v in settings["input_options"].items()})
         try:
@@ -174,19 +213,56 @@ def run(argv=None) -> int:
                 checkpoint=settings["checkpoint"],
                 progress=not args.quiet,
                 return_summary=True,
+                force_new_ingest=args.force_new_ingest,
+                transaction=txn,
+                defer_commit=txn is not None,
+                run_info={"input": args.input, "output": output.qualified, "output_format": settings["output_format"]},
             )
-        except (DedupInputError, IndexMismatchError, AnalysisException) as e:
+        except (DedupInputError, IndexMismatchError, AlreadyIngestedError, IndexFullError, AnalysisException) as e:
+            raise UserError(_first_line(e)) from None
+        except (ValueError, OSError) as e:  # a damaged or unwritable index, named by the message
             raise UserError(_first_line(e)) from None
         t_dedup = time.monotonic()
-        writer = result.df.write.format(settings["output_format"]).options(
-            **{k: str(v) for k, v in settings["output_options"].items()}
-        )
-        if args.overwrite:
-            writer = writer.mode("overwrite")
-        try:
-            writer.save(args.output)
-        except AnalysisException as e:
-            raise UserError(f"cannot write --output {args.output}: {_first_line(e)}") from None
+        index_info = result.summary["index"]
+        reproduced = index_info.get("reproduced", False)
+        prior_output = None
+        if reproduced:
+            prior = next(r for r in txn.runs() if r["run_id"] == index_info["reproduced_from"])
+            prior_output = prior.get("output")
+        if reproduced and prior_output == output.qualified and output.exists():
+            # The run completed before (perhaps it was killed after its commit): its output is the result.
+            print(
+                f"lshbloom: this input was already ingested by run {index_info['reproduced_from']}, whose output "
+                f"{args.output} is in place: nothing to do (--force-new-ingest to ingest it again)",
+                file=sys.stderr,
+            )
+            result.close()
+        else:
+            if output.exists() and not args.overwrite:
+                raise UserError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
+            writer = result.df.write.format(settings["output_format"]).options(
+                **{k: str(v) for k, v in settings["output_options"].items()}
+            )
+            output.prepare_temporary(txn)
+            watcher = _kill_when_exists(os.path.join(output.local_tmp, "_temporary")) if (
+                output.local_tmp and faults.enabled("kill-in-output-write")) else None
+            try:
+                writer.save(output.tmp)
+            except AnalysisException as e:
+                raise UserError(f"cannot write --output {args.output}: {_first_line(e)}") from None
+            finally:
+                if watcher is not None:
+                    watcher.set()
+            if output.local_tmp:
+                if txn is not None:
+                    result.commit(outputs=[(output.local_tmp, output.local)])
+                else:
+                    output.commit_local()
+            else:
+                output.commit_hadoop()
+                if txn is not None:
+                    result.commit()
+        faults.kill_point("kill-after-commit")
         t_write = time.monotonic()
         summary = result.summary
         summary["input"] = args.input
@@ -203,9 +279,80 @@ def run(argv=None) -> int:
         print(f"output             {args.output} ({settings['output_format']}, mode {settings['mode']})")
         print(f"summary            {summary_path}")
     finally:
-        if existing is None:
-            spark.stop()
+        try:
+            if result is not None:
+                result.close()
+            if txn is not None:
+                txn.close()
+        finally:
+            if existing is None and SparkSession.getActiveSession() is not None:
+                SparkSession.getActiveSession().stop()
     return 0
+
+
+class _Output:
+    """The job's output: written to ``<output>.lshbloom-tmp``, then renamed into place.
+
+    On the local file system the rename is part of the index's commit (one
+    journal, see :class:`~lshbloom_udf.index.IndexTransaction`); on another
+    Hadoop file system it is a Hadoop rename just before the index commit.
+    """
+
+    SUFFIX = ".lshbloom-tmp"
+
+    def __init__(self, spark, path: str):
+        jvm = spark.sparkContext._jvm
+        self._jvm = jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        hpath = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
+        self._fs = hpath.getFileSystem(conf)
+        self._hpath = self._fs.makeQualified(hpath)
+        self.qualified = self._hpath.toString()
+        self.tmp = self.qualified + self.SUFFIX
+        self._htmp = jvm.org.apache.hadoop.fs.Path(self.tmp)
+        local = self._fs.getScheme() == "file"
+        self.local = self._hpath.toUri().getPath() if local else None
+        self.local_tmp = self.local + self.SUFFIX if local else None
+
+    def exists(self) -> bool:
+        return bool(self._fs.exists(self._hpath))
+
+    def prepare_temporary(self, txn) -> None:
+        """Remove a temporary output a crashed run left, and register this one with the index's run."""
+        if self._fs.exists(self._htmp):
+            self._fs.delete(self._htmp, True)
+        if txn is not None and self.local_tmp:
+            txn.add_output(self.local_tmp)
+
+    def commit_local(self) -> None:
+        from lshbloom_udf.index import _fsync_tree, _roll_forward
+
+        _fsync_tree(self.local_tmp)
+        _roll_forward("/", {"run_id": None, "ops": [[self.local_tmp, self.local]]})
+
+    def commit_hadoop(self) -> None:
+        if self._fs.exists(self._hpath):
+            self._fs.delete(self._hpath, True)
+        if not self._fs.rename(self._htmp, self._hpath):
+            raise RuntimeError(f"cannot rename {self.tmp} to {self.qualified}")
+
+
+def _kill_when_exists(path: str):
+    """Test-only (fault ``kill-in-output-write``): SIGKILL the job as soon as ``path`` appears."""
+    import threading
+
+    from lshbloom_udf import faults
+
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            if os.path.exists(path):
+                faults.kill_now(f"kill-in-output-write ({path} exists)")
+            stop.wait(0.002)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return stop
 
 
 def _in_config(args, key: str) -> bool:
