@@ -43,7 +43,9 @@ share documents and the study can cache their signatures.
 Source pools are cleaned first (:func:`prepare_sources`): documents too short
 to survive noise are dropped, as are sources that are themselves
 near-copies of an earlier source (symlinked man pages, per-architecture copies
-of one file), since their copies would be mislabelled as distinct documents.
+of one file, templated pages such as towlower/towupper: normalized word 5-gram
+Jaccard >= ``NEAR_COPY_JACCARD`` = 0.3), since they would be labelled distinct
+documents while being near-duplicates by any definition.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ LOSS_KINDS = ("truncate", "drop")
 KINDS = EXTRACTION_KINDS + LOSS_KINDS
 ORIGINAL = "original"
 DEFAULT_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# Two sources whose normalized word 5-gram sets have Jaccard >= this are near-copies
+# (templated man pages such as towlower/towupper): only the first is kept, since the
+# label "distinct source = not a duplicate" would be wrong for the second.
+NEAR_COPY_JACCARD = 0.3
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,7 @@ def _five_grams(text: str) -> set[int]:
     return {zlib.crc32(" ".join(tokens[i : i + 5]).encode("utf-8")) for i in range(len(tokens) - 4)}
 
 
-def near_copy_groups(sources: Sequence[Source], jaccard: float = 0.5, num_perm: int = 64) -> list[int]:
+def near_copy_groups(sources: Sequence[Source], jaccard: float = 0.3, num_perm: int = 128) -> list[int]:
     """For each source, the index of the first earlier source it nearly copies, or -1.
 
     Similarity is the exact Jaccard index of lowercased, punctuation-free word
@@ -179,7 +185,7 @@ def prepare_sources(
     sources: Sequence[Source],
     min_words: int = 50,
     max_words: int = 20000,
-    near_copy_jaccard: Optional[float] = 0.5,
+    near_copy_jaccard: Optional[float] = NEAR_COPY_JACCARD,
     max_markup: Optional[float] = 0.2,
 ) -> tuple[list[Source], dict]:
     """The usable source pool: length-filtered, with near-copies of earlier sources removed.
@@ -515,6 +521,26 @@ def label_stream(docs: Sequence[StreamDoc]) -> None:
         seen.add(d.source)
 
 
+def variant_kind(seed: int, source_id: str, v: int) -> str:
+    """The duplicate kind of variant ``v >= 1`` of a source.
+
+    Variants alternate families (extraction, loss) from a per-source random
+    start, and within a family rotate through its kinds from a per-source
+    random offset, so every kind is equally likely for every ``v`` and the
+    kinds of one source's variants are spread as evenly as possible.
+    """
+    if v < 1:
+        raise ValueError(f"variant numbers of duplicates start at 1, got {v}")
+    offsets = _rng("offset", seed, source_id)
+    start = offsets.randrange(2)
+    ext_offset = offsets.randrange(len(EXTRACTION_KINDS))
+    loss_offset = offsets.randrange(len(LOSS_KINDS))
+    rank = (v - 1) // 2  # how many earlier variants of this variant's family the source has
+    if (v - 1 + start) % 2 == 0:
+        return EXTRACTION_KINDS[(rank + ext_offset) % len(EXTRACTION_KINDS)]
+    return LOSS_KINDS[(rank + loss_offset) % len(LOSS_KINDS)]
+
+
 class VariantCache:
     """Texts of ``(source, variant)`` pairs; variant ``v``'s kind and text depend only on seed, source and ``v``."""
 
@@ -534,10 +560,7 @@ class VariantCache:
                 # Variant numbers alternate families: odd = extraction, even = loss,
                 # and the kind within a family rotates from a per-source offset.
                 rng = _rng("variant", self.seed, source_id, v)
-                offset = _rng("offset", self.seed, source_id).randrange(6)
-                family = EXTRACTION_KINDS if (v + offset) % 2 else LOSS_KINDS
-                kind = family[((v - 1) // 2 + offset) % len(family)]
-                self._cache[key] = variant(src, kind, rng, self.noise)
+                self._cache[key] = variant(src, variant_kind(self.seed, source_id, v), rng, self.noise)
         return self._cache[key]
 
 
