@@ -46,6 +46,26 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
     }
 )
 
+# Named presets: settings that replace DEFAULTS as a whole group (``--preset paper``,
+# ``deduplicate(..., preset="paper")``); explicit settings still override them.
+# "paper" is the LSHBloom paper's configuration (conf/paper.toml): unigrams, T = 0.5,
+# 256 permutations, no normalization, datasketch < 2 permutations (legacy).
+PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        "paper": MappingProxyType(
+            {"threshold": 0.5, "num_perm": 256, "ngram": 1, "normalize": "none", "seed": 1, "scheme": "legacy", "p_effective": 1e-5}
+        ),
+    }
+)
+
+
+def preset_settings(name: str) -> dict:
+    """The settings of a named preset (see :data:`PRESETS`)."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return dict(PRESETS[name])
+
+
 MODES = ("flag", "filter", "duplicates")
 CHECKPOINTS = ("local", "reliable")
 
