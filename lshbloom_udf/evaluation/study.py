@@ -396,7 +396,7 @@ def run_study(cfg: StudyConfig, log=print) -> dict:
     with warnings.catch_warnings():
         # every stream's index is sized to the stream exactly; the 90 % fill warning is expected
         warnings.simplefilter("ignore", CapacityWarning)
-        return _run_study(cfg, log)
+        return _run_study(cfg, log or (lambda *a: None))
 
 
 def _run_study(cfg: StudyConfig, log=print) -> dict:

@@ -1,0 +1,128 @@
+"""The tuning study end to end on a small synthetic pool, the score command, and the defaults it chose."""
+
+import csv
+import importlib.util
+import json
+import os
+import tomllib
+
+import pytest
+
+from lshbloom_udf.config import DEFAULTS, PRESETS, ConfigError, preset_settings
+from lshbloom_udf.evaluation import generator as G
+from lshbloom_udf.evaluation.__main__ import main as eval_main
+from lshbloom_udf.evaluation.study import GRIDS, PAPER, StudyConfig, run_study, select, summarize
+from lshbloom_udf.evaluation.synthetic import synthetic_sources, write_sources
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    d = tmp_path_factory.mktemp("study")
+    src = write_sources(synthetic_sources(240, seed=4), str(d / "pool.jsonl"))
+    cfg = StudyConfig(tune=src, test=None, out_dir=str(d / "out"), docs=60, levels=(0.2, 0.8), seed=1, grid="tiny",
+                      min_words=50, plots=True, baselines=("ccnet", "dolma", "dolma-ngram", "dclm"))
+    result = run_study(cfg, log=None)
+    return cfg, result
+
+
+def _csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_study_writes_every_output(study):
+    cfg, result = study
+    for name in ("grid.csv", "selected.csv", "heldout.csv", "agreement.csv", "pareto.csv", "summary.json", "results.md"):
+        assert os.path.getsize(os.path.join(cfg.out_dir, name)) > 0, name
+    pngs = sorted(f for f in os.listdir(cfg.out_dir) if f.endswith(".png"))
+    if importlib.util.find_spec("matplotlib"):
+        assert pngs == ["heatmap_minhash.png", "heatmap_ngram.png", "heldout_by_level.png", "paragraph_f1_vs_threshold.png", "pareto.png"]
+    else:
+        assert pngs == []
+
+
+def test_grid_covers_every_method_and_configuration(study):
+    cfg, _ = study
+    rows = _csv(os.path.join(cfg.out_dir, "grid.csv"))
+    grid = GRIDS["tiny"]
+    lsh = {(r["config"], float(r["level"])) for r in rows if r["method"] == "lshbloom"}
+    assert len(lsh) == len(grid.minhash_configs()) * len(cfg.levels)
+    methods = {r["method"] for r in rows}
+    assert methods == {"lshbloom", "lshbloom-paper", "minhashlsh", "ccnet", "dolma", "dolma-ngram", "dclm"}
+    for r in rows:
+        tp, fp, fn = int(r["tp"]), int(r["fp"]), int(r["fn"])
+        assert int(r["duplicates"]) == tp + fn == round(int(r["docs"]) * float(r["level"]))
+        assert float(r["f1"]) == pytest.approx(tp / (tp + 0.5 * (fp + fn)) if tp + fp + fn else 1.0, abs=1e-5)
+
+
+def test_chosen_configuration_maximizes_the_worst_level_f1(study):
+    cfg, result = study
+    rows = _csv(os.path.join(cfg.out_dir, "grid.csv"))
+    worst = {}
+    for r in rows:
+        if r["method"] == "lshbloom" and r["split"] == "tune":
+            worst[r["config"]] = min(worst.get(r["config"], 1.0), float(r["f1"]))
+    chosen = result["chosen"]
+    label = next(r["config"] for r in rows if r["method"] == "lshbloom" and json.loads(r["params"]) == chosen)
+    assert worst[label] == pytest.approx(max(worst.values()), abs=1e-4)
+    assert result["selected"]["lshbloom"]["config"] == label
+
+
+def test_held_out_rows_and_agreement_with_datasketch(study):
+    cfg, result = study
+    held = _csv(os.path.join(cfg.out_dir, "heldout.csv"))
+    assert {r["split"] for r in held} == {"heldout"}
+    assert {"lshbloom", "lshbloom-paper", "minhashlsh", "ccnet", "dclm"} <= {r["method"] for r in held}
+    agree = _csv(os.path.join(cfg.out_dir, "agreement.csv"))
+    paper_bloom = [a for a in agree if a.get("product") == "paper" and a["reference"] == "datasketch-lshbloom"]
+    assert len(paper_bloom) == len(cfg.levels)
+    assert all(a["identical"] == "True" for a in paper_bloom)  # the paper preset decides as datasketch MinHashLSHBloom
+
+
+def test_selection_breaks_ties_by_mean_then_cost():
+    rows = []
+    for cfg, f1s in (("a", (0.9, 0.95)), ("b", (0.9, 0.99)), ("c", (0.9, 0.99))):
+        for lvl, f in zip((0.1, 0.9), f1s):
+            params = {"threshold": 0.5, "num_perm": 256 if cfg == "b" else 128, "ngram": 1, "normalize": "none"}
+            rows.append({"method": "m", "config": cfg, "split": "tune", "params": json.dumps(params), "level": lvl, "f1": f,
+                         "precision": f, "recall": f, "seconds": 1.0, "index_bytes": 1})
+    assert select(summarize(rows), "m", "tune")["config"] == "c"  # same worst and mean as b, fewer permutations
+
+
+def test_score_command_runs_lshbloom_against_datasketch(tmp_path, capsys):
+    pool, _ = G.prepare_sources(synthetic_sources(100, seed=6), min_words=50)
+    path = G.write_stream(G.make_stream(pool, 60, 0.5, seed=3), str(tmp_path / "s.jsonl"))
+    assert eval_main(["score", "--stream", path, "--preset", "paper"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["scheme"] == "legacy" and out["params"]["ngram"] == 1 and out["params"]["threshold"] == 0.5
+    assert out["agreement"]["datasketch_lshbloom"]["identical"]
+    assert out["lshbloom"]["tp"] + out["lshbloom"]["fn"] == 30
+    # predictions from a file: a perfect and an empty predictor
+    preds = tmp_path / "p.jsonl"
+    st = G.read_stream(path)
+    preds.write_text("".join(json.dumps({"id": d.id, "is_duplicate": d.is_duplicate}) + "\n" for d in st.docs))
+    assert eval_main(["score", "--stream", path, "--predictions", str(preds)]) == 0
+    assert json.loads(capsys.readouterr().out)["predictions"]["f1"] == 1.0
+    preds.write_text(json.dumps({"id": st.docs[0].id, "is_duplicate": False}) + "\n")
+    assert eval_main(["score", "--stream", path, "--predictions", str(preds)]) == 2
+    assert "no prediction" in capsys.readouterr().err
+
+
+def test_paper_preset_matches_conf_paper_toml():
+    with open(os.path.join(REPO, "conf", "paper.toml"), "rb") as f:
+        paper = tomllib.load(f)["dedup"]
+    for k, v in PRESETS["paper"].items():
+        assert paper[k] == v, k
+    assert (PAPER.threshold, PAPER.num_perm, PAPER.ngram, PAPER.normalize, PAPER.scheme) == (
+        paper["threshold"], paper["num_perm"], paper["ngram"], paper["normalize"], paper["scheme"])
+    with pytest.raises(ConfigError, match="unknown preset"):
+        preset_settings("fast")
+
+
+def test_product_defaults_are_the_studys_choice():
+    with open(os.path.join(REPO, "docs", "evaluation", "summary.json"), encoding="utf-8") as f:
+        chosen = json.load(f)["chosen"]
+    for k in ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed"):
+        assert DEFAULTS[k] == chosen[k], k
