@@ -99,12 +99,21 @@ def build_parser() -> argparse.ArgumentParser:
                          "(they will all be flagged as duplicates of themselves); default: reproduce that run's result")
     ix.add_argument("--checkpoint", choices=CHECKPOINTS, default=S,
                     help="how the keyed rows are pinned: local (localCheckpoint) or reliable (needs spark.checkpoint.dir)")
+    from lshbloom_udf.config import PRESETS
+
+    p.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                   help="start from a named preset instead of the defaults; 'paper' = the LSHBloom paper's settings "
+                        "(unigrams, T=0.5, 256 permutations, no normalization, legacy scheme; conf/paper.toml)")
     return p
 
 
 def settings_from(args: argparse.Namespace) -> dict:
-    """DEFAULTS, overridden by --config, overridden by the flags given."""
+    """DEFAULTS, overridden by --preset, by --config, then by the flags given."""
     settings = dict(DEFAULTS)
+    if getattr(args, "preset", None):
+        from lshbloom_udf.config import preset_settings
+
+        settings.update(preset_settings(args.preset))
     if args.config:
         settings.update(load_config(args.config))
     given = {k: v for k, v in vars(args).items() if k in DEFAULTS}
