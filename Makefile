@@ -44,3 +44,14 @@ bench: build
 
 clean:
 	rm -rf build native/target $(VENV) lshbloom_udf/_native*.so
+
+# The evaluation study (docs/evaluation.md): default grid, linux-docs to tune, man-pages held out.
+# CORPUS_DIR holds linux-docs.jsonl.gz and man-pages.jsonl.gz; GRID=full for the paper's bigger grid.
+CORPUS_DIR ?= ../shared/corpus
+GRID ?= default
+EVAL_DOCS ?= 1000
+.PHONY: evaluate
+evaluate:
+	@$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q "matplotlib>=3.8"
+	$(PY) -m lshbloom_udf.evaluation study --tune $(CORPUS_DIR)/linux-docs.jsonl.gz \
+		--test $(CORPUS_DIR)/man-pages.jsonl.gz --out docs/evaluation --grid $(GRID) --docs $(EVAL_DOCS)
