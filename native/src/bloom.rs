@@ -665,11 +665,20 @@ impl BandFilters {
         assert_eq!(self.check_keys(keys), out.len());
         self.check_writable()?;
         let mut pos = std::mem::take(&mut self.pos);
+        let mut next = Vec::with_capacity(pos.capacity());
         let mut inserted = 0u64;
-        for (row, o) in keys.chunks_exact(b).zip(out.iter_mut()) {
+        let mut rows = keys.chunks_exact(b);
+        if let Some(first) = rows.next() {
             pos.clear();
-            for (&k, f) in row.iter().zip(&self.filters) {
-                f.positions(k, &mut pos);
+            self.positions_prefetched(first, &mut pos);
+        }
+        for o in out.iter_mut() {
+            // Software prefetch across documents: the bit positions of the next
+            // document do not depend on this one's inserts, so compute them and
+            // start their cache-line loads before this document's tests.
+            next.clear();
+            if let Some(row) = rows.next() {
+                self.positions_prefetched(row, &mut next);
             }
             let dup = self.filters.iter().enumerate().any(|(i, f)| {
                 BloomFile::test_positions(f.data(), &pos[self.offsets[i]..self.offsets[i + 1]])
@@ -682,6 +691,7 @@ impl BandFilters {
                 }
                 inserted += 1;
             }
+            std::mem::swap(&mut pos, &mut next);
         }
         self.pos = pos;
         for f in &mut self.filters {
@@ -693,8 +703,43 @@ impl BandFilters {
         Ok(())
     }
 
+    /// Bit positions of one row's band keys (band after band) appended to
+    /// `pos`, each one's cache line prefetched.
+    #[inline]
+    fn positions_prefetched(&self, row: &[u64], pos: &mut Vec<u64>) {
+        for (&k, f) in row.iter().zip(&self.filters) {
+            let start = pos.len();
+            f.positions(k, pos);
+            let data = f.data();
+            for &p in &pos[start..] {
+                prefetch(data, (p >> 3) as usize);
+            }
+        }
+    }
+
     pub fn sync(&self) -> Result<(), BloomError> {
         self.filters.iter().try_for_each(|f| f.sync())
+    }
+}
+
+/// Hints the CPU to load the cache line of `data[i]` (no effect on results).
+#[inline(always)]
+pub fn prefetch(data: &[u8], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if i < data.len() {
+            // SAFETY: prefetch never faults and does not dereference in the
+            // language sense; the address is inside `data` anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    data.as_ptr().add(i).cast::<i8>(),
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (data, i);
     }
 }
 

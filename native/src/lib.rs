@@ -8,6 +8,7 @@
 
 pub mod arrow;
 pub mod bands;
+pub mod blocked;
 pub mod bloom;
 pub mod distinct;
 pub mod minhash;
@@ -28,6 +29,7 @@ use pyo3::exceptions::{PyOSError, PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
+use crate::blocked::{BlockedBands, BlockedFile};
 use crate::bloom::{BandFilters, BloomError, BloomFile};
 use crate::minhash::{MinHasher, Permutations, Scheme};
 use crate::shingles::NORM_ALL;
@@ -880,6 +882,307 @@ impl PyBandFilters {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Blocked Bloom filters (one 512-bit block per key per band)
+
+/// Blocks (of 512 bits) a blocked filter needs for `capacity` keys at `error_rate`.
+#[pyfunction]
+fn blocked_num_blocks(capacity: u64, error_rate: f64) -> PyResult<u64> {
+    blocked::num_blocks_for(capacity, error_rate).map_err(value_err)
+}
+
+/// Exact false-positive rate of a blocked filter of `num_blocks` blocks holding `n` keys.
+#[pyfunction]
+fn blocked_fp_rate(n: f64, num_blocks: u64) -> PyResult<f64> {
+    if num_blocks == 0 {
+        return Err(value_err("num_blocks must be >= 1"));
+    }
+    Ok(blocked::fp_rate(n, num_blocks))
+}
+
+/// The textbook split-block estimate (every block at the mean load).
+#[pyfunction]
+fn blocked_fp_rate_textbook(n: f64, num_blocks: u64) -> PyResult<f64> {
+    if num_blocks == 0 {
+        return Err(value_err("num_blocks must be >= 1"));
+    }
+    Ok(blocked::fp_rate_textbook(n, num_blocks))
+}
+
+/// Measures a blocked filter's false-positive rate in memory: (false positives, num_blocks).
+#[pyfunction]
+#[pyo3(signature = (capacity, error_rate, queries, seed = 0))]
+fn blocked_measure_fp(py: Python<'_>, capacity: u64, error_rate: f64, queries: u64, seed: u64) -> PyResult<(u64, u64)> {
+    py.detach(|| blocked::measure_fp(capacity, error_rate, queries, seed))
+        .map_err(value_err)
+}
+
+/// One blocked Bloom filter file, memory-mapped.
+#[pyclass(name = "BlockedFile", module = "lshbloom_udf._native")]
+struct PyBlockedFile {
+    inner: Option<BlockedFile>,
+}
+
+impl PyBlockedFile {
+    fn get(&self) -> PyResult<&BlockedFile> {
+        self.inner.as_ref().ok_or_else(|| value_err("BlockedFile is closed"))
+    }
+    fn get_mut(&mut self) -> PyResult<&mut BlockedFile> {
+        self.inner.as_mut().ok_or_else(|| value_err("BlockedFile is closed"))
+    }
+}
+
+#[pymethods]
+impl PyBlockedFile {
+    #[staticmethod]
+    fn create(path: PathBuf, capacity: u64, error_rate: f64, seed: u64) -> PyResult<Self> {
+        let f = BlockedFile::create(&path, capacity, error_rate, seed).map_err(bloom_err)?;
+        Ok(PyBlockedFile { inner: Some(f) })
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (path, writable = false))]
+    fn open(path: PathBuf, writable: bool) -> PyResult<Self> {
+        let f = BlockedFile::open(&path, writable).map_err(bloom_err)?;
+        Ok(PyBlockedFile { inner: Some(f) })
+    }
+
+    #[getter]
+    fn num_blocks(&self) -> PyResult<u64> {
+        Ok(self.get()?.num_blocks())
+    }
+    #[getter]
+    fn num_bits(&self) -> PyResult<u64> {
+        Ok(self.get()?.num_blocks() * 512)
+    }
+    #[getter]
+    fn capacity(&self) -> PyResult<u64> {
+        Ok(self.get()?.capacity())
+    }
+    #[getter]
+    fn error_rate(&self) -> PyResult<f64> {
+        Ok(self.get()?.error_rate())
+    }
+    #[getter]
+    fn seed(&self) -> PyResult<u64> {
+        Ok(self.get()?.seed())
+    }
+    #[getter]
+    fn elem_count(&self) -> PyResult<u64> {
+        Ok(self.get()?.elem_count())
+    }
+    #[getter]
+    fn path(&self) -> PyResult<String> {
+        Ok(self.get()?.path().display().to_string())
+    }
+    #[getter]
+    fn file_size(&self) -> PyResult<u64> {
+        Ok(self.get()?.file_size())
+    }
+    #[getter]
+    fn writable(&self) -> PyResult<bool> {
+        Ok(self.get()?.writable())
+    }
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn contains<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
+        let f = self.get()?;
+        let keys = input_u64(keys, "keys")?;
+        let slice = keys.slice();
+        let out = py.detach(|| {
+            let mut out = vec![false; slice.len()];
+            f.contains_many(slice, &mut out);
+            out
+        });
+        Ok(bool_array_like(py, &keys.shape, out))
+    }
+
+    fn add<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
+        let f = self.get_mut()?;
+        let keys = input_u64(keys, "keys")?;
+        let slice = keys.slice();
+        let out = py
+            .detach(|| {
+                let mut out = vec![false; slice.len()];
+                f.add_many(slice, &mut out).map(|()| out)
+            })
+            .map_err(bloom_err)?;
+        Ok(bool_array_like(py, &keys.shape, out))
+    }
+
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let f = self.get()?;
+        py.detach(|| f.sync()).map_err(bloom_err)
+    }
+
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        if let Some(f) = self.inner.take() {
+            py.detach(|| f.sync()).map_err(bloom_err)?;
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _exc_type: Option<Bound<'_, PyAny>>,
+        _exc: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.get()?.elem_count() as usize)
+    }
+
+    fn __repr__(&self) -> String {
+        match &self.inner {
+            None => "<BlockedFile closed>".into(),
+            Some(f) => format!(
+                "<BlockedFile {:?} capacity={} error_rate={} num_blocks={} elem_count={}{}>",
+                f.path().display().to_string(),
+                f.capacity(),
+                f.error_rate(),
+                f.num_blocks(),
+                f.elem_count(),
+                if f.writable() { "" } else { " read-only" }
+            ),
+        }
+    }
+}
+
+/// The b blocked band filters of an LSHBloom index (`--bloom blocked`).
+#[pyclass(name = "BlockedBands", module = "lshbloom_udf._native")]
+struct PyBlockedBands {
+    inner: Option<BlockedBands>,
+}
+
+impl PyBlockedBands {
+    fn get(&self) -> PyResult<&BlockedBands> {
+        self.inner.as_ref().ok_or_else(|| value_err("BlockedBands is closed"))
+    }
+    fn get_mut(&mut self) -> PyResult<&mut BlockedBands> {
+        self.inner.as_mut().ok_or_else(|| value_err("BlockedBands is closed"))
+    }
+}
+
+#[pymethods]
+impl PyBlockedBands {
+    #[new]
+    #[pyo3(signature = (paths, writable = false))]
+    fn new(paths: Vec<PathBuf>, writable: bool) -> PyResult<Self> {
+        let files = paths
+            .iter()
+            .map(|p| BlockedFile::open(p, writable))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bloom_err)?;
+        let inner = BlockedBands::new(files).map_err(bloom_err)?;
+        Ok(PyBlockedBands { inner: Some(inner) })
+    }
+
+    #[getter]
+    fn num_bands(&self) -> PyResult<usize> {
+        Ok(self.get()?.num_bands())
+    }
+    #[getter]
+    fn paths(&self) -> PyResult<Vec<String>> {
+        Ok(self.get()?.filters().iter().map(|f| f.path().display().to_string()).collect())
+    }
+    #[getter]
+    fn elem_counts(&self) -> PyResult<Vec<u64>> {
+        Ok(self.get()?.filters().iter().map(|f| f.elem_count()).collect())
+    }
+    #[getter]
+    fn writable(&self) -> PyResult<bool> {
+        Ok(self.get()?.filters().iter().all(|f| f.writable()))
+    }
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn query<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let bf = self.get()?;
+        let keys = input_keys(keys, bf.num_bands())?;
+        let slice = keys.slice();
+        let n = keys.shape[0];
+        let out = py.detach(|| {
+            let mut out = vec![false; n];
+            bf.query(slice, &mut out);
+            out
+        });
+        Ok(Array1::from_vec(out).into_pyarray(py))
+    }
+
+    fn insert(&mut self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bf = self.get_mut()?;
+        let keys = input_keys(keys, bf.num_bands())?;
+        let slice = keys.slice();
+        py.detach(|| bf.insert(slice)).map_err(bloom_err)
+    }
+
+    fn query_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let bf = self.get_mut()?;
+        let keys = input_keys(keys, bf.num_bands())?;
+        let slice = keys.slice();
+        let n = keys.shape[0];
+        let out = py
+            .detach(|| {
+                let mut out = vec![false; n];
+                bf.query_insert(slice, &mut out).map(|()| out)
+            })
+            .map_err(bloom_err)?;
+        Ok(Array1::from_vec(out).into_pyarray(py))
+    }
+
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let bf = self.get()?;
+        py.detach(|| bf.sync()).map_err(bloom_err)
+    }
+
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        if let Some(bf) = self.inner.take() {
+            py.detach(|| bf.sync()).map_err(bloom_err)?;
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _exc_type: Option<Bound<'_, PyAny>>,
+        _exc: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.get()?.num_bands())
+    }
+
+    fn __repr__(&self) -> String {
+        match &self.inner {
+            None => "<BlockedBands closed>".into(),
+            Some(bf) => format!("<BlockedBands num_bands={}>", bf.num_bands()),
+        }
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_shingles, m)?)?;
@@ -892,6 +1195,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_backend, m)?)?;
     m.add_class::<PyBloomFile>()?;
     m.add_class::<PyBandFilters>()?;
+    m.add_function(wrap_pyfunction!(blocked_num_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(blocked_fp_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(blocked_fp_rate_textbook, m)?)?;
+    m.add_function(wrap_pyfunction!(blocked_measure_fp, m)?)?;
+    m.add_class::<PyBlockedFile>()?;
+    m.add_class::<PyBlockedBands>()?;
+    m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
     m.add("NORM_NFKC", shingles::NORM_NFKC)?;
     m.add("NORM_LOWER", shingles::NORM_LOWER)?;
     m.add("NORM_PUNCT", shingles::NORM_PUNCT)?;
