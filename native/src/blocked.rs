@@ -9,7 +9,8 @@
 //! and the filter's 64-bit seed `s`:
 //!
 //! ```text
-//! (h1, h2) = MurmurHash3_x64_128(x as 8 LE bytes, seed = s as u32)  (then h1 ^= s, mixed)
+//! mum(a, b) = low64(a*b) ^ high64(a*b)                   (128-bit product, wyhash's mixer)
+//! h1       = mum(x ^ s, 0xa0761d6478bd642f),  h2 = mum(h1 ^ 0xe7037ed1a0b428db, 0x8ebc6af09c88c6e3)
 //! block    = (h1 * num_blocks) >> 64                     (Lemire's fast range)
 //! lane i   = bit ((w_i * SALT[i]) >> 27) of 32,  w_i = low 32 bits of h2 for i < 8, high 32 bits for i >= 8
 //! ```
@@ -53,7 +54,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::{Mmap, MmapMut, MmapOptions};
 
-use crate::bloom::{murmur3_u64, prefetch, BloomError};
+use crate::bloom::{prefetch, BloomError};
 
 pub const MAGIC: &[u8; 8] = b"LSHBBLK\0";
 pub const VERSION: u32 = 1;
@@ -173,10 +174,23 @@ pub struct Loc {
     pub bits: u64,
 }
 
+/// 64x64 -> 128-bit multiply folded to 64 bits (wyhash's `mum`).
+#[inline(always)]
+fn mum(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// The block and lane bits of `key` in a filter of `num_blocks` blocks with
+/// hash seed `seed`: `h1 = mum(key ^ seed, K0)`, `h2 = mum(h1 ^ K1, K2)`;
+/// block = `(h1 * num_blocks) >> 64`, lanes from `h2`.
 #[inline(always)]
 pub fn locate(key: u64, seed: u64, num_blocks: u64) -> Loc {
-    let (h1, h2) = murmur3_u64(key, seed as u32);
-    let h1 = h1 ^ (seed >> 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    const K0: u64 = 0xa076_1d64_78bd_642f;
+    const K1: u64 = 0xe703_7ed1_a0b4_28db;
+    const K2: u64 = 0x8ebc_6af0_9c88_c6e3;
+    let h1 = mum(key ^ seed, K0);
+    let h2 = mum(h1 ^ K1, K2);
     let block = ((u128::from(h1) * u128::from(num_blocks)) >> 64) as usize;
     Loc { block, bits: h2 }
 }
@@ -223,6 +237,54 @@ fn set_block(block: &mut [u8], m: &[u32; LANES]) -> bool {
         block[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
     }
     miss == 0
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{LANES, SALTS};
+    use std::arch::x86_64::*;
+
+    /// The two halves (lanes 0-7, 8-15) of a key's 512-bit mask.
+    #[inline(always)]
+    pub unsafe fn masks(bits: u64) -> (__m256i, __m256i) {
+        // SAFETY (all intrinsics here): the caller runs with AVX2 enabled.
+        unsafe {
+            let salts0 = _mm256_loadu_si256(SALTS.as_ptr().cast());
+            let salts1 = _mm256_loadu_si256(SALTS[LANES / 2..].as_ptr().cast());
+            let lo = _mm256_set1_epi32(bits as u32 as i32);
+            let hi = _mm256_set1_epi32((bits >> 32) as u32 as i32);
+            let one = _mm256_set1_epi32(1);
+            let i0 = _mm256_srli_epi32::<27>(_mm256_mullo_epi32(lo, salts0));
+            let i1 = _mm256_srli_epi32::<27>(_mm256_mullo_epi32(hi, salts1));
+            (_mm256_sllv_epi32(one, i0), _mm256_sllv_epi32(one, i1))
+        }
+    }
+
+    /// Are all the key's bits set in the 64-byte block at `p`?
+    #[inline(always)]
+    pub unsafe fn test(p: *const u8, bits: u64) -> bool {
+        // SAFETY: `p` points to 64 readable bytes (caller); AVX2 enabled.
+        unsafe {
+            let (m0, m1) = masks(bits);
+            let b0 = _mm256_loadu_si256(p.cast());
+            let b1 = _mm256_loadu_si256(p.add(32).cast());
+            // testc: (!block & mask) == 0
+            _mm256_testc_si256(b0, m0) & _mm256_testc_si256(b1, m1) != 0
+        }
+    }
+
+    /// Sets the key's bits in the 64-byte block at `p`.
+    #[inline(always)]
+    pub unsafe fn set(p: *mut u8, bits: u64) {
+        // SAFETY: `p` points to 64 writable bytes (caller); AVX2 enabled.
+        unsafe {
+            let (m0, m1) = masks(bits);
+            let b0 = _mm256_loadu_si256(p.cast());
+            let b1 = _mm256_loadu_si256(p.add(32).cast());
+            _mm256_storeu_si256(p.cast(), _mm256_or_si256(b0, m0));
+            _mm256_storeu_si256(p.add(32).cast(), _mm256_or_si256(b1, m1));
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -498,7 +560,17 @@ fn contains_many_body(f: &BlockedFile, keys: &[u64], out: &mut [bool]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn contains_many_avx2(f: &BlockedFile, keys: &[u64], out: &mut [bool]) {
-    contains_many_body(f, keys, out)
+    const D: usize = 8;
+    let data = f.data();
+    let locs: Vec<Loc> = keys.iter().map(|&k| f.locate(k)).collect();
+    for (i, (o, loc)) in out.iter_mut().zip(&locs).enumerate() {
+        if let Some(ahead) = locs.get(i + D) {
+            prefetch(data, ahead.block * BLOCK_BYTES);
+        }
+        let block = &data[loc.block * BLOCK_BYTES..(loc.block + 1) * BLOCK_BYTES];
+        // SAFETY: `block` is 64 readable bytes; AVX2 is enabled here.
+        *o = unsafe { avx2::test(block.as_ptr(), loc.bits) };
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -609,14 +681,55 @@ impl BlockedBands {
         self.query_insert_body(keys, out)
     }
 
+    /// The same loop as [`Self::query_insert_body`] with the block test and
+    /// set as AVX2 kernels over raw block pointers.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn query_insert_avx2(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
-        self.query_insert_body(keys, out)
+        let b = self.filters.len();
+        let n = out.len();
+        let mut bases: Vec<*mut u8> = Vec::with_capacity(b);
+        for f in self.filters.iter_mut() {
+            bases.push(f.data_mut()?.as_mut_ptr());
+        }
+        let mut locs = Vec::with_capacity(CHUNK * b);
+        let mut inserted = 0u64;
+        for start in (0..n).step_by(CHUNK) {
+            let end = (start + CHUNK).min(n);
+            self.locate_rows(keys, start..end, &mut locs);
+            self.prefetch_row(&locs[..b]);
+            for r in 0..end - start {
+                if let Some(next) = locs.get((r + 2) * b..(r + 3) * b) {
+                    self.prefetch_row(next);
+                }
+                let row = &locs[r * b..(r + 1) * b];
+                // SAFETY: every `loc.block < num_blocks` (fast range), so each
+                // pointer addresses 64 bytes inside its filter's mapping, which
+                // `self` keeps alive and which nothing else aliases meanwhile.
+                let dup = row
+                    .iter()
+                    .zip(&bases)
+                    .any(|(l, &p)| unsafe { avx2::test(p.add(l.block * BLOCK_BYTES), l.bits) });
+                out[start + r] = dup;
+                if !dup {
+                    for (l, &p) in row.iter().zip(&bases) {
+                        // SAFETY: as above.
+                        unsafe { avx2::set(p.add(l.block * BLOCK_BYTES), l.bits) };
+                    }
+                    inserted += 1;
+                }
+            }
+        }
+        for f in &mut self.filters {
+            f.elem_count += inserted;
+            f.store_elem_count();
+        }
+        Ok(())
     }
 
+    /// Portable loop (also the reference the AVX2 kernel is tested against).
     #[inline(always)]
-    fn query_insert_body(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    pub fn query_insert_body(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
         let b = self.filters.len();
         let n = out.len();
         let mut locs = Vec::with_capacity(CHUNK * b);
@@ -819,6 +932,33 @@ mod tests {
         let bytes = std::fs::read(d.join("ok.bbf")).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() - 1]).unwrap();
         assert!(matches!(BlockedFile::open(&p, false), Err(BloomError::Format { .. })));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn avx2_and_scalar_query_insert_agree() {
+        let d = tmpdir("simdqi");
+        let b = 6;
+        let mk = |tag: &str| {
+            let files = (0..b as u64)
+                .map(|i| BlockedFile::create(&d.join(format!("{tag}-{i}.bbf")), 2000, 1e-2, 5 + i).unwrap())
+                .collect();
+            BlockedBands::new(files).unwrap()
+        };
+        let mut st = 17u64;
+        let keys: Vec<u64> = (0..3000 * b).map(|_| splitmix(&mut st) % 2500).collect();
+        let mut fast = mk("f");
+        let mut slow = mk("s");
+        let mut a = vec![false; 3000];
+        let mut s = vec![false; 3000];
+        fast.query_insert(&keys, &mut a).unwrap();
+        slow.query_insert_body(&keys, &mut s).unwrap();
+        assert_eq!(a, s);
+        assert!(a.iter().any(|&x| x) && a.iter().any(|&x| !x));
+        for (x, y) in fast.filters().iter().zip(slow.filters()) {
+            assert_eq!(x.data(), y.data());
+            assert_eq!(x.elem_count(), y.elem_count());
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 
