@@ -5,8 +5,11 @@ and tolerance of Spark task failures by injecting real faults into real runs.
 They switch them on with the environment variable ``LSHBLOOM_TEST_FAULT``, a
 comma-separated list of ``name`` or ``name=value`` items:
 
+``kill-in-keys``
+    SIGKILL the job's process group from inside the keys stage (the executor
+    task of partition 1, while it computes band keys).
 ``kill-after-keys``
-    SIGKILL the job's process group once the keys stage is checkpointed.
+    SIGKILL it once the keys stage is checkpointed.
 ``kill-in-driver-pass=N``
     SIGKILL it in the driver pass, once at least ``N`` documents were decided
     (and inserted into the staging copy of the index).
@@ -27,13 +30,17 @@ comma-separated list of ``name`` or ``name=value`` items:
 ``slow-task-first-attempt=SECONDS``
     The first attempt of partition 0's keys task sleeps ``SECONDS`` first (to
     make speculative execution launch a copy).
+``fault-log=FILE``
+    Before a SIGKILL, append its reason to ``FILE`` (the driver's stderr goes
+    through the JVM, which dies with it before it forwards the last lines).
 ``attempt-log=DIR``
     Each keys task touches ``DIR/p<partition>-a<attempt>`` (so a test can see
     retries and speculative copies happened).
 
-SIGKILL goes to the whole process group (``os.killpg``): run the job in its
-own session (``start_new_session=True``) so that only it dies, JVM, driver and
-Python workers together, as when a machine loses power.
+SIGKILL goes to the whole session's process group and the caller's own group
+(``os.killpg``): run the job in its own session (``start_new_session=True``)
+so that only it dies, JVM, driver and Python workers together, as when a
+machine loses power.
 """
 
 from __future__ import annotations
@@ -67,12 +74,22 @@ def enabled(name: str) -> bool:
     return name in active()
 
 
-def kill_now(reason: str) -> None:
+def kill_now(reason: str, log: Optional[str] = None) -> None:
     print(f"lshbloom: test fault: SIGKILL ({reason})", file=sys.stderr, flush=True)
-    try:
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-    finally:
-        os.kill(os.getpid(), signal.SIGKILL)
+    log = log or value("fault-log")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(reason + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    # The session's group (spark-submit and its JVM, started as a session leader), then
+    # our own group (PySpark's daemon puts its Python workers in a group of their own).
+    for group in (os.getsid(0), os.getpgrp()):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def kill_point(name: str) -> None:
@@ -90,9 +107,11 @@ class TaskFaults:
         slow = switches.get("slow-task-first-attempt")
         self.slow_first = float(slow) if slow else 0.0
         self.attempt_log = switches.get("attempt-log")
+        self.kill_in_keys = "kill-in-keys" in switches
+        self.fault_log = switches.get("fault-log")
 
     def __bool__(self) -> bool:
-        return bool(self.fail_first or self.slow_first or self.attempt_log)
+        return bool(self.fail_first or self.slow_first or self.attempt_log or self.kill_in_keys)
 
     def on_task_start(self, stage: str) -> None:
         from pyspark import TaskContext
@@ -105,6 +124,8 @@ class TaskFaults:
             os.makedirs(self.attempt_log, exist_ok=True)
             with open(os.path.join(self.attempt_log, f"p{partition}-a{attempt}"), "w"):
                 pass
+        if self.kill_in_keys and stage == "keys" and partition == 1:
+            kill_now(f"kill-in-keys (task of partition {partition})", self.fault_log)
         if self.slow_first and stage == "keys" and attempt == 0 and partition == 0:
             import time
 

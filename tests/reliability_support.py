@@ -1,0 +1,119 @@
+"""Helpers of the reliability tests (tests/test_reliability_*.py): real spark-submit runs, faults, comparisons."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
+SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+
+
+def load_job():
+    spec = importlib.util.spec_from_file_location("lshbloom_dedup_job_rel", JOB)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_job(job, argv, capsys):
+    """The job in-process (the test session): exit code, stdout, stderr."""
+    with pytest.raises(SystemExit) as exc:
+        job.main(argv)
+    captured = capsys.readouterr()
+    return exc.value.code, captured.out, captured.err
+
+
+def job_env(fault: str | None = None, **extra) -> dict:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env.pop("LSHBLOOM_TEST_FAULT", None)
+    if fault:
+        env["LSHBLOOM_TEST_FAULT"] = fault
+    env.update(extra)
+    return env
+
+
+def submit_cmd(job_args, master="local[2]", conf=()):
+    cmd = [
+        SPARK_SUBMIT, "--master", master,
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+    ]
+    for item in conf:
+        cmd += ["--conf", item]
+    return cmd + [JOB, *job_args]
+
+
+def submit(job_args, fault=None, master="local[2]", conf=(), kill_after=None, timeout=300):
+    """spark-submit the job in its own session (process group); optionally SIGKILL the group after ``kill_after`` s.
+
+    Returns the CompletedProcess-like (returncode, stdout, stderr).
+    """
+    proc = subprocess.Popen(
+        submit_cmd(job_args, master, conf), cwd=ROOT, env=job_env(fault), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=kill_after if kill_after is not None else timeout)
+    except subprocess.TimeoutExpired:
+        if kill_after is None:
+            raise
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        try:  # whatever is left of this job's process group (python workers)
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def write_jsonl(path, docs) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps(d) + "\n")
+    return str(path)
+
+
+def read_flags(spark, out, fmt="parquet") -> dict:
+    rows = spark.read.format(fmt).load(str(out)).select("id", "is_duplicate").collect()
+    flags = {r["id"]: r["is_duplicate"] for r in rows}
+    assert len(flags) == len(rows), "an input row appears twice in the output"
+    return flags
+
+
+def index_state(path) -> dict:
+    """Everything an index directory holds that must be the same after a crash and rerun as after one clean run.
+
+    Band files and the runs' duplicate files by content; the manifest without
+    the fields that name the run's time or output location; and no leftovers
+    (staging copies, journal).
+    """
+    state = {}
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if name.endswith(".bf"):
+            with open(full, "rb") as f:
+                state[name] = f.read()
+        elif name == "runs":
+            for dname in sorted(os.listdir(full)):
+                with open(os.path.join(full, dname), "rb") as f:
+                    state[f"runs/{dname}"] = f.read()
+        elif name == "manifest.json":
+            with open(full) as f:
+                manifest = json.load(f)
+            for run in manifest.get("runs", []):
+                for volatile in ("committed_at", "output", "input"):
+                    run.pop(volatile, None)
+            state[name] = manifest
+        elif name != ".lock":
+            state[name] = "unexpected leftover"
+    return state

@@ -1,0 +1,244 @@
+"""Bad input, bad parameters, damaged or unusable index directories, capacity (issue 5, items 4 and 5).
+
+What tests elsewhere already prove is not repeated here (docs/reliability.md
+lists them): null/empty/blank text kept and flagged false
+(test_spark_dedup.py::test_empty_input_and_all_empty_texts), missing text and
+id columns, non-string text, duplicate and null ids, b*r > num_perm
+(test_spark_dedup.py, test_spark_job.py), index lock, full disk, read-only
+file system, foreign and corrupt band files at the index level
+(test_core_index_safety.py, test_core_index.py, test_core_bloom.py).
+Here: the remaining parameter edges, binary and invalid-UTF-8 text, a 100 MB
+document, and every index-directory fault through the spark-submit job: exit
+status 2, one ``error:`` line naming the problem, and the index left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from lshbloom_udf import DedupInputError, LSHBloomIndex, deduplicate
+from lshbloom_udf.index import IndexParams
+from reliability_support import index_state, load_job, read_flags, run_job, write_jsonl
+from spark_support import sample_docs
+
+
+@pytest.fixture(scope="module")
+def job():
+    return load_job()
+
+
+@pytest.fixture(scope="module")
+def small_input(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad-input")
+    docs = list(sample_docs())[:120]
+    return write_jsonl(root / "docs.jsonl", docs), docs
+
+
+# --------------------------------------------------------------------------
+# parameters
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(threshold=0.0), r"threshold must be a number in \(0, 1\]"),
+        (dict(threshold=-0.2), r"threshold must be a number in \(0, 1\]"),
+        (dict(threshold=1.0001), r"threshold must be a number in \(0, 1\]"),
+        (dict(threshold="0.5"), "threshold must be a number"),
+        (dict(num_perm=1), "num_perm must be an integer >= 2"),
+        (dict(bands=(9, 29)), r"b \* r = 9 \* 29 = 261 exceeds num_perm = 256"),
+        (dict(p_effective=0.0), "p_effective"),
+        (dict(p_effective=1.0), "p_effective"),
+        (dict(expected_docs=0), "expected_docs must be an integer >= 1"),
+    ],
+)
+def test_invalid_parameters_are_named(spark, kwargs, message):
+    df = spark.createDataFrame([("a", "one two three")], "id string, text string")
+    with pytest.raises(DedupInputError, match=message):
+        deduplicate(df, progress=False, **kwargs)
+
+
+def test_threshold_one_is_valid(spark):
+    df = spark.createDataFrame([("a", "one two three"), ("b", "one two three"), ("c", "one two four")], "id string, text string")
+    out = deduplicate(df, threshold=1.0, order_by="id", progress=False)
+    assert [r["is_duplicate"] for r in out.collect()] == [False, True, False]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--threshold", "0"], "threshold must be"),
+        (["--num-perm", "1"], "num_perm must be an integer >= 2"),
+        (["--bands", "30", "9"], "exceeds num_perm"),
+        (["--p-effective", "1"], "p_effective"),
+        (["--expected-docs", "-3"], "expected_docs"),
+    ],
+)
+def test_invalid_parameters_exit_2_from_the_job(job, small_input, capsys, tmp_path, flags, message):
+    code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "o"), "--quiet", *flags], capsys)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert not os.path.exists(tmp_path / "o")
+
+
+# --------------------------------------------------------------------------
+# text that is not plain UTF-8 strings
+
+
+def test_binary_text_column_is_a_clear_error_and_casting_it_keeps_every_row(spark):
+    rows = [("a", b"alpha beta gamma delta"), ("b", b"alpha beta gamma \xff\xfe delta"), ("c", b"\xc3\x28 bad"), ("d", None)]
+    df = spark.createDataFrame(rows, "id string, body binary")
+    with pytest.raises(DedupInputError, match="text column 'body' has type binary, not string; cast it"):
+        deduplicate(df, text_col="body", progress=False)
+    # Cast to string, invalid UTF-8 bytes included: no row lost, decisions made on the bytes as given.
+    cast = df.withColumn("text", F.col("body").cast("string"))
+    out = deduplicate(cast, order_by="id", progress=False).collect()
+    assert [r["id"] for r in out] == ["a", "b", "c", "d"]
+    assert [r["is_duplicate"] for r in out] == [False, True, False, False]
+
+
+def test_invalid_utf8_in_an_input_file_loses_no_row(job, spark, capsys, tmp_path):
+    raw = tmp_path / "raw.txt"
+    lines = [b"the quick brown fox jumps over the lazy dog", b"the quick brown fox \xff\xfe jumps over the lazy dog",
+             b"\x80\x81\x82", b"", b"completely different words here \xed\xa0\x80"]
+    raw.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    code, _, err = run_job(job, ["--input", str(raw), "--input-format", "text", "--text-column", "value",
+                                 "--output", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    got = spark.read.parquet(str(out)).collect()
+    assert len(got) == len(lines)
+    assert sum(r["is_duplicate"] for r in got) == 1  # the second line, a near-duplicate of the first
+
+
+@pytest.mark.slow
+def test_a_single_100_mb_document(spark, tmp_path):
+    """One 100 MB document (plus two small ones) goes through the keys stage, the driver pass and the join."""
+    words = np.array([f"w{i}" for i in range(50_000)])
+    rng = np.random.default_rng(3)
+    text = " ".join(words[rng.integers(0, len(words), 17_000_000)])[: 100 * 1024 * 1024]
+    path = tmp_path / "big.jsonl"
+    with open(path, "w") as f:
+        f.write(json.dumps({"id": "small-1", "text": "w1 w2 w3 w4"}) + "\n")
+        f.write(json.dumps({"id": "big", "text": text}) + "\n")
+        f.write(json.dumps({"id": "small-2", "text": "w1 w2 w3 w4"}) + "\n")
+    del text
+    df = spark.read.json(str(path))
+    out, summary = deduplicate(df, id_col="id", order_by="id", return_summary=True, progress=False)
+    flags = {r["id"]: r["is_duplicate"] for r in out.select("id", "is_duplicate").collect()}
+    assert flags == {"big": False, "small-1": False, "small-2": True}
+    assert summary["documents"] == 3
+
+
+# --------------------------------------------------------------------------
+# index directories that cannot be used
+
+
+@pytest.fixture
+def kept_index(job, small_input, capsys, tmp_path):
+    index = tmp_path / "index"
+    code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "first"), "--index-dir", str(index),
+                                 "--expected-docs", "400", "--quiet"], capsys)
+    assert code == 0, err
+    return index
+
+
+def _second_run(job, capsys, tmp_path, index, *extra):
+    second = write_jsonl(tmp_path / "second.jsonl", list(sample_docs())[120:200])
+    return run_job(job, ["--input", second, "--output", str(tmp_path / "second-out"), "--index-dir", str(index),
+                         "--quiet", *extra], capsys)
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("truncate", r"band-5\.bf.*truncated"),
+    ("magic", r"band-5\.bf"),
+    ("delete", r"band files missing: band-5\.bf"),
+    ("manifest", "corrupt manifest"),
+    ("other-params", "index was built with other parameters"),
+])
+def test_damaged_index_is_named_and_left_as_it_was(job, capsys, tmp_path, kept_index, damage, message):
+    band = kept_index / "band-5.bf"
+    if damage == "truncate":
+        band.write_bytes(band.read_bytes()[:-100])
+    elif damage == "magic":
+        band.write_bytes(b"XXXXXXXXX" + band.read_bytes()[9:])
+    elif damage == "delete":
+        band.unlink()
+    elif damage == "manifest":
+        (kept_index / "manifest.json").write_text('{"format": "lshbloom-index", "params": {')
+    before = index_state(kept_index)
+    extra = ("--threshold", "0.8") if damage == "other-params" else ()
+    code, _, err = _second_run(job, capsys, tmp_path, kept_index, *extra)
+    assert code == 2, err
+    assert err.strip().splitlines()[-1].startswith("error:") and "Traceback" not in err
+    assert __import__("re").search(message, err), err
+    assert index_state(kept_index) == before
+    assert not os.path.exists(tmp_path / "second-out")
+
+
+def test_capacity_limit_fails_clearly_and_keeps_the_index(job, capsys, tmp_path, small_input):
+    """At the limit the run fails (it does not grow the index); nothing of the failed run is kept."""
+    index = tmp_path / "index"
+    code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "first"), "--index-dir", str(index),
+                                 "--expected-docs", "130", "--quiet"], capsys)
+    assert code == 0, err
+    before = index_state(index)
+    code, _, err = _second_run(job, capsys, tmp_path, index)
+    assert code == 2 and "exceed the capacity of 130" in err and str(index) in err and ".staging" not in err
+    assert index_state(index) == before and not os.path.exists(tmp_path / "second-out")
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A real 3 MB file system, to run out of space and to turn read-only."""
+    mount_point = tmp_path / "fs"
+    mount_point.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount_point)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def test_index_on_a_read_only_file_system(job, capsys, tmp_path, small_tmpfs, small_input):
+    index = small_tmpfs / "index"
+    LSHBloomIndex.create(str(index), IndexParams.for_threshold(capacity=1000)).close()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+    code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "o"), "--index-dir", str(index),
+                                 "--quiet"], capsys)
+    assert code == 2 and "not writable" in err and str(index) in err and "Traceback" not in err
+
+
+def test_no_room_for_the_staging_copy_is_a_clear_error(job, capsys, tmp_path, small_tmpfs, small_input):
+    index = small_tmpfs / "index"
+    # About 1.9 MB of band files on a 3 MB file system: they fit once, not twice.
+    LSHBloomIndex.create(str(index), IndexParams.for_threshold(capacity=9000)).close()
+    before = index_state(index)
+    code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "o"), "--index-dir", str(index),
+                                 "--quiet"], capsys)
+    assert code == 2 and "not enough space for the staging copy" in err and "Traceback" not in err
+    assert index_state(index) == before
+
+
+def test_stored_data_is_json_bloom_files_and_raw_integers_never_pickle(kept_index, tmp_path):
+    import lshbloom_udf.index as index_module
+    import lshbloom_udf.spark as spark_module
+
+    for module in (index_module, spark_module):
+        assert "pickle" not in open(module.__file__).read()
+    with open(kept_index / "manifest.json") as f:
+        manifest = json.load(f)
+    for name in os.listdir(kept_index):
+        full = kept_index / name
+        if name.endswith(".bf"):
+            assert not full.read_bytes().startswith(b"\x80")  # a pickle (protocol 2+) starts so
+    run = manifest["runs"][0]
+    data = (kept_index / run["duplicates_file"]).read_bytes()
+    assert len(data) == 8 * run["duplicates"]  # raw little-endian int64 row ids
+    assert set(os.listdir(kept_index)) == {".lock", "manifest.json", "runs"} | {f"band-{i}.bf" for i in range(42)}

@@ -1,0 +1,259 @@
+"""Spark faults and a real standalone cluster (issue 5, items 3, 6 and 7).
+
+- Two jobs on one index: the second fails at start (the first holds the
+  index's OS lock for its whole run), and the first completes untouched.
+- Tasks that fail on their first attempt (test-only fault switch,
+  ``local[2,4]``) give the same flags; so does speculative execution on the
+  cluster, where a deliberately slow first attempt gets a speculative copy.
+- A Spark standalone master and two workers started from the installed
+  PySpark on loopback addresses run the job with the same output and the same
+  index as ``local[2]``: executors in other JVMs import the native module and
+  only the driver touches the index.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lshbloom_udf import LSHBloomIndex, deduplicate
+from lshbloom_udf.index import IndexLockedError, IndexTransaction
+from reliability_support import index_state, job_env, load_job, read_flags, run_job, submit, write_jsonl
+from spark_support import datasketch_flags, sample_docs
+
+
+@pytest.fixture(scope="module")
+def job():
+    return load_job()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """The sample as three JSON-lines files (three partitions, read in name order)."""
+    root = tmp_path_factory.mktemp("spark-faults")
+    docs = list(sample_docs())
+    inp = root / "in"
+    inp.mkdir()
+    for i, cut in enumerate(range(0, len(docs), 180)):
+        write_jsonl(inp / f"part-{i}.jsonl", docs[cut : cut + 180])
+    expected = dict(zip([d["id"] for d in docs], datasketch_flags([d["text"] for d in docs])))
+    return dict(root=root, docs=docs, input=str(inp), expected=expected)
+
+
+def _args(data, out, *extra):
+    return ["--input", data["input"], "--output", str(out), "--id-column", "id", "--quiet", *extra]
+
+
+# --------------------------------------------------------------------------
+# item 3: two jobs on one index
+
+
+def _lock_is_held(index_dir) -> bool:
+    fd = os.open(os.path.join(index_dir, ".lock"), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@pytest.mark.slow
+def test_second_job_on_the_same_index_fails_at_start_and_corrupts_nothing(data, job, capsys, spark, tmp_path):
+    index = tmp_path / "index"
+    out_a, out_b = tmp_path / "a", tmp_path / "b"
+    # Job A, a real spark-submit, slowed down in its keys stage so that it is surely mid-run.
+    proc = subprocess.Popen(
+        _submit_cmd(_args(data, out_a, "--index-dir", str(index), "--expected-docs", "1000")),
+        env=job_env("slow-task-first-attempt=8"), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (os.path.exists(index / ".lock") and _lock_is_held(index)):
+            assert proc.poll() is None and time.monotonic() < deadline, "job A did not take the lock"
+            time.sleep(0.1)
+        holder = (index / ".lock").read_text()
+        # Job B: refused at once, before Spark does any work, exit 2 and one clear line.
+        code, _, err = run_job(job, _args(data, out_b, "--index-dir", str(index)), capsys)
+        assert code == 2 and "in use by another process" in err and f"pid {holder}" in err and "Traceback" not in err
+        assert not out_b.exists()
+        # The API is refused the same way, and so is a plain writer.
+        with pytest.raises(IndexLockedError):
+            deduplicate(spark.createDataFrame([("x", "a b c")], "id string, text string"), index_dir=str(index))
+        with pytest.raises(IndexLockedError):
+            IndexTransaction(str(index))
+        assert proc.poll() is None  # A is still running
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, stderr[-3000:]
+    # A's result is whole and right; the index is committed and usable.
+    assert read_flags(spark, out_a) == data["expected"]
+    with LSHBloomIndex.open(str(index), read_only=True) as ix:
+        assert len(ix.manifest["runs"]) == 1
+        assert ix.inserted == len(data["docs"]) - sum(data["expected"].values()) - 3  # 3 empty docs
+    assert not _lock_is_held(index)
+
+
+def _submit_cmd(job_args, master="local[2]", conf=()):
+    from reliability_support import submit_cmd
+
+    return submit_cmd(job_args, master, conf)
+
+
+# --------------------------------------------------------------------------
+# item 6: task failures and retries
+
+
+@pytest.mark.slow
+def test_tasks_failing_on_first_attempt_give_the_same_flags(data, spark, tmp_path):
+    attempts = tmp_path / "attempts"
+    out = tmp_path / "out"
+    proc = submit(
+        _args(data, out, "--index-dir", str(tmp_path / "index"), "--expected-docs", "1000"),
+        fault=f"fail-task-first-attempt,attempt-log={attempts}",
+        master="local[2,4]",  # up to 4 attempts per task
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Every keys task really failed once and ran again.
+    logged = set(os.listdir(attempts))
+    assert {"p0-a0", "p0-a1", "p1-a0", "p1-a1", "p2-a0", "p2-a1"} <= logged
+    assert "lshbloom test fault" in proc.stderr
+
+    assert read_flags(spark, out) == data["expected"]
+    with LSHBloomIndex.open(str(tmp_path / "index"), read_only=True) as ix:
+        assert ix.inserted == len(data["docs"]) - sum(data["expected"].values()) - 3
+
+
+def test_without_retries_a_failing_task_fails_the_run_and_keeps_the_index(data, spark, tmp_path, monkeypatch):
+    """local[2] allows no retry: the run fails, the kept index is left exactly as it was, no staging copy remains."""
+    index = str(tmp_path / "index")
+    df = spark.read.json(data["input"])
+    deduplicate(df.limit(50), index_dir=index, expected_docs=1000, progress=False)
+    before = index_state(index)
+    monkeypatch.setenv("LSHBLOOM_TEST_FAULT", "fail-task-first-attempt")
+    with pytest.raises(Exception, match="fails on its first attempt"):
+        deduplicate(df, index_dir=index, progress=False)
+    monkeypatch.delenv("LSHBLOOM_TEST_FAULT")
+    assert index_state(index) == before
+
+
+# --------------------------------------------------------------------------
+# item 7 (and speculation, item 6): a standalone cluster on loopback
+
+
+def _free_port(host="127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _can_bind(host: str) -> bool:
+    try:
+        _free_port(host)
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A Spark standalone master and two 1-core workers from the installed PySpark, on 127.0.0.1 (and 127.0.0.2)."""
+    import pyspark
+
+    spark_home = os.path.dirname(pyspark.__file__)
+    spark_class = os.path.join(spark_home, "bin", "spark-class")
+    root = tmp_path_factory.mktemp("cluster")
+    # Two workers on two loopback addresses are two "hosts" to Spark (speculative copies
+    # only run on another host than the original attempt).
+    hosts = ["127.0.0.1", "127.0.0.2"] if _can_bind("127.0.0.2") else ["127.0.0.1", "127.0.0.1"]
+    env = dict(
+        os.environ, SPARK_HOME=spark_home, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false", SPARK_NO_DAEMONIZE="1",
+    )
+    env.pop("LSHBLOOM_TEST_FAULT", None)
+    port = _free_port()
+    procs = []
+
+    def start(name, cmd, **extra):
+        log = open(root / f"{name}.log", "w")
+        procs.append(subprocess.Popen(cmd, env=dict(env, **extra), stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True, cwd=root))
+        return root / f"{name}.log"
+
+    try:
+        master_log = start("master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                      "--port", str(port), "--webui-port", str(_free_port())])
+        url = f"spark://127.0.0.1:{port}"
+        for i, host in enumerate(hosts):
+            start(f"worker{i}", [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", host,
+                                 "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+                                 "--work-dir", str(root / f"work{i}")], SPARK_LOCAL_IP=host)
+        deadline = time.monotonic() + 180
+        while master_log.read_text().count("Registering worker") < 2:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                pytest.fail("standalone cluster did not start:\n" + master_log.read_text()[-3000:])
+            time.sleep(0.5)
+        yield dict(url=url, hosts=hosts, root=root)
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+CLUSTER_CONF = ("spark.executor.memory=512m", "spark.executor.cores=1", "spark.cores.max=2")
+
+
+@pytest.mark.slow
+def test_standalone_cluster_gives_the_same_output_and_index_as_local(cluster, data, job, capsys, spark, tmp_path):
+    args = lambda out, index: _args(data, out, "--index-dir", str(index), "--expected-docs", "1000")
+    proc = submit(args(tmp_path / "cluster-out", tmp_path / "cluster-index"), master=cluster["url"], conf=CLUSTER_CONF)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    # The keys were computed by executors in the workers' JVMs (they imported the native module).
+    executor_logs = [os.path.join(d, f) for d, _, fs in os.walk(cluster["root"]) for f in fs if f == "stderr"]
+    assert executor_logs, "no executor ran on the workers"
+    code, _, err = run_job(job, args(tmp_path / "local-out", tmp_path / "local-index"), capsys)
+    assert code == 0, err
+    cluster_flags = read_flags(spark, tmp_path / "cluster-out")
+    assert cluster_flags == read_flags(spark, tmp_path / "local-out") == data["expected"]
+    assert index_state(tmp_path / "cluster-index") == index_state(tmp_path / "local-index")
+
+
+@pytest.mark.slow
+def test_speculative_execution_gives_the_same_flags(cluster, data, spark, tmp_path):
+    if cluster["hosts"][0] == cluster["hosts"][1]:
+        pytest.skip("127.0.0.2 cannot be bound here: one host, so Spark never launches a speculative copy")
+    attempts = tmp_path / "attempts"
+    conf = CLUSTER_CONF + (
+        "spark.speculation=true", "spark.speculation.interval=100ms", "spark.speculation.multiplier=1.1",
+        "spark.speculation.quantile=0.5", "spark.speculation.minTaskRuntime=0",
+    )
+    proc = submit(
+        _args(data, tmp_path / "out", "--index-dir", str(tmp_path / "index"), "--expected-docs", "1000"),
+        fault=f"slow-task-first-attempt=15,attempt-log={attempts}", master=cluster["url"], conf=conf,
+    )
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    # Partition 0's first attempt slept: a speculative copy of it ran (and won).
+    assert "p0-a1" in os.listdir(attempts), sorted(os.listdir(attempts))
+    assert read_flags(spark, tmp_path / "out") == data["expected"]
+    with LSHBloomIndex.open(str(tmp_path / "index"), read_only=True) as ix:
+        assert ix.inserted == len(data["docs"]) - sum(data["expected"].values()) - 3
