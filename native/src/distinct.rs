@@ -8,10 +8,13 @@ pub struct DistinctSet {
     arena: Vec<u8>,
     spans: Vec<(u32, u32)>,
     fps: Vec<u64>,
-    /// Open addressing: (generation, span index). A slot whose generation is
-    /// not the current one is empty, so clearing is O(1). Generation 0 is
-    /// never current.
-    table: Vec<(u32, u32)>,
+    /// The slot of each string (for re-inserting when the table grows).
+    slots_by_idx: Vec<Slot>,
+    /// Open addressing: (fingerprint, generation, span index). A slot whose
+    /// generation is not the current one is empty, so clearing is O(1).
+    /// Generation 0 is never current. The fingerprint sits in the slot so a
+    /// probe needs no second memory access unless the fingerprints match.
+    table: Vec<Slot>,
     generation: u32,
     /// Only the first 2^bits slots are in use: sized for the current
     /// document, so a small document after a large one stays in L1.
@@ -19,6 +22,55 @@ pub struct DistinctSet {
 }
 
 const MIN_BITS: u32 = 8;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    /// Short strings (<= 16 bytes): the bytes as two zero-padded LE words and
+    /// `tag` = length. Long strings: `a` = fingerprint, `b` = index of the
+    /// string, `tag` = LONG.
+    a: u64,
+    b: u64,
+    generation: u32,
+    tag: u32,
+}
+
+const LONG: u32 = u32::MAX;
+
+/// `MASKS[n]`: the low `n` bytes of two words (n <= 16).
+const MASKS: [(u64, u64); 17] = {
+    let mut m = [(0u64, 0u64); 17];
+    let mut n = 0;
+    while n <= 16 {
+        let lo = if n >= 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
+        let hi = if n >= 16 { u64::MAX } else if n <= 8 { 0 } else { (1u64 << (8 * (n - 8))) - 1 };
+        m[n] = (lo, hi);
+        n += 1;
+    }
+    m
+};
+
+#[inline(always)]
+fn short_fp(a: u64, b: u64, n: usize) -> u64 {
+    const K0: u64 = 0xa076_1d64_78bd_642f;
+    const K1: u64 = 0xe703_7ed1_a0b4_28db;
+    fold_mul(a ^ K0 ^ (n as u64), b ^ K1)
+}
+
+/// Byte equality, inline for the short strings shingles usually are.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        return read_u64(a, 0) == read_u64(b, 0) && read_u64(a, n - 8) == read_u64(b, n - 8);
+    }
+    if (4..8).contains(&n) {
+        return read_u32(a, 0) == read_u32(b, 0) && read_u32(a, n - 4) == read_u32(b, n - 4);
+    }
+    a == b
+}
 
 #[inline(always)]
 fn read_u64(s: &[u8], at: usize) -> u64 {
@@ -78,6 +130,7 @@ impl DistinctSet {
             arena: Vec::new(),
             spans: Vec::new(),
             fps: Vec::new(),
+            slots_by_idx: Vec::new(),
             table: Vec::new(),
             generation: 1,
             bits: MIN_BITS,
@@ -89,6 +142,7 @@ impl DistinctSet {
         self.arena.clear();
         self.spans.clear();
         self.fps.clear();
+        self.slots_by_idx.clear();
         self.bits = MIN_BITS;
         self.next_generation();
     }
@@ -97,7 +151,7 @@ impl DistinctSet {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             // Generation counter wrapped: really clear once every 2^32 uses.
-            self.table.iter_mut().for_each(|e| *e = (0, 0));
+            self.table.iter_mut().for_each(|e| *e = Slot::default());
             self.generation = 1;
         }
     }
@@ -112,58 +166,121 @@ impl DistinctSet {
 
     /// Makes room for one more string: doubles the active part of the table
     /// (re-inserting under a new generation) when it would be over half full.
+    #[inline(always)]
     fn reserve_one(&mut self) {
+        if (self.spans.len() + 1) * 2 <= self.table.len().min(1 << self.bits) {
+            return;
+        }
+        self.grow();
+    }
+
+    #[cold]
+    fn grow(&mut self) {
         if self.table.len() < 1 << self.bits {
-            self.table.resize(1 << self.bits, (0, 0));
+            self.table.resize(1 << self.bits, Slot::default());
         }
         if (self.spans.len() + 1) * 2 <= 1 << self.bits {
             return;
         }
         self.bits += 1;
         if self.table.len() < 1 << self.bits {
-            self.table.resize(1 << self.bits, (0, 0));
+            self.table.resize(1 << self.bits, Slot::default());
         }
         self.next_generation();
         let (bits, g) = (self.bits, self.generation);
         let mask = (1usize << bits) - 1;
         for (i, &fp) in self.fps.iter().enumerate() {
             let mut slot = (fp >> (64 - bits)) as usize;
-            while self.table[slot].0 == g {
+            while self.table[slot].generation == g {
                 slot = (slot + 1) & mask;
             }
-            self.table[slot] = (g, i as u32);
+            let mut e = self.slots_by_idx[i];
+            e.generation = g;
+            self.table[slot] = e;
         }
     }
 
     /// Adds `s` unless an equal string is already present; returns whether it was new.
+    #[inline]
     pub fn insert(&mut self, s: &[u8]) -> bool {
+        if s.len() <= 16 {
+            let mut pad = [0u8; 16];
+            pad[..s.len()].copy_from_slice(s);
+            return self.insert_short(read_u64(&pad, 0), read_u64(&pad, 8), s);
+        }
+        self.insert_long(s)
+    }
+
+    /// Adds `buf[start..end]`; `buf` may extend past `end` (short strings are
+    /// then read as two whole words, without copying).
+    #[inline]
+    pub fn insert_in(&mut self, buf: &[u8], start: usize, end: usize) -> bool {
+        let n = end - start;
+        if n <= 16 && start + 16 <= buf.len() {
+            let (m0, m1) = MASKS[n];
+            let a = read_u64(buf, start) & m0;
+            let b = read_u64(buf, start + 8) & m1;
+            return self.insert_short(a, b, &buf[start..end]);
+        }
+        self.insert(&buf[start..end])
+    }
+
+    #[inline(always)]
+    fn insert_short(&mut self, a: u64, b: u64, s: &[u8]) -> bool {
         self.reserve_one();
-        let fp = fingerprint(s);
-        let bits = self.bits;
-        let mask = (1usize << bits) - 1;
+        let n = s.len();
+        let fp = short_fp(a, b, n);
+        let mask = (1usize << self.bits) - 1;
         let g = self.generation;
-        let mut slot = (fp >> (64 - bits)) as usize;
+        let tag = n as u32;
+        let mut slot = (fp >> (64 - self.bits)) as usize;
         loop {
-            let (eg, idx) = self.table[slot];
-            if eg != g {
+            let e = self.table[slot];
+            if e.generation != g {
                 break;
             }
-            let idx = idx as usize;
-            if self.fps[idx] == fp {
-                let (start, len) = self.spans[idx];
-                if len as usize == s.len() && &self.arena[start as usize..start as usize + s.len()] == s {
+            if e.a == a && e.b == b && e.tag == tag {
+                return false;
+            }
+            slot = (slot + 1) & mask;
+        }
+        self.push_new(slot, Slot { a, b, generation: g, tag }, fp, s);
+        true
+    }
+
+    fn insert_long(&mut self, s: &[u8]) -> bool {
+        self.reserve_one();
+        let fp = fingerprint(s);
+        let mask = (1usize << self.bits) - 1;
+        let g = self.generation;
+        let mut slot = (fp >> (64 - self.bits)) as usize;
+        loop {
+            let e = self.table[slot];
+            if e.generation != g {
+                break;
+            }
+            if e.tag == LONG && e.a == fp {
+                let (start, len) = self.spans[e.b as usize];
+                if same_bytes(&self.arena[start as usize..(start + len) as usize], s) {
                     return false;
                 }
             }
             slot = (slot + 1) & mask;
         }
+        let idx = self.spans.len() as u64;
+        self.push_new(slot, Slot { a: fp, b: idx, generation: g, tag: LONG }, fp, s);
+        true
+    }
+
+    #[inline(always)]
+    fn push_new(&mut self, slot: usize, e: Slot, fp: u64, s: &[u8]) {
         let start = u32::try_from(self.arena.len()).expect("document too large (> 4 GiB of shingles)");
         let len = u32::try_from(s.len()).expect("shingle too large");
         self.arena.extend_from_slice(s);
-        self.table[slot] = (g, self.spans.len() as u32);
+        self.table[slot] = e;
+        self.slots_by_idx.push(e);
         self.spans.push((start, len));
         self.fps.push(fp);
-        true
     }
 
     /// The distinct strings, in first-insertion order.
@@ -245,5 +362,39 @@ mod tests {
         d.clear();
         assert_eq!(d.generation, 1);
         assert!(d.insert(b"x"));
+    }
+}
+
+#[cfg(test)]
+mod short_key_tests {
+    use super::*;
+
+    #[test]
+    fn insert_in_agrees_with_insert_for_all_lengths_and_positions() {
+        // Words of every length 0..=40 at every offset, with buffers that end
+        // right after the word (copy path) and that extend past it (word path).
+        let text: Vec<u8> = (0..200u32).map(|i| b'a' + (i * 7 % 26) as u8).collect();
+        let mut a = DistinctSet::new();
+        let mut b = DistinctSet::new();
+        for len in 0..=40usize {
+            for start in 0..(text.len() - len) {
+                let end = start + len;
+                let x = a.insert_in(&text, start, end);
+                let y = b.insert(&text[start..end]);
+                assert_eq!(x, y, "len {len} start {start}");
+                let z = a.insert_in(&text[..end], start, end);
+                assert!(!z);
+            }
+        }
+        let ga: Vec<&[u8]> = a.iter().collect();
+        let gb: Vec<&[u8]> = b.iter().collect();
+        assert_eq!(ga, gb);
+        // Same bytes, different lengths are different strings (zero padding).
+        let mut c = DistinctSet::new();
+        assert!(c.insert(b"ab"));
+        assert!(c.insert(b"ab\0"));
+        assert!(c.insert(b"ab\0\0\0\0\0\0\0\0\0"));
+        assert!(!c.insert_in(b"ab\0xyzzzzzzzzzzzzzzzzz", 0, 3));
+        assert_eq!(c.len(), 3);
     }
 }

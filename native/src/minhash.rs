@@ -246,8 +246,8 @@ impl MinHasher {
         // its words: keep each distinct shingle once, then hash and permute.
         let distinct = &mut self.distinct;
         distinct.clear();
-        self.shingler.for_each(text, |s| {
-            distinct.insert(s);
+        self.shingler.for_each_span(text, |buf, s, e| {
+            distinct.insert_in(buf, s, e);
         });
         if distinct.is_empty() {
             return false;

@@ -325,7 +325,23 @@ impl Shingler {
         }
     }
 
+    /// As [`Shingler::for_each`], but each shingle is given as `(buffer, start,
+    /// end)`: the shingle is `buffer[start..end]`, and the buffer may extend
+    /// past it (so the callee can read whole words beyond the end).
+    pub fn for_each_span<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
+        if self.flags == 0 {
+            self.for_each_span_normalized(text, f)
+        } else {
+            let norm = normalize(text, self.flags);
+            self.for_each_span_normalized(&norm, f)
+        }
+    }
+
     fn for_each_normalized<F: FnMut(&[u8])>(&mut self, text: &str, mut f: F) -> usize {
+        self.for_each_span_normalized(text, |b, s, e| f(&b[s..e]))
+    }
+
+    fn for_each_span_normalized<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, mut f: F) -> usize {
         tokenize(text, &mut self.tokens);
         let bytes = text.as_bytes();
         let toks = &self.tokens;
@@ -336,7 +352,7 @@ impl Shingler {
         let n = self.ngram.min(nt);
         if n == 1 {
             for &(s, e) in toks {
-                f(&bytes[s..e]);
+                f(bytes, s, e);
             }
             return nt;
         }
@@ -350,7 +366,7 @@ impl Shingler {
                 .windows(2)
                 .all(|w| w[1].0 == w[0].1 + 1 && bytes[w[0].1] == b' ');
             if contiguous {
-                f(&bytes[first_start..last_end]);
+                f(bytes, first_start, last_end);
             } else {
                 self.buf.clear();
                 for (j, &(s, e)) in window.iter().enumerate() {
@@ -359,7 +375,7 @@ impl Shingler {
                     }
                     self.buf.extend_from_slice(&bytes[s..e]);
                 }
-                f(&self.buf);
+                f(&self.buf, 0, self.buf.len());
             }
         }
         count
