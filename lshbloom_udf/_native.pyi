@@ -58,10 +58,12 @@ def minhash(
     scheme: _Scheme,
     ngram: int,
     normalize: int,
+    threads: int = 1,
 ) -> npt.NDArray[np.uint32]:
     """MinHash signatures, shape ``(N, k)`` uint32 (``k = len(perm_a)``).
 
-    Rows without shingles stay at ``2**32 - 1``.
+    Rows without shingles stay at ``2**32 - 1``. ``threads`` native threads
+    share the rows (contiguous ranges); the result never depends on it.
     """
 
 
@@ -74,6 +76,7 @@ def minhash_arrow(
     scheme: _Scheme,
     ngram: int,
     normalize: int,
+    threads: int = 1,
 ) -> npt.NDArray[np.uint32]:
     """:func:`minhash` over an Arrow string column given as its buffers
     (zero copy: ``offsets``, UTF-8 ``data``, optional per-row ``valid``).
@@ -95,6 +98,7 @@ def minhash_band_keys(
     normalize: int,
     b: int,
     r: int,
+    threads: int = 1,
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """Fused MinHash + band keys without materializing signatures:
     ``(keys (N, b) uint64, has_shingles (N,) bool)``.
@@ -112,6 +116,7 @@ def minhash_band_keys_arrow(
     normalize: int,
     b: int,
     r: int,
+    threads: int = 1,
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
 
@@ -123,7 +128,8 @@ def bloom_geometry(
 
 
 def simd_backend() -> str:
-    """The MinHash kernel used on this CPU: ``"avx512"``, ``"avx2"`` or ``"generic"``."""
+    """The widest MinHash/Bloom kernel this CPU runs: ``"avx512"``, ``"avx2"`` or ``"generic"``
+    (detected at run time; one wheel runs everywhere)."""
 
 
 # ---------------------------------------------------------------------------
@@ -215,7 +221,8 @@ class BandFilters:
     def query_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
         """The sequential LSHBloom decision over ``(N, b)`` keys in row order:
         a row is a duplicate if any key is present (counting rows before it in
-        this batch); only non-duplicates are inserted.
+        this batch); only non-duplicates are inserted. The bit positions of the
+        next row are computed and prefetched while the current row is decided.
         """
 
     def sync(self) -> None: ...
@@ -229,3 +236,102 @@ class BandFilters:
     ) -> bool: ...
     def __len__(self) -> int: ...
 
+
+
+# ---------------------------------------------------------------------------
+# Blocked Bloom filters (``--bloom blocked``; not pybloomfiltermmap3 files)
+
+BLOCKED_FORMAT_VERSION: Final[int]
+"""Version of the blocked filter file format (``band-{i}.bbf``)."""
+
+
+def blocked_num_blocks(capacity: int, error_rate: float) -> int:
+    """512-bit blocks a blocked filter needs so that its exact false-positive
+    rate at ``capacity`` keys is at most ``error_rate``."""
+
+
+def blocked_fp_rate(n: float, num_blocks: int) -> float:
+    """Exact false-positive rate of a blocked filter holding ``n`` keys:
+    ``sum_j Poisson(j; n/B) * (1 - (31/32)**j)**16``."""
+
+
+def blocked_fp_rate_textbook(n: float, num_blocks: int) -> float:
+    """The textbook estimate ``(1 - (31/32)**(n/B))**16`` (underestimates at low rates)."""
+
+
+def blocked_measure_fp(capacity: int, error_rate: float, queries: int, seed: int = 0) -> tuple[int, int]:
+    """Build an in-memory filter sized for ``(capacity, error_rate)``, insert
+    ``capacity`` pseudo-random keys, query ``queries`` others:
+    ``(false positives, num_blocks)``."""
+
+
+@final
+class BlockedFile:
+    """One blocked Bloom filter file (16 lanes x 32 bits per block, one bit per lane per key)."""
+
+    @staticmethod
+    def create(path: _StrPath, capacity: int, error_rate: float, seed: int) -> BlockedFile: ...
+    @staticmethod
+    def open(path: _StrPath, writable: bool = False) -> BlockedFile: ...
+    @property
+    def num_blocks(self) -> int: ...
+    @property
+    def num_bits(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def error_rate(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def elem_count(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def file_size(self) -> int: ...
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
+    def add(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
+    def sync(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> BlockedFile: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+    def __len__(self) -> int: ...
+
+
+@final
+class BlockedBands:
+    """The ``b`` blocked band filters of an index; same methods as :class:`BandFilters`."""
+
+    def __init__(self, paths: Sequence[_StrPath], writable: bool = False) -> None: ...
+    @property
+    def num_bands(self) -> int: ...
+    @property
+    def paths(self) -> list[str]: ...
+    @property
+    def elem_counts(self) -> list[int]: ...
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def query(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
+    def insert(self, keys: _U64Array) -> None: ...
+    def query_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
+    def sync(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> BlockedBands: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+    def __len__(self) -> int: ...

@@ -22,15 +22,19 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import integrate
+
 
 def false_positive_probability(threshold: float, b: int, r: int) -> float:
     """∫_0^T 1 - (1 - s^r)^b ds: the S-curve mass below the threshold."""
+    from scipy import integrate  # imported on first use: Spark workers never need it
+
     return integrate.quad(lambda s: 1 - (1 - s ** float(r)) ** float(b), 0.0, threshold)[0]
 
 
 def false_negative_probability(threshold: float, b: int, r: int) -> float:
     """∫_T^1 (1 - s^r)^b ds: the mass the S-curve misses above the threshold."""
+    from scipy import integrate
+
     return integrate.quad(lambda s: 1 - (1 - (1 - s ** float(r)) ** float(b)), threshold, 1.0)[0]
 
 

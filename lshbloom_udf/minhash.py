@@ -134,16 +134,18 @@ def signatures(
     seed: int = 1,
     scheme: str = "affine32",
     normalize: Normalize = False,
+    threads: int = 1,
 ) -> np.ndarray:
     """MinHash signatures of ``texts`` as a ``(len(texts), num_perm)`` uint32 array.
 
     Row ``i`` equals ``datasketch.MinHash(num_perm, seed, scheme=scheme)``
     updated with the shingles of ``texts[i]``. A null or empty text has no
-    shingles: its row is all ``2**32 - 1``.
+    shingles: its row is all ``2**32 - 1``. ``threads`` native threads share
+    the rows (same result for any count).
     """
     validate_ngram(ngram)
     a, b = permutations(num_perm, seed, scheme)
-    return _native.minhash(_texts_list(texts), a, b, scheme, int(ngram), normalization_mask(normalize))
+    return _native.minhash(_texts_list(texts), a, b, scheme, int(ngram), normalization_mask(normalize), int(threads))
 
 
 def band_keys(signatures: np.ndarray, b: int, r: int) -> np.ndarray:
@@ -168,17 +170,19 @@ def text_band_keys(
     seed: int = 1,
     scheme: str = "affine32",
     normalize: Normalize = False,
+    threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Band keys straight from texts without materializing the signatures.
 
     Returns ``(keys, has_shingles)``: a ``(N, b)`` uint64 array and a boolean
     array that is False for null/empty documents (whose keys are meaningless).
+    ``threads`` native threads share the rows (same result for any count).
     """
     validate_ngram(ngram)
     validate_bands(b, r, num_perm)
     a, bb = permutations(num_perm, seed, scheme)
     return _native.minhash_band_keys(
-        _texts_list(texts), a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r)
+        _texts_list(texts), a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads)
     )
 
 
@@ -191,6 +195,7 @@ def arrow_band_keys(
     seed: int = 1,
     scheme: str = "affine32",
     normalize: Normalize = False,
+    threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
     import pyarrow as pa
@@ -214,5 +219,5 @@ def arrow_band_keys(
         valid = array.is_valid().to_numpy(zero_copy_only=False)
     a, bb = permutations(num_perm, seed, scheme)
     return _native.minhash_band_keys_arrow(
-        offsets, data, valid, a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r)
+        offsets, data, valid, a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads)
     )

@@ -70,6 +70,45 @@ POS_BITS = 40
 CHUNK_ROWS = 100_000
 # Up to this many duplicates, the join broadcasts them (and keeps the input order).
 BROADCAST_LIMIT = 2_000_000
+# Arrow batches into the keys stage: documents are long (kilobytes each), so
+# Spark's default 10,000 rows per batch means tens of megabytes per batch and no
+# overlap between the JVM writing a batch and Python hashing the previous one.
+# These are upper limits only: a smaller value the session already has is kept.
+ARROW_MAX_RECORDS_PER_BATCH = 1024
+ARROW_MAX_BYTES_PER_BATCH = 16 << 20
+
+
+class _arrow_batch_limits:
+    """Lower the session's Arrow batch limits for the keys stage, then restore them."""
+
+    KEYS = (
+        ("spark.sql.execution.arrow.maxRecordsPerBatch", ARROW_MAX_RECORDS_PER_BATCH),
+        ("spark.sql.execution.arrow.maxBytesPerBatch", ARROW_MAX_BYTES_PER_BATCH),
+    )
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.saved: list = []
+
+    def __enter__(self):
+        for key, limit in self.KEYS:
+            try:
+                old = self.spark.conf.get(key, None)
+                current = int(str(old).rstrip("bB")) if old is not None else 0
+            except Exception:  # an unknown key (older Spark) or an unparsable value: leave it alone
+                continue
+            if current <= 0 or current > limit:
+                self.spark.conf.set(key, str(limit))
+                self.saved.append((key, old))
+        return self
+
+    def __exit__(self, *exc):
+        for key, old in self.saved:
+            if old is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, old)
+        return False
 
 __all__ = ["DedupInputError", "DedupResult", "deduplicate", "format_summary", "DEFAULTS"]
 
@@ -201,11 +240,13 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
             task_faults.on_task_start("keys")
         ctx = TaskContext.get()
         base = (ctx.partitionId() if ctx is not None else 0) << POS_BITS
+        # Native threads per task = the cores Spark gave the task (spark.task.cpus).
+        threads = max(1, int(ctx.cpus())) if ctx is not None else 1
         pos = 0
         for batch in batches:
             n = batch.num_rows
             text = batch.column(batch.schema.get_field_index(text_col))
-            keys, active = arrow_band_keys(text, **sig_kwargs)
+            keys, active = arrow_band_keys(text, threads=threads, **sig_kwargs)
             keys = np.ascontiguousarray(keys, dtype=np.uint64)
             rows = pa.array(np.arange(base + pos, base + pos + n, dtype=np.int64), type=pa.int64())
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
@@ -435,8 +476,13 @@ def deduplicate(
     defer_commit: bool = False,
     transaction: Optional[IndexTransaction] = None,
     run_info: Optional[dict] = None,
+    bloom: str = "pybloomfiltermmap3",
 ):
     """Near-duplicate detection with LSHBloom over the string column ``text_col`` of ``df``.
+
+    ``bloom="blocked"`` uses the blocked Bloom backend (one cache line per key
+    per band, :mod:`lshbloom_udf.blocked`) for a temporary index; the default
+    ``"pybloomfiltermmap3"`` is the datasketch-compatible file format.
 
     Decisions are "keep first" in input order (partition by partition, row by
     row) or in ``order_by`` order: a document is a duplicate when one of its
@@ -508,6 +554,12 @@ def deduplicate(
     p_eff = DEFAULTS["p_effective"] if p_effective is None else p_effective
     params = resolve_params(threshold, num_perm, ngram, normalize, seed, scheme, p_eff, bands)
     _validate_int("chunk_rows", chunk_rows, 1)
+    if bloom not in ("pybloomfiltermmap3", "blocked"):
+        raise DedupInputError(f"bloom must be 'pybloomfiltermmap3' or 'blocked', got {bloom!r}")
+    if bloom == "blocked" and index_dir is not None:
+        raise DedupInputError(
+            "bloom='blocked' works with a temporary index only (no index_dir): a kept index is pybloomfiltermmap3 files"
+        )
     order_cols = _normalize_order_by(order_by)
     _check_columns(df, text_col, id_col, flag_col, order_cols)
 
@@ -522,7 +574,7 @@ def deduplicate(
                 _check_expected(index_dir, _params_from_manifest(manifest), _expected(params, sizing_given, expected_docs))
         result = _deduplicate_locked(
             df, txn, text_col, id_col, mode, params, sizing_given, expected_docs, order_cols, flag_col, checkpoint,
-            progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start,
+            progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start, bloom=bloom,
         )
     except BaseException:
         if txn is not None:
@@ -573,7 +625,7 @@ def _fingerprints(keyed) -> tuple[str, str]:
 
 def _deduplicate_locked(
     df, txn, text_col, id_col, mode, params, sizing_given, expected_docs, order_cols, flag_col, checkpoint,
-    progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start,
+    progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start, bloom="pybloomfiltermmap3",
 ) -> DedupResult:
     """The body of :func:`deduplicate`, with the index's transaction (if any) open."""
     from pyspark import StorageLevel
@@ -602,10 +654,12 @@ def _deduplicate_locked(
     b = sig_kwargs.pop("b")
     r = sig_kwargs.pop("r")
     keyed = source.mapInArrow(_keys_mapper(text_col, dict(b=b, r=r, **sig_kwargs), b, keep_cols), keyed_schema)
-    if checkpoint == "local":
-        keyed = keyed.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
-    else:
-        keyed = keyed.checkpoint(eager=True)
+    with _arrow_batch_limits(spark):
+        if checkpoint == "local":
+            # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).
+            keyed = keyed.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
+        else:
+            keyed = keyed.checkpoint(eager=True)
     documents = keyed.count()
     faults.kill_point("kill-after-keys")
     t_keys = time.monotonic()
@@ -659,7 +713,11 @@ def _deduplicate_locked(
             if len(dup_parts[0]) != duplicates:
                 raise RuntimeError(f"{index_dir}: run {prior['run_id']} records {duplicates} duplicates but stores {len(dup_parts[0])}")
         elif not skip_index:
-            if temporary:
+            if temporary and bloom == "blocked":
+                from lshbloom_udf.blocked import BlockedLSHBloomIndex
+
+                index = BlockedLSHBloomIndex.open_or_create(path, params, sizing_given=sizing_given)
+            elif temporary:
                 index = LSHBloomIndex.open_or_create(path, params, sizing_given=sizing_given)
             else:
                 index = txn.stage(params, sizing_given)

@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "(they will all be flagged as duplicates of themselves); default: reproduce that run's result")
     ix.add_argument("--checkpoint", choices=CHECKPOINTS, default=S,
                     help="how the keyed rows are pinned: local (localCheckpoint) or reliable (needs spark.checkpoint.dir)")
+    ix.add_argument("--bloom", choices=("pybloomfiltermmap3", "blocked"), default="pybloomfiltermmap3",
+                    help="Bloom filter backend: pybloomfiltermmap3 (default; datasketch-compatible files) or blocked "
+                         "(one cache line per key per band: faster, larger; temporary index only, not with --index-dir)")
     from lshbloom_udf.config import PRESETS
 
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
@@ -171,6 +174,8 @@ def run(argv=None) -> int:
     import time
 
     t0 = time.monotonic()
+    if args.bloom == "blocked" and settings.get("index_dir") is not None:
+        raise UserError("--bloom blocked works with a temporary index only: drop --index-dir (a kept index is pybloomfiltermmap3 files)")
     # The index's lock is taken before Spark starts and held until the commit:
     # a second job on the same index fails here, at once.
     txn = None
@@ -220,6 +225,7 @@ def run(argv=None) -> int:
                 bands=settings["bands"],
                 flag_col=settings["flag_column"],
                 checkpoint=settings["checkpoint"],
+                bloom=args.bloom,
                 progress=not args.quiet,
                 return_summary=True,
                 force_new_ingest=args.force_new_ingest,

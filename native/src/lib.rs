@@ -400,7 +400,8 @@ fn py_shingles(text: Option<Bound<'_, PyString>>, ngram: i64, normalize: i64) ->
 
 /// MinHash signatures of `texts`, shape (N, k).
 #[pyfunction(name = "minhash")]
-#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize))]
+#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, threads = 1))]
+#[allow(clippy::too_many_arguments)]
 fn py_minhash<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
@@ -409,17 +410,15 @@ fn py_minhash<'py>(
     scheme: &str,
     ngram: i64,
     normalize: i64,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let mut hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
+    let hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
+    let threads = check_threads(threads)?;
     let objs = collect_texts(texts)?;
     let cows = text_cows(&objs)?;
     let rows: Vec<Option<&str>> = cows.iter().map(|c| c.as_deref()).collect();
     let k = hasher.num_perm();
-    let out = py.detach(|| {
-        let mut out = vec![0u32; rows.len() * k];
-        minhash::signatures(&mut hasher, &rows, &mut out);
-        out
-    });
+    let out = py.detach(|| signatures_parallel(&hasher, &rows, threads));
     Ok(Array2::from_shape_vec((rows.len(), k), out)
         .expect("shape")
         .into_pyarray(py))
@@ -427,7 +426,7 @@ fn py_minhash<'py>(
 
 /// MinHash signatures of an Arrow string column given as buffers, shape (N, k).
 #[pyfunction]
-#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize))]
+#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, threads = 1))]
 #[allow(clippy::too_many_arguments)]
 fn minhash_arrow<'py>(
     py: Python<'py>,
@@ -439,17 +438,17 @@ fn minhash_arrow<'py>(
     scheme: &str,
     ngram: i64,
     normalize: i64,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let mut hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
+    let hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
+    let threads = check_threads(threads)?;
     let input = ArrowInput::new(offsets, data, valid)?;
     let input = input.slices();
     let k = hasher.num_perm();
     let (n, out) = py
         .detach(|| {
             let rows = input.rows()?;
-            let mut out = vec![0u32; rows.len() * k];
-            minhash::signatures(&mut hasher, &rows, &mut out);
-            Ok::<_, String>((rows.len(), out))
+            Ok::<_, String>((rows.len(), signatures_parallel(&hasher, &rows, threads)))
         })
         .map_err(value_err)?;
     Ok(Array2::from_shape_vec((n, k), out)
@@ -495,7 +494,7 @@ fn keys_and_flags<'py>(py: Python<'py>, n: usize, b: usize, keys: Vec<u64>, has:
 
 /// Fused MinHash + band keys: ((N, b) keys, (N,) has_shingles).
 #[pyfunction]
-#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, b, r))]
+#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1))]
 #[allow(clippy::too_many_arguments)]
 fn minhash_band_keys<'py>(
     py: Python<'py>,
@@ -507,25 +506,22 @@ fn minhash_band_keys<'py>(
     normalize: i64,
     b: i64,
     r: i64,
+    threads: i64,
 ) -> PyResult<KeysAndFlags<'py>> {
-    let mut hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
+    let hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
     let (b, r) = check_bands(hasher.num_perm(), b, r)?;
+    let threads = check_threads(threads)?;
     let objs = collect_texts(texts)?;
     let cows = text_cows(&objs)?;
     let rows: Vec<Option<&str>> = cows.iter().map(|c| c.as_deref()).collect();
     let n = rows.len();
-    let (keys, has) = py.detach(|| {
-        let mut keys = vec![0u64; n * b];
-        let mut has = vec![false; n];
-        bands::minhash_band_keys(&mut hasher, &rows, b, r, &mut keys, &mut has);
-        (keys, has)
-    });
+    let (keys, has) = py.detach(|| band_keys_parallel(&hasher, &rows, b, r, threads));
     Ok(keys_and_flags(py, n, b, keys, has))
 }
 
 /// Fused MinHash + band keys over Arrow string buffers.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, b, r))]
+#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1))]
 #[allow(clippy::too_many_arguments)]
 fn minhash_band_keys_arrow<'py>(
     py: Python<'py>,
@@ -539,22 +535,73 @@ fn minhash_band_keys_arrow<'py>(
     normalize: i64,
     b: i64,
     r: i64,
+    threads: i64,
 ) -> PyResult<KeysAndFlags<'py>> {
-    let mut hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
+    let hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
     let (b, r) = check_bands(hasher.num_perm(), b, r)?;
+    let threads = check_threads(threads)?;
     let input = ArrowInput::new(offsets, data, valid)?;
     let input = input.slices();
     let (n, keys, has) = py
         .detach(|| {
             let rows = input.rows()?;
             let n = rows.len();
-            let mut keys = vec![0u64; n * b];
-            let mut has = vec![false; n];
-            bands::minhash_band_keys(&mut hasher, &rows, b, r, &mut keys, &mut has);
+            let (keys, has) = band_keys_parallel(&hasher, &rows, b, r, threads);
             Ok::<_, String>((n, keys, has))
         })
         .map_err(value_err)?;
     Ok(keys_and_flags(py, n, b, keys, has))
+}
+
+fn check_threads(threads: i64) -> PyResult<usize> {
+    positive("threads", threads)
+}
+
+/// Fused MinHash + band keys of `rows` on `threads` threads (contiguous row
+/// ranges, one MinHasher each); results are identical for any thread count.
+fn band_keys_parallel(
+    hasher: &minhash::MinHasher,
+    rows: &[Option<&str>],
+    b: usize,
+    r: usize,
+    threads: usize,
+) -> (Vec<u64>, Vec<bool>) {
+    let n = rows.len();
+    let mut keys = vec![0u64; n * b];
+    let mut has = vec![false; n];
+    let threads = threads.min(n.div_ceil(64)).max(1);
+    if threads == 1 {
+        bands::minhash_band_keys(&mut hasher.clone(), rows, b, r, &mut keys, &mut has);
+        return (keys, has);
+    }
+    let per = n.div_ceil(threads);
+    std::thread::scope(|scope| {
+        for ((rows, keys), has) in rows.chunks(per).zip(keys.chunks_mut(per * b)).zip(has.chunks_mut(per)) {
+            let mut h = hasher.clone();
+            scope.spawn(move || bands::minhash_band_keys(&mut h, rows, b, r, keys, has));
+        }
+    });
+    (keys, has)
+}
+
+/// Signatures of `rows` on `threads` threads.
+fn signatures_parallel(hasher: &minhash::MinHasher, rows: &[Option<&str>], threads: usize) -> Vec<u32> {
+    let k = hasher.num_perm();
+    let n = rows.len();
+    let mut out = vec![0u32; n * k];
+    let threads = threads.min(n.div_ceil(64)).max(1);
+    if threads == 1 {
+        minhash::signatures(&mut hasher.clone(), rows, &mut out);
+        return out;
+    }
+    let per = n.div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (rows, out) in rows.chunks(per).zip(out.chunks_mut(per * k)) {
+            let mut h = hasher.clone();
+            scope.spawn(move || minhash::signatures(&mut h, rows, out));
+        }
+    });
+    out
 }
 
 /// (num_hashes, num_bits) exactly as pybloomfilter sizes a filter.
