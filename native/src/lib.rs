@@ -611,16 +611,10 @@ fn bloom_geometry(capacity: u64, error_rate: f64, num_hashes: Option<usize>) -> 
     bloom::geometry(capacity, error_rate, num_hashes).map_err(value_err)
 }
 
-/// "avx2" if the MinHash kernels use AVX2 on this CPU, else "generic".
+/// The widest MinHash kernel this CPU runs: "avx512", "avx2" or "generic".
 #[pyfunction]
 fn simd_backend() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return "avx2";
-        }
-    }
-    "generic"
+    minhash::simd_backend()
 }
 
 // ---------------------------------------------------------------------------
