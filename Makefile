@@ -39,8 +39,14 @@ demo: build
 		spark_jobs/dedup.py --input $(DEMO_DIR)/sample.jsonl --output $(DEMO_DIR)/out \
 		--index-dir $(DEMO_DIR)/index
 
+# The whole benchmark suite, every figure a ratio to datasketch measured in the
+# same run (see docs/benchmarks.md): BENCH_DOCS documents for the throughput/size
+# runs (spark-submit local[2] included), BENCH_JSON for a machine-readable copy.
+BENCH_DOCS ?= 20000
+BENCH_JSON ?= build/bench.json
 bench: build
-	$(PY) benchmarks/bench_core.py
+	@mkdir -p $(dir $(BENCH_JSON))
+	$(PY) benchmarks/bench_all.py --docs $(BENCH_DOCS) --spark-blocked --json $(BENCH_JSON)
 
 clean:
 	rm -rf build native/target $(VENV) lshbloom_udf/_native*.so
