@@ -55,7 +55,7 @@ clean:
 # CORPUS_DIR holds linux-docs.jsonl.gz and man-pages.jsonl.gz; GRID=full for the paper's bigger grid.
 CORPUS_DIR ?= ../shared/corpus
 GRID ?= default
-EVAL_DOCS ?= 1000
+EVAL_DOCS ?= 2000
 .PHONY: evaluate
 evaluate:
 	@$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q "matplotlib>=3.8"

@@ -24,11 +24,13 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "flag_column": "is_duplicate",
         "mode": "flag",  # flag | filter | duplicates
         # MinHash / LSH (decide compatibility with an existing index)
-        "threshold": 0.5,
+        # threshold/ngram/normalize: chosen by the evaluation study (docs/evaluation.md);
+        # the paper's values (0.5, 1, none) are PRESETS["paper"]
+        "threshold": 0.4,
         "num_perm": 256,
         "bands": None,  # [b, r] instead of the optimum for the threshold
-        "ngram": 1,
-        "normalize": "none",  # none | all | comma list of nfkc, lower, punct
+        "ngram": 5,
+        "normalize": "all",  # none | all | comma list of nfkc, lower, punct
         "seed": 1,
         "scheme": "affine32",  # affine32 (datasketch >= 2) | legacy (datasketch < 2, the paper's code)
         # index sizing (only used when an index is created)

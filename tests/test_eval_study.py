@@ -124,5 +124,8 @@ def test_paper_preset_matches_conf_paper_toml():
 def test_product_defaults_are_the_studys_choice():
     with open(os.path.join(REPO, "docs", "evaluation", "summary.json"), encoding="utf-8") as f:
         chosen = json.load(f)["chosen"]
-    for k in ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed"):
+    from lshbloom_udf.minhash import normalization_name
+
+    for k in ("threshold", "num_perm", "ngram", "scheme", "seed"):
         assert DEFAULTS[k] == chosen[k], k
+    assert normalization_name(DEFAULTS["normalize"]) == chosen["normalize"]

@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--tune", required=True, help="JSONL of source documents to tune on")
     st.add_argument("--test", help="JSONL of held-out source documents (default: the other half of an id split of --tune)")
     st.add_argument("--out", default="docs/evaluation", help="output directory (default docs/evaluation)")
-    st.add_argument("--docs", type=int, default=1000, help="documents per stream (default 1000)")
+    st.add_argument("--docs", type=int, default=2000, help="documents per stream (default 2000)")
     st.add_argument("--levels", type=_levels, default=DEFAULT_LEVELS)
     st.add_argument("--seed", type=int, default=0)
     st.add_argument("--grid", choices=("tiny", "default", "full"), default="default")

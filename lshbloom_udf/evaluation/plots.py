@@ -64,11 +64,13 @@ def _heat(ax, plt, mat, xlabels, ylabels, title, vmin=0.0):
 
 def heatmaps_minhash(out_dir: str, rows: Sequence[dict], grid) -> list[str]:
     """Worst-level F1 over threshold (y) x num_perm (x), one panel per method / n-gram / normalization."""
+    from lshbloom_udf.minhash import normalization_name
+
     plt = _plt()
     worst = _worst(rows)
     panels = []
     for method in ("lshbloom", "minhashlsh"):
-        for norm in grid.normalizations:
+        for norm in map(normalization_name, grid.normalizations):
             for n in grid.ngrams:
                 mat = np.full((len(grid.thresholds), len(grid.num_perms)), np.nan)
                 for (m, pj), f in worst.items():
@@ -77,23 +79,49 @@ def heatmaps_minhash(out_dir: str, rows: Sequence[dict], grid) -> list[str]:
                     p = json.loads(pj)
                     if p["ngram"] == n and p["normalize"] == norm and p["threshold"] in grid.thresholds and p["num_perm"] in grid.num_perms:
                         mat[grid.thresholds.index(p["threshold"]), grid.num_perms.index(p["num_perm"])] = f
-                if not np.isnan(mat).all():
+                if np.count_nonzero(~np.isnan(mat)) > 1:  # a single cell (the chosen configuration) is no heatmap
                     panels.append((method, norm, n, mat))
     if not panels:
         return []
     cols = len(grid.ngrams)
     nrows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(2.4 * cols, 2.0 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(2.9 * cols, 2.5 * nrows), squeeze=False, constrained_layout=True)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     im = None
     for ax, (method, norm, n, mat) in zip(axes.flat, panels):
-        im = _heat(ax, plt, mat, grid.num_perms, grid.thresholds, f"{method} n={n} norm={norm}")
+        short = {"none": "none", "nfkc,lower,punct": "all"}.get(norm, norm)
+        im = _heat(ax, plt, mat, grid.num_perms, grid.thresholds, f"{method} n={n} norm={short}")
         ax.set_xlabel("num_perm", fontsize=7)
         ax.set_ylabel("threshold", fontsize=7)
     fig.suptitle("Worst F1 over duplication levels 10-90 % (tuning streams)", fontsize=9)
     fig.colorbar(im, ax=axes, shrink=0.6)
     return [_save(fig, os.path.join(out_dir, "heatmap_minhash.png"))]
+
+
+NUMERIC = ("level", "docs", "duplicates", "tp", "fp", "fn", "precision", "recall", "f1", "seconds", "index_bytes")
+
+
+def _load_csv(path: str) -> list[dict]:
+    import csv
+
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in NUMERIC:
+            if r.get(k) not in (None, ""):
+                r[k] = float(r[k])
+    return rows
+
+
+def replot(out_dir: str, grid_name: str = "default") -> list[str]:
+    """Redraw the figures from a study's CSV files."""
+    from lshbloom_udf.evaluation.study import GRIDS
+
+    return make_all(out_dir, _load_csv(os.path.join(out_dir, "grid.csv")), _load_csv(os.path.join(out_dir, "heldout.csv")),
+                    _load_csv(os.path.join(out_dir, "pareto.csv")), "", GRIDS[grid_name])
 
 
 def heatmaps_ngram(out_dir: str, rows: Sequence[dict], grid) -> list[str]:
@@ -160,7 +188,8 @@ def by_level(out_dir: str, held_rows: Sequence[dict]) -> list[str]:
         ax.set_xlabel("duplicates in stream (%)", fontsize=8)
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=6, loc="lower right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=7)
     fig.suptitle("Held-out streams: selected configuration of each method", fontsize=9)
     return [_save(fig, os.path.join(out_dir, "heldout_by_level.png"))]
 
@@ -176,6 +205,9 @@ def pareto(out_dir: str, pareto_rows: Sequence[dict]) -> list[str]:
             ax.scatter([x], [p["f1"]], color=COLORS.get(p["method"]), label=p["method"], s=30)
             ax.annotate(p["method"], (x, p["f1"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
         ax.set_xscale("log")
+        from matplotlib.ticker import NullFormatter
+
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label, fontsize=8)
         ax.set_ylabel("F1", fontsize=8)
         ax.set_ylim(0, 1.05)
