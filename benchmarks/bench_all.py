@@ -104,18 +104,19 @@ def bench_driver(texts, repeat):
     shutil.rmtree(ds_dir)
 
     def run(cls):
-        best, flags, size = float("inf"), None, 0
+        # Median of `repeat` runs (datasketch runs once; see bench_core.best_of).
+        times, flags, size = [], None, 0
         for _ in range(repeat):
             d = tempfile.mkdtemp(dir=SHM)
             try:
                 with cls.create(os.path.join(d, "ix"), params) as index:
                     t0 = time.perf_counter()
                     flags = index.query_insert(keys)
-                    best = min(best, time.perf_counter() - t0)
+                    times.append(time.perf_counter() - t0)
                     size = index.stats()["bytes_on_disk"]
             finally:
                 shutil.rmtree(d)
-        return best, flags, size
+        return float(np.median(times)), flags, size
 
     compat_time, compat_flags, compat_size = run(LSHBloomIndex)
     blocked_time, blocked_flags, blocked_size = run(BlockedLSHBloomIndex)
@@ -213,9 +214,14 @@ def ours_api(path, n, cls):
     return flags, elapsed, size
 
 
-def spark_job(path, n, extra=()):
+def spark_job(path, n, extra=(), tree=None):
+    """One ``spark-submit`` of ``dedup.py`` (of checkout ``tree``, default this one), wall time included start-up."""
     out = tempfile.mkdtemp(prefix="lshbloom-bench-out-")
     env = dict(os.environ)
+    root = ROOT
+    if tree:
+        root = os.path.abspath(tree)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     py = sys.executable
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["PYSPARK_PYTHON"] = py
@@ -224,7 +230,7 @@ def spark_job(path, n, extra=()):
     cmd = [
         spark_submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
         "--driver-memory", "2g",
-        os.path.join(ROOT, "spark_jobs", "dedup.py"),
+        os.path.join(root, "spark_jobs", "dedup.py"),
         "--input", path, "--input-format", "parquet", "--output", os.path.join(out, "out"),
         "--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none",
         "--quiet", "--summary-path", os.path.join(out, "summary.json"), *extra,
@@ -253,7 +259,7 @@ def spark_job(path, n, extra=()):
         shutil.rmtree(out, ignore_errors=True)
 
 
-def bench_throughput(n, skip_spark, skip_minhashlsh, spark_extra):
+def bench_throughput(n, skip_spark, skip_minhashlsh, spark_extra, before_tree=None):
     path, desc = corpus.cached(n, "parquet", CACHE)
     res = {"docs": n, "corpus": desc}
     minhashes, t_mh = datasketch_minhashes(path)
@@ -275,8 +281,11 @@ def bench_throughput(n, skip_spark, skip_minhashlsh, spark_extra):
     if res["api_compat"]["decisions_differ_from_datasketch"]:
         raise SystemExit("API decisions differ from datasketch MinHashLSHBloom: not benchmarking")
     if not skip_spark:
-        for name, extra in (("spark_job", ()),) + tuple(spark_extra):
-            job = spark_job(path, n, extra)
+        runs = [("spark_job", (), None)] + [(name, extra, None) for name, extra in spark_extra]
+        if before_tree:
+            runs.append(("spark_job_before", (), before_tree))
+        for name, extra, tree in runs:
+            job = spark_job(path, n, extra, tree)
             if "flags" in job:
                 job["decisions_differ_from_datasketch"] = int(np.count_nonzero(job.pop("flags") != ds_flags))
             res[name] = job
@@ -295,6 +304,8 @@ def main():
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--skip-minhashlsh", action="store_true")
     parser.add_argument("--spark-blocked", action="store_true", help="also run the job with --bloom blocked")
+    parser.add_argument("--spark-before", metavar="CHECKOUT",
+                        help="also run the job of an older checkout (with its built module), for a before/after profile")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
@@ -331,7 +342,7 @@ def main():
         f"index {drv['compat_bytes']:,} vs {drv['blocked_bytes']:,} bytes"
     )
     extra = [("spark_job_blocked", ("--bloom", "blocked"))] if args.spark_blocked else []
-    thr = bench_throughput(args.docs, args.skip_spark, args.skip_minhashlsh, extra)
+    thr = bench_throughput(args.docs, args.skip_spark, args.skip_minhashlsh, extra, args.spark_before)
     print(f"throughput and size: {thr['corpus']}")
     print(f"  {'pipeline':34s} {'seconds':>8s} {'docs/s':>9s} {'vs ds LSHBloom':>14s} {'index bytes':>13s} {'dups':>6s}")
     labels = {
@@ -341,6 +352,7 @@ def main():
         "api_blocked": "lshbloom API (blocked)",
         "spark_job": "spark-submit local[2] (compatible)",
         "spark_job_blocked": "spark-submit local[2] (blocked)",
+        "spark_job_before": "spark-submit, --spark-before checkout",
     }
     for key, label in labels.items():
         v = thr.get(key)
@@ -351,8 +363,9 @@ def main():
             continue
         size = f"{v['bytes']:,}" if v.get("bytes") is not None else "-"
         print(f"  {label:34s} {v['seconds']:8.2f} {v['docs_per_s']:9,.0f} {v['ratio_vs_datasketch_lshbloom']:13.1f}x {size:>13s} {v['duplicates']:6d}")
-    if "spark_job" in thr and "stages" in thr["spark_job"]:
-        print(f"  spark job stages (s): {thr['spark_job']['stages']}")
+    for key in ("spark_job", "spark_job_blocked", "spark_job_before"):
+        if key in thr and "stages" in thr[key]:
+            print(f"  {key} stages (s): {thr[key]['stages']}")
     info["load_after"] = load_avg()
     print(f"load average before {info['load_before']}, after {info['load_after']}")
     if args.json:

@@ -61,13 +61,15 @@ def machine():
 
 
 def best_of(fn, repeat):
-    best = float("inf")
+    """Median time of ``repeat`` runs (not the best: datasketch runs once, and on a
+    shared machine a best-of-N would favour whichever side is repeated) and the last result."""
+    times = []
     result = None
     for _ in range(repeat):
         t = time.perf_counter()
         result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)), result
 
 
 def bench_signatures(texts, repeat):
