@@ -246,7 +246,15 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
         for batch in batches:
             n = batch.num_rows
             text = batch.column(batch.schema.get_field_index(text_col))
-            keys, active = arrow_band_keys(text, threads=threads, **sig_kwargs)
+            try:
+                keys, active = arrow_band_keys(text, threads=threads, **sig_kwargs)
+            except ValueError as e:
+                if "invalid UTF-8" not in str(e):
+                    raise
+                # Spark strings may hold invalid UTF-8 (read from bytes as they were): the keys are
+                # made from the text decoded as Python's errors="replace" does (U+FFFD); the row's
+                # own text is passed through unchanged.
+                keys, active = arrow_band_keys(_replace_invalid_utf8(text), threads=threads, **sig_kwargs)
             keys = np.ascontiguousarray(keys, dtype=np.uint64)
             rows = pa.array(np.arange(base + pos, base + pos + n, dtype=np.int64), type=pa.int64())
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
@@ -263,6 +271,14 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
             pos += n
 
     return compute
+
+
+def _replace_invalid_utf8(text):
+    """A string array whose invalid UTF-8 sequences are replaced by U+FFFD (``bytes.decode(errors="replace")``)."""
+    import pyarrow as pa
+
+    raw = text.cast(pa.large_binary() if pa.types.is_large_string(text.type) else pa.binary())
+    return pa.array([None if v is None else v.decode("utf-8", "replace") for v in raw.to_pylist()], type=pa.large_string())
 
 
 def _packer(b: int, chunk_rows: int):

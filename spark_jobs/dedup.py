@@ -195,7 +195,10 @@ def run(argv=None) -> int:
     try:
         spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
         output = _Output(spark, args.output)
-        committed = {run.get("output") for run in txn.runs()} if txn is not None else set()
+        try:
+            committed = {run.get("output") for run in txn.runs()} if txn is not None else set()
+        except ValueError as e:  # a corrupt manifest, named by the message
+            raise UserError(_first_line(e)) from None
         if output.exists() and not args.overwrite and output.qualified not in committed:
             raise UserError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
         inputs = [s for s in args.input.split(",") if s]
@@ -205,6 +208,7 @@ def run(argv=None) -> int:
             df.schema  # resolve now: a missing path fails here
         except AnalysisException as e:
             raise UserError(f"cannot read --input {args.input} as {settings['input_format']}: {_first_line(e)}") from None
+        _check_malformed(df, args.input, settings["input_format"])
         t_read = time.monotonic()
         try:
             result = deduplicate(
@@ -368,6 +372,32 @@ def _kill_when_exists(path: str):
 
     threading.Thread(target=watch, daemon=True).start()
     return stop
+
+
+def _check_malformed(df, input_path: str, input_format: str) -> None:
+    """Refuse input records the reader could not parse (PERMISSIVE mode turns them into rows of nulls).
+
+    Such a row would go through with null text and come out as a kept
+    document whose text is gone: a silent loss. The user can drop them
+    knowingly with ``--input-option mode=DROPMALFORMED``.
+    """
+    from pyspark.sql import functions as F
+
+    corrupt = "_corrupt_record"
+    if corrupt not in df.columns:
+        return
+    others = [c for c in df.columns if c != corrupt]
+    if not others:
+        raise UserError(f"--input {input_path}: no record can be parsed as {input_format}")
+    # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too.
+    row = df.where(F.col(corrupt).isNotNull()).agg(
+        F.count(F.lit(1)).alias("n"), F.count(F.col(f"`{others[0]}`")).alias("m"), F.first(F.col(corrupt)).alias("first")
+    ).collect()[0]
+    if row["n"]:
+        raise UserError(
+            f"--input {input_path}: {row['n']:,} record(s) cannot be parsed as {input_format} (first: "
+            f"{str(row['first'])[:80]!r}); fix them, or drop them knowingly with --input-option mode=DROPMALFORMED"
+        )
 
 
 def _in_config(args, key: str) -> bool:

@@ -19,7 +19,7 @@ import shutil
 import pytest
 
 from lshbloom_udf import LSHBloomIndex
-from reliability_support import index_state, load_job, read_flags, run_job, submit, write_jsonl
+from reliability_support import REF_FLAGS, index_state, load_job, read_flags, run_job, submit, write_jsonl
 from spark_support import datasketch_flags, new_reference_index, sample_docs
 
 
@@ -43,7 +43,7 @@ def world(tmp_path_factory, job, spark):
         write_jsonl(second_dir / f"part-{i}.jsonl", second[cut : cut + 110])
     base_index = root / "base-index"
     _quiet(job, ["--input", str(root / "first.jsonl"), "--output", str(root / "out-first"), "--id-column", "id",
-                 "--index-dir", str(base_index), "--expected-docs", "1000", "--quiet"])
+                 "--index-dir", str(base_index), "--expected-docs", "1000", "--quiet", *REF_FLAGS])
     clean_index = root / "clean-index"
     shutil.copytree(base_index, clean_index)
     clean_out = root / "clean-out"
@@ -59,7 +59,8 @@ def _quiet(job, argv):
 
 
 def second_args(second_dir, out, index):
-    return ["--input", str(second_dir), "--output", str(out), "--id-column", "id", "--index-dir", str(index), "--quiet"]
+    return ["--input", str(second_dir), "--output", str(out), "--id-column", "id", "--index-dir", str(index), "--quiet",
+            *REF_FLAGS]
 
 
 def test_uninterrupted_incremental_run_equals_datasketch(world):

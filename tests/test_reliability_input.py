@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from lshbloom_udf import DedupInputError, LSHBloomIndex, deduplicate
 from lshbloom_udf.index import IndexParams
-from reliability_support import index_state, load_job, read_flags, run_job, write_jsonl
+from reliability_support import REF_FLAGS, REF_KW, index_state, load_job, read_flags, run_job, write_jsonl
 from spark_support import sample_docs
 
 
@@ -66,7 +66,7 @@ def test_invalid_parameters_are_named(spark, kwargs, message):
 
 def test_threshold_one_is_valid(spark):
     df = spark.createDataFrame([("a", "one two three"), ("b", "one two three"), ("c", "one two four")], "id string, text string")
-    out = deduplicate(df, threshold=1.0, order_by="id", progress=False)
+    out = deduplicate(df, threshold=1.0, num_perm=32, ngram=1, normalize="none", order_by="id", progress=False)
     assert [r["is_duplicate"] for r in out.collect()] == [False, True, False]
 
 
@@ -97,7 +97,7 @@ def test_binary_text_column_is_a_clear_error_and_casting_it_keeps_every_row(spar
         deduplicate(df, text_col="body", progress=False)
     # Cast to string, invalid UTF-8 bytes included: no row lost, decisions made on the bytes as given.
     cast = df.withColumn("text", F.col("body").cast("string"))
-    out = deduplicate(cast, order_by="id", progress=False).collect()
+    out = deduplicate(cast, order_by="id", progress=False, **REF_KW).collect()
     assert [r["id"] for r in out] == ["a", "b", "c", "d"]
     assert [r["is_duplicate"] for r in out] == [False, True, False, False]
 
@@ -109,7 +109,7 @@ def test_invalid_utf8_in_an_input_file_loses_no_row(job, spark, capsys, tmp_path
     raw.write_bytes(b"\n".join(lines) + b"\n")
     out = tmp_path / "out"
     code, _, err = run_job(job, ["--input", str(raw), "--input-format", "text", "--text-column", "value",
-                                 "--output", str(out), "--quiet"], capsys)
+                                 "--output", str(out), "--quiet", *REF_FLAGS], capsys)
     assert code == 0, err
     got = spark.read.parquet(str(out)).collect()
     assert len(got) == len(lines)
@@ -118,21 +118,32 @@ def test_invalid_utf8_in_an_input_file_loses_no_row(job, spark, capsys, tmp_path
 
 @pytest.mark.slow
 def test_a_single_100_mb_document(spark, tmp_path):
-    """One 100 MB document (plus two small ones) goes through the keys stage, the driver pass and the join."""
+    """One 100 MB document between two small ones goes through the keys stage, the driver pass and the join."""
     words = np.array([f"w{i}" for i in range(50_000)])
     rng = np.random.default_rng(3)
-    text = " ".join(words[rng.integers(0, len(words), 17_000_000)])[: 100 * 1024 * 1024]
-    path = tmp_path / "big.jsonl"
+    big = " ".join(words[rng.integers(0, len(words), 17_000_000)])[: 100 * 1024 * 1024]
+    path = tmp_path / "big.txt"
     with open(path, "w") as f:
-        f.write(json.dumps({"id": "small-1", "text": "w1 w2 w3 w4"}) + "\n")
-        f.write(json.dumps({"id": "big", "text": text}) + "\n")
-        f.write(json.dumps({"id": "small-2", "text": "w1 w2 w3 w4"}) + "\n")
-    del text
-    df = spark.read.json(str(path))
-    out, summary = deduplicate(df, id_col="id", order_by="id", return_summary=True, progress=False)
-    flags = {r["id"]: r["is_duplicate"] for r in out.select("id", "is_duplicate").collect()}
-    assert flags == {"big": False, "small-1": False, "small-2": True}
-    assert summary["documents"] == 3
+        f.write("w1 w2 w3 w4\n" + big + "\nw1 w2 w3 w4\n")
+    del big
+    df = spark.read.text(str(path))  # one column, value; one row per line
+    out, summary = deduplicate(df, text_col="value", return_summary=True, progress=False, **REF_KW)
+    got = [(len(r["value"]), r["is_duplicate"]) for r in out.collect()]
+    assert got == [(11, False), (100 * 1024 * 1024, False), (11, True)]
+    assert summary["documents"] == 3 and summary["duplicates"] == 1
+
+
+def test_malformed_json_records_are_refused_not_turned_into_empty_documents(job, capsys, tmp_path, spark):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "text": "one two three"}\n{"id": "b", "text": "one two thr\n{"id": "c", "text": "x"}\n')
+    code, _, err = run_job(job, ["--input", str(path), "--output", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 2 and "1 record(s) cannot be parsed as json" in err and "mode=DROPMALFORMED" in err
+    assert not os.path.exists(tmp_path / "o")
+    # Dropped knowingly: the job runs on the two good records.
+    code, _, err = run_job(job, ["--input", str(path), "--output", str(tmp_path / "o"), "--quiet",
+                                 "--input-option", "mode=DROPMALFORMED"], capsys)
+    assert code == 0, err
+    assert sorted(r["id"] for r in spark.read.parquet(str(tmp_path / "o")).collect()) == ["a", "c"]
 
 
 # --------------------------------------------------------------------------
@@ -143,7 +154,7 @@ def test_a_single_100_mb_document(spark, tmp_path):
 def kept_index(job, small_input, capsys, tmp_path):
     index = tmp_path / "index"
     code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "first"), "--index-dir", str(index),
-                                 "--expected-docs", "400", "--quiet"], capsys)
+                                 "--expected-docs", "400", "--quiet", *REF_FLAGS], capsys)
     assert code == 0, err
     return index
 
@@ -151,7 +162,7 @@ def kept_index(job, small_input, capsys, tmp_path):
 def _second_run(job, capsys, tmp_path, index, *extra):
     second = write_jsonl(tmp_path / "second.jsonl", list(sample_docs())[120:200])
     return run_job(job, ["--input", second, "--output", str(tmp_path / "second-out"), "--index-dir", str(index),
-                         "--quiet", *extra], capsys)
+                         "--quiet", *REF_FLAGS, *extra], capsys)
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -185,7 +196,7 @@ def test_capacity_limit_fails_clearly_and_keeps_the_index(job, capsys, tmp_path,
     """At the limit the run fails (it does not grow the index); nothing of the failed run is kept."""
     index = tmp_path / "index"
     code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "first"), "--index-dir", str(index),
-                                 "--expected-docs", "130", "--quiet"], capsys)
+                                 "--expected-docs", "130", "--quiet", *REF_FLAGS], capsys)
     assert code == 0, err
     before = index_state(index)
     code, _, err = _second_run(job, capsys, tmp_path, index)
@@ -211,7 +222,7 @@ def test_index_on_a_read_only_file_system(job, capsys, tmp_path, small_tmpfs, sm
     LSHBloomIndex.create(str(index), IndexParams.for_threshold(capacity=1000)).close()
     subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
     code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "o"), "--index-dir", str(index),
-                                 "--quiet"], capsys)
+                                 "--quiet", *REF_FLAGS], capsys)
     assert code == 2 and "not writable" in err and str(index) in err and "Traceback" not in err
 
 
@@ -221,7 +232,7 @@ def test_no_room_for_the_staging_copy_is_a_clear_error(job, capsys, tmp_path, sm
     LSHBloomIndex.create(str(index), IndexParams.for_threshold(capacity=9000)).close()
     before = index_state(index)
     code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "o"), "--index-dir", str(index),
-                                 "--quiet"], capsys)
+                                 "--quiet", *REF_FLAGS], capsys)
     assert code == 2 and "not enough space for the staging copy" in err and "Traceback" not in err
     assert index_state(index) == before
 

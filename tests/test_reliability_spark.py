@@ -26,7 +26,7 @@ import pytest
 
 from lshbloom_udf import LSHBloomIndex, deduplicate
 from lshbloom_udf.index import IndexLockedError, IndexTransaction
-from reliability_support import index_state, job_env, load_job, read_flags, run_job, submit, write_jsonl
+from reliability_support import REF_FLAGS, index_state, job_env, load_job, read_flags, run_job, submit, write_jsonl
 from spark_support import datasketch_flags, sample_docs
 
 
@@ -49,7 +49,7 @@ def data(tmp_path_factory):
 
 
 def _args(data, out, *extra):
-    return ["--input", data["input"], "--output", str(out), "--id-column", "id", "--quiet", *extra]
+    return ["--input", data["input"], "--output", str(out), "--id-column", "id", "--quiet", *REF_FLAGS, *extra]
 
 
 # --------------------------------------------------------------------------
