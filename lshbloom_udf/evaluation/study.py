@@ -118,7 +118,7 @@ class Grid:
 GRIDS = {
     # a few seconds: for tests and smoke runs
     "tiny": Grid((0.4, 0.6), (64, 128), (1, 3), ("none", "all"), (0.2, 0.6, 1.0), (2, 5), True),
-    # the default: about 15 minutes on two cores with --docs 2000
+    # the default: about 20 minutes on two (shared) cores with --docs 2000
     "default": Grid(
         (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8),
         (64, 128, 256, 512),
