@@ -283,6 +283,21 @@ impl DistinctSet {
         self.fps.push(fp);
     }
 
+    /// `(a, b, len, fingerprint)` of the `i`-th distinct string if it is short
+    /// (<= 16 bytes, kept by value as two zero-padded words), else None.
+    #[inline]
+    pub fn short_key(&self, i: usize) -> Option<(u64, u64, u32, u64)> {
+        let e = self.slots_by_idx[i];
+        (e.tag != LONG).then_some((e.a, e.b, e.tag, self.fps[i]))
+    }
+
+    /// The `i`-th distinct string.
+    #[inline]
+    pub fn get(&self, i: usize) -> &[u8] {
+        let (start, len) = self.spans[i];
+        &self.arena[start as usize..(start + len) as usize]
+    }
+
     /// The distinct strings, in first-insertion order.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.spans

@@ -239,6 +239,41 @@ pub fn update_legacy(a: &[u64], b: &[u64], hashes: &[u32], sig: &mut [u32]) {
     legacy_body(a, b, hashes, sig)
 }
 
+/// A direct-mapped cache of `sha1_hash32` for short shingles, kept across the
+/// documents of a batch: a corpus's vocabulary repeats from document to
+/// document, and a hit (one L2 access) is cheaper than SHA-1 of the word.
+/// Entries are compared by value (the whole <= 16-byte string and its length),
+/// so a hit is always the right hash.
+#[derive(Debug, Clone)]
+struct HashCache {
+    /// (a, b, len + 1, hash); len + 1 == 0 marks an empty entry.
+    entries: Vec<(u64, u64, u32, u32)>,
+}
+
+const CACHE_BITS: u32 = 14;
+
+impl HashCache {
+    fn new() -> Self {
+        HashCache { entries: Vec::new() }
+    }
+
+    #[inline(always)]
+    fn slot(fp: u64) -> usize {
+        (fp >> (64 - CACHE_BITS)) as usize
+    }
+
+    #[inline(always)]
+    fn get(&self, a: u64, b: u64, len: u32, fp: u64) -> Option<u32> {
+        let e = self.entries[Self::slot(fp)];
+        (e.0 == a && e.1 == b && e.2 == len + 1).then_some(e.3)
+    }
+
+    #[inline(always)]
+    fn put(&mut self, a: u64, b: u64, len: u32, fp: u64, hash: u32) {
+        self.entries[Self::slot(fp)] = (a, b, len + 1, hash);
+    }
+}
+
 /// Computes signatures document by document, reusing its buffers.
 #[derive(Debug, Clone)]
 pub struct MinHasher {
@@ -246,6 +281,9 @@ pub struct MinHasher {
     shingler: Shingler,
     distinct: DistinctSet,
     hashes: Vec<u32>,
+    cache: HashCache,
+    misses: Vec<u32>,
+    miss_hashes: Vec<u32>,
 }
 
 impl MinHasher {
@@ -255,6 +293,40 @@ impl MinHasher {
             shingler: Shingler::new(ngram, flags),
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
+            cache: HashCache::new(),
+            misses: Vec::new(),
+            miss_hashes: Vec::new(),
+        }
+    }
+
+    /// `sha1_hash32` of every distinct shingle into `self.hashes` (in order):
+    /// short shingles from the cache when present, the rest through the
+    /// interleaved SHA-1 kernel (and into the cache).
+    fn hash_distinct(&mut self) {
+        let n = self.distinct.len();
+        if self.cache.entries.is_empty() {
+            self.cache.entries = vec![(0, 0, 0, 0); 1 << CACHE_BITS];
+        }
+        self.hashes.clear();
+        self.hashes.resize(n, 0);
+        self.misses.clear();
+        for i in 0..n {
+            match self.distinct.short_key(i) {
+                Some((a, b, len, fp)) => match self.cache.get(a, b, len, fp) {
+                    Some(h) => self.hashes[i] = h,
+                    None => self.misses.push(i as u32),
+                },
+                None => self.misses.push(i as u32),
+            }
+        }
+        self.miss_hashes.clear();
+        let distinct = &self.distinct;
+        sha1_hash32_many(self.misses.iter().map(|&i| distinct.get(i as usize)), &mut self.miss_hashes);
+        for (&i, &h) in self.misses.iter().zip(&self.miss_hashes) {
+            self.hashes[i as usize] = h;
+            if let Some((a, b, len, fp)) = self.distinct.short_key(i as usize) {
+                self.cache.put(a, b, len, fp, h);
+            }
         }
     }
 
@@ -279,8 +351,7 @@ impl MinHasher {
         if distinct.is_empty() {
             return false;
         }
-        self.hashes.clear();
-        sha1_hash32_many(distinct.iter(), &mut self.hashes);
+        self.hash_distinct();
         self.perms.update(&self.hashes, sig);
         true
     }
@@ -421,6 +492,27 @@ mod tests {
         assert_eq!(sig, vec![u32::MAX; 3]);
         assert!(mh.signature(Some("a"), &mut sig));
         assert_eq!(sig, naive_affine(&[1, 3, 5], &[0, 1, 2], &[sha1_hash32(b"a")]));
+    }
+
+    #[test]
+    fn cached_hashes_equal_sha1_across_documents() {
+        // Many documents sharing a vocabulary (cache hits), words of every
+        // length 1..=30 (short and long keys), and cache-slot collisions.
+        let vocab: Vec<String> = (0..5000).map(|i| "x".repeat(1 + i % 30) + &format!("{i}")).collect();
+        let perms = Permutations::new(Scheme::Affine32, &[1, 3, 5, 7], &[9, 1, 2, 3]).unwrap();
+        let mut mh = MinHasher::new(perms, 1, 0);
+        let mut st = 5u64;
+        for _ in 0..50 {
+            let doc: Vec<&str> = (0..300).map(|_| vocab[(lcg(&mut st) % 5000) as usize].as_str()).collect();
+            let text = doc.join(" ");
+            let mut sig = vec![0u32; 4];
+            mh.signature(Some(&text), &mut sig);
+            let mut words: Vec<&str> = doc.clone();
+            words.sort_unstable();
+            words.dedup();
+            let hashes: Vec<u32> = words.iter().map(|w| sha1_hash32(w.as_bytes())).collect();
+            assert_eq!(sig, naive_affine(&[1, 3, 5, 7], &[9, 1, 2, 3], &hashes));
+        }
     }
 
     #[test]
