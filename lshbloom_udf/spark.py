@@ -401,9 +401,14 @@ def _hms(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _temp_index_dir(params: IndexParams) -> str:
+def _temp_index_dir(params: IndexParams, bloom: str = "pybloomfiltermmap3") -> str:
     """A fresh directory for a temporary index: in /dev/shm when the index fits there with room to spare."""
-    need = params.b * bloom_file_bytes(params.capacity, params.p_band)
+    if bloom == "blocked":
+        from lshbloom_udf.blocked import blocked_index_bytes
+
+        need = blocked_index_bytes(params.capacity, params.p_band, params.b)
+    else:
+        need = params.b * bloom_file_bytes(params.capacity, params.p_band)
     base = None
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         try:
@@ -706,7 +711,7 @@ def _deduplicate_locked(
     skip_index = reproduce or (
         documents == 0 and not sizing_given and (temporary or not LSHBloomIndex.exists(index_dir))
     )
-    path = None if skip_index else (_temp_index_dir(params) if temporary else index_dir)
+    path = None if skip_index else (_temp_index_dir(params, bloom) if temporary else index_dir)
     dup_parts: list = []
     duplicates = empty = 0
     index_info: dict = {"path": None if temporary else index_dir, "kept": not temporary}
