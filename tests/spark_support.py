@@ -10,6 +10,22 @@ from lshbloom_udf.sample import build_sample
 
 NUM_PERM = 256
 THRESHOLD = 0.5
+# The paper-era reference configuration: datasketch's own defaults (unigram str.split()
+# shingles, no normalization, affine32), T = 0.5, 256 permutations. The product's
+# defaults differ since the evaluation study (docs/evaluation.md); tests that pin the
+# reference configuration pass it explicitly to both sides.
+REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normalize": "none", "scheme": "affine32", "seed": 1}
+REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32"]
+_KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed")
+
+
+def _config(config=None) -> dict:
+    """The MinHash settings of the reference: the product's DEFAULTS unless ``config`` says otherwise."""
+    from lshbloom_udf.config import DEFAULTS
+
+    c = {k: DEFAULTS[k] for k in _KEYS}
+    c.update({k: v for k, v in (config or {}).items() if k in _KEYS})
+    return c
 
 
 @functools.lru_cache(maxsize=4)
@@ -25,36 +41,47 @@ def sample_docs(num_docs: int = 500, seed: int = 11) -> tuple:
 
 
 @functools.lru_cache(maxsize=None)
-def _minhash(text: str):
+def _minhash(text: str, num_perm: int, ngram: int, normalize: str, scheme: str, seed: int):
+    """datasketch's MinHash over the shingles of the contract (plain Python shingling); None without shingles."""
     from datasketch import MinHash
 
-    m = MinHash(num_perm=NUM_PERM, seed=1)
-    m.update_batch([s.encode("utf-8") for s in set(text.split())])
+    from lshbloom_udf.evaluation.baselines import reference_shingles
+
+    shingles = reference_shingles(text, ngram, normalize)
+    if not shingles:
+        return None
+    m = MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
+    m.update_batch(sorted(shingles))
     return m
 
 
-def p_band(capacity: int = 1000) -> float:
-    return IndexParams.for_threshold(capacity, THRESHOLD, NUM_PERM).p_band
+def p_band(capacity: int = 1000, config=None) -> float:
+    c = _config(config)
+    return IndexParams.for_threshold(capacity, c["threshold"], c["num_perm"]).p_band
 
 
-def datasketch_flags(texts, n: int | None = None, lsh=None) -> list:
+def datasketch_flags(texts, n: int | None = None, lsh=None, config=None) -> list:
     """Keep-first decisions of a datasketch MinHashLSHBloom query-then-insert loop (the reference).
 
-    Null/empty documents are skipped and flagged False. Pass ``lsh`` to go on with an index.
+    ``config`` (threshold, num_perm, ngram, normalize, scheme, seed) defaults to the
+    product's DEFAULTS. Documents without shingles are skipped and flagged False.
+    Pass ``lsh`` to go on with an index.
     """
     from datasketch import MinHashLSHBloom
 
+    c = _config(config)
     texts = list(texts)
     if lsh is None:
         lsh = MinHashLSHBloom(
-            threshold=THRESHOLD, num_perm=NUM_PERM, n=n or max(len(texts), 1), fp=p_band(), save_dir=tempfile.mkdtemp()
+            threshold=c["threshold"], num_perm=c["num_perm"], n=n or max(len(texts), 1), fp=p_band(config=c),
+            save_dir=tempfile.mkdtemp(),
         )
     flags = []
     for text in texts:
-        if not text or not text.split():
+        m = _minhash(text, c["num_perm"], c["ngram"], c["normalize"], c["scheme"], c["seed"]) if text else None
+        if m is None:
             flags.append(False)
             continue
-        m = _minhash(text)
         dup = bool(lsh.query(m))
         if not dup:
             lsh.insert(m)
@@ -62,7 +89,8 @@ def datasketch_flags(texts, n: int | None = None, lsh=None) -> list:
     return flags
 
 
-def new_reference_index(n: int):
+def new_reference_index(n: int, config=None):
     from datasketch import MinHashLSHBloom
 
-    return MinHashLSHBloom(threshold=THRESHOLD, num_perm=NUM_PERM, n=n, fp=p_band(), save_dir=tempfile.mkdtemp())
+    c = _config(config)
+    return MinHashLSHBloom(threshold=c["threshold"], num_perm=c["num_perm"], n=n, fp=p_band(config=c), save_dir=tempfile.mkdtemp())

@@ -9,9 +9,15 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lshbloom_udf import DedupInputError, IndexMismatchError, LSHBloomIndex, deduplicate
+from lshbloom_udf import DedupInputError, IndexMismatchError, LSHBloomIndex
+from lshbloom_udf import deduplicate as _deduplicate
 from lshbloom_udf.config import DEFAULTS
-from spark_support import datasketch_flags, new_reference_index, sample_docs
+from spark_support import REFERENCE, datasketch_flags, new_reference_index, sample_docs
+
+
+def deduplicate(df, **kwargs):
+    """deduplicate() in the reference configuration (datasketch's shingling), explicit arguments winning."""
+    return _deduplicate(df, **{**REFERENCE, **kwargs})
 
 SCHEMA = T.StructType(
     [
@@ -56,7 +62,7 @@ def _rows(df, flag="is_duplicate"):
 def _check_against_reference(rows):
     """Rows in processing order: their flags must equal datasketch's loop over the same order."""
     ours = [flag for _, _, flag in rows]
-    theirs = datasketch_flags([text for _, text, _ in rows])
+    theirs = datasketch_flags([text for _, text, _ in rows], config=REFERENCE)
     assert sum(theirs) > 50  # the sample has plenty of near-duplicates
     assert ours == theirs
 
@@ -127,7 +133,7 @@ def test_id_column_join_with_recomputed_input(spark, many_files, docs):
     got = {r["id"]: (r["text"], r["is_duplicate"]) for r in out.collect()}
     assert len(got) == len(docs) and out.count() == len(docs)
     ordered = sorted(docs, key=lambda d: d["id"])
-    theirs = datasketch_flags([d["text"] for d in ordered])
+    theirs = datasketch_flags([d["text"] for d in ordered], config=REFERENCE)
     assert [got[d["id"]][1] for d in ordered] == theirs
     assert all(got[d["id"]][0] == d["text"] for d in docs)
 
@@ -153,11 +159,11 @@ def test_second_run_against_kept_index(spark, docs, tmp_path):
     # Reopening without sizing arguments keeps the index's own capacity.
     r2 = deduplicate(to_df(second), order_by="id", index_dir=index_dir, return_summary=True, progress=False)
     flags2 = [r["is_duplicate"] for r in r2.df.collect()]
-    lsh = new_reference_index(len(docs))
-    assert flags1 == datasketch_flags([d["text"] for d in first], lsh=lsh)
-    assert flags2 == datasketch_flags([d["text"] for d in second], lsh=lsh)
+    lsh = new_reference_index(len(docs), config=REFERENCE)
+    assert flags1 == datasketch_flags([d["text"] for d in first], lsh=lsh, config=REFERENCE)
+    assert flags2 == datasketch_flags([d["text"] for d in second], lsh=lsh, config=REFERENCE)
     # Some second-batch documents are duplicates only of first-batch ones.
-    alone = datasketch_flags([d["text"] for d in second])
+    alone = datasketch_flags([d["text"] for d in second], config=REFERENCE)
     assert sum(flags2) > sum(alone)
     assert r2.summary["index"]["inserted_before"] == len(first) - sum(flags1) - _empty(first)
     assert r2.summary["index"]["capacity"] == len(docs)
@@ -260,7 +266,7 @@ def test_duplicate_and_null_ids_are_named(spark):
 def test_defaults_come_from_config():
     import inspect
 
-    sig = inspect.signature(deduplicate)
+    sig = inspect.signature(_deduplicate)
     for arg, key in [("threshold", "threshold"), ("num_perm", "num_perm"), ("ngram", "ngram"), ("seed", "seed"),
                      ("scheme", "scheme"), ("text_col", "text_column"), ("mode", "mode"), ("normalize", "normalize")]:
         assert sig.parameters[arg].default == DEFAULTS[key]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from spark_support import datasketch_flags, new_reference_index, sample_docs
+from spark_support import REFERENCE, REFERENCE_FLAGS, datasketch_flags, new_reference_index, sample_docs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
@@ -61,7 +61,7 @@ def submitted(batches):
         spark_submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
         "--conf", "spark.driver.host=127.0.0.1",
         JOB, "--input", first, "--output", out, "--output-format", "json",
-        "--id-column", "id", "--index-dir", str(root / "index"), "--expected-docs", "1000",
+        "--id-column", "id", "--index-dir", str(root / "index"), "--expected-docs", "1000", *REFERENCE_FLAGS,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     return proc, out
@@ -82,7 +82,7 @@ def test_spark_submit_end_to_end(submitted, batches, spark):
     assert len(rows) == len(first_docs)
     flags = {r["id"]: r["is_duplicate"] for r in rows}
     # One small file is read in order: input order is file order.
-    assert [flags[d["id"]] for d in first_docs] == datasketch_flags([d["text"] for d in first_docs])
+    assert [flags[d["id"]] for d in first_docs] == datasketch_flags([d["text"] for d in first_docs], config=REFERENCE)
     assert summary["duplicates"] == sum(flags.values())
 
 
@@ -93,13 +93,13 @@ def test_second_batch_against_the_submitted_index(job, submitted, batches, capsy
     root, (_, second), first_docs, second_docs = batches
     out = str(root / "out2")
     code, stdout, err = run_job(
-        job, ["--input", second, "--output", out, "--index-dir", str(root / "index"), "--id-column", "id", "--quiet"], capsys
+        job, ["--input", second, "--output", out, "--index-dir", str(root / "index"), "--id-column", "id", "--quiet", *REFERENCE_FLAGS], capsys
     )
     assert code == 0, err
     flags = {r["id"]: r["is_duplicate"] for r in spark.read.parquet(out).collect()}
-    lsh = new_reference_index(1000)
-    datasketch_flags([d["text"] for d in first_docs], lsh=lsh)
-    assert [flags[d["id"]] for d in second_docs] == datasketch_flags([d["text"] for d in second_docs], lsh=lsh)
+    lsh = new_reference_index(1000, config=REFERENCE)
+    datasketch_flags([d["text"] for d in first_docs], lsh=lsh, config=REFERENCE)
+    assert [flags[d["id"]] for d in second_docs] == datasketch_flags([d["text"] for d in second_docs], lsh=lsh, config=REFERENCE)
     summary = json.load(open(out + ".summary.json"))
     assert summary["index"]["inserted_before"] > 0 and summary["index"]["capacity"] == 1000
 

@@ -9,7 +9,11 @@ from pyspark.ml.feature import SQLTransformer
 from lshbloom_udf import deduplicate
 from lshbloom_udf.config import DEFAULTS
 from lshbloom_udf.ml import LSHBloomDeduplicator
-from spark_support import datasketch_flags, sample_docs
+from spark_support import REFERENCE, datasketch_flags, sample_docs
+
+# the reference configuration (datasketch's shingling) in the Transformer's parameter names
+REFERENCE_ML = {"threshold": REFERENCE["threshold"], "numPerm": REFERENCE["num_perm"], "ngram": REFERENCE["ngram"],
+                "normalize": REFERENCE["normalize"], "scheme": REFERENCE["scheme"]}
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +57,15 @@ def test_params_are_typed_and_validated():
 
 
 def test_in_pipeline_saved_and_loaded(spark, df, tmp_path):
-    dedup = LSHBloomDeduplicator(inputCol="body", outputCol="dup", orderBy=["id"], progress=False)
+    dedup = LSHBloomDeduplicator(inputCol="body", outputCol="dup", orderBy=["id"], progress=False, **REFERENCE_ML)
     pipeline = Pipeline(stages=[SQLTransformer(statement="SELECT id, body FROM __THIS__"), dedup])
     model = pipeline.fit(df)
     out = model.transform(df)
     assert out.columns == ["id", "body", "dup"]
     rows = sorted(out.collect(), key=lambda r: r["id"])
     flags = [r["dup"] for r in rows]
-    assert flags == datasketch_flags([r["body"] for r in rows])
-    expected = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False).collect()}
+    assert flags == datasketch_flags([r["body"] for r in rows], config=REFERENCE)
+    expected = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False, **REFERENCE).collect()}
     assert {r["id"]: r["dup"] for r in rows} == expected
     assert model.stages[-1].lastSummary["duplicates"] == sum(flags)
 
@@ -78,7 +82,7 @@ def test_in_pipeline_saved_and_loaded(spark, df, tmp_path):
 
 
 def test_filter_mode_transformer(df):
-    kept = LSHBloomDeduplicator(inputCol="body", mode="filter", idCol="id", orderBy=["id"], progress=False).transform(df)
+    kept = LSHBloomDeduplicator(inputCol="body", mode="filter", idCol="id", orderBy=["id"], progress=False, **REFERENCE_ML).transform(df)
     assert kept.columns == ["id", "body"]
-    flags = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False).collect()}
+    flags = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False, **REFERENCE).collect()}
     assert {r["id"] for r in kept.collect()} == {i for i, f in flags.items() if not f}
