@@ -129,3 +129,18 @@ def test_product_defaults_are_the_studys_choice():
     for k in ("threshold", "num_perm", "ngram", "scheme", "seed"):
         assert DEFAULTS[k] == chosen[k], k
     assert normalization_name(DEFAULTS["normalize"]) == chosen["normalize"]
+
+
+def test_default_configuration_decides_as_datasketch_in_spark(spark):
+    """deduplicate() with the new defaults equals datasketch MinHashLSHBloom over the contract's shingles."""
+    from spark_support import datasketch_flags
+
+    from lshbloom_udf import deduplicate
+
+    pool, _ = G.prepare_sources(synthetic_sources(100, seed=8), min_words=50)
+    st = G.make_stream(pool, 80, 0.5, seed=2, name="s")
+    df = spark.createDataFrame([(d.id, d.text) for d in st.docs], "id string, text string").repartition(2)
+    flags = {r["id"]: r["is_duplicate"] for r in deduplicate(df, id_col="id", order_by="id", progress=False).collect()}
+    ours = [flags[d.id] for d in st.docs]  # ids sort in stream order
+    assert ours == datasketch_flags(st.texts)  # the reference in DEFAULTS' configuration
+    assert sum(ours) >= 30  # most of the 40 duplicates are found
