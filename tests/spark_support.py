@@ -10,20 +10,19 @@ from lshbloom_udf.sample import build_sample
 
 NUM_PERM = 256
 THRESHOLD = 0.5
-# The paper-era reference configuration: datasketch's own defaults (unigram str.split()
-# shingles, no normalization, affine32), T = 0.5, 256 permutations. The product's
-# defaults differ since the evaluation study (docs/evaluation.md); tests that pin the
-# reference configuration pass it explicitly to both sides.
+# The reference configuration: datasketch's own defaults (unigram str.split() shingles,
+# no normalization, affine32), T = 0.5, 256 permutations. It is the helpers' default.
+# The product's defaults differ since the evaluation study (docs/evaluation.md): tests
+# pin this configuration on the product side too (REFERENCE / REFERENCE_FLAGS), or pass
+# ``config=`` to compare another configuration.
 REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normalize": "none", "scheme": "affine32", "seed": 1}
 REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32"]
 _KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed")
 
 
 def _config(config=None) -> dict:
-    """The MinHash settings of the reference: the product's DEFAULTS unless ``config`` says otherwise."""
-    from lshbloom_udf.config import DEFAULTS
-
-    c = {k: DEFAULTS[k] for k in _KEYS}
+    """The MinHash settings of the reference: REFERENCE unless ``config`` says otherwise."""
+    c = dict(REFERENCE)
     c.update({k: v for k, v in (config or {}).items() if k in _KEYS})
     return c
 
@@ -63,8 +62,8 @@ def p_band(capacity: int = 1000, config=None) -> float:
 def datasketch_flags(texts, n: int | None = None, lsh=None, config=None) -> list:
     """Keep-first decisions of a datasketch MinHashLSHBloom query-then-insert loop (the reference).
 
-    ``config`` (threshold, num_perm, ngram, normalize, scheme, seed) defaults to the
-    product's DEFAULTS. Documents without shingles are skipped and flagged False.
+    ``config`` (threshold, num_perm, ngram, normalize, scheme, seed) defaults to
+    REFERENCE (pass ``lshbloom_udf.config.DEFAULTS`` to check the product's defaults). Documents without shingles are skipped and flagged False.
     Pass ``lsh`` to go on with an index.
     """
     from datasketch import MinHashLSHBloom

@@ -142,5 +142,5 @@ def test_default_configuration_decides_as_datasketch_in_spark(spark):
     df = spark.createDataFrame([(d.id, d.text) for d in st.docs], "id string, text string").repartition(2)
     flags = {r["id"]: r["is_duplicate"] for r in deduplicate(df, id_col="id", order_by="id", progress=False).collect()}
     ours = [flags[d.id] for d in st.docs]  # ids sort in stream order
-    assert ours == datasketch_flags(st.texts)  # the reference in DEFAULTS' configuration
+    assert ours == datasketch_flags(st.texts, config=DEFAULTS)  # the reference in the defaults' configuration
     assert sum(ours) >= 30  # most of the 40 duplicates are found
