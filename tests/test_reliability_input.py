@@ -128,7 +128,8 @@ def test_a_single_100_mb_document(spark, tmp_path):
     del big
     df = spark.read.text(str(path))  # one column, value; one row per line
     out, summary = deduplicate(df, text_col="value", return_summary=True, progress=False, **REF_KW)
-    got = [(len(r["value"]), r["is_duplicate"]) for r in out.collect()]
+    # Lengths, not the text: pulling a 100 MB row back into Python is not what is tested here.
+    got = [(r["n"], r["is_duplicate"]) for r in out.select(F.length("value").alias("n"), "is_duplicate").collect()]
     assert got == [(11, False), (100 * 1024 * 1024, False), (11, True)]
     assert summary["documents"] == 3 and summary["duplicates"] == 1
 
