@@ -37,7 +37,7 @@ struct Slot {
 const LONG: u32 = u32::MAX;
 
 /// `MASKS[n]`: the low `n` bytes of two words (n <= 16).
-const MASKS: [(u64, u64); 17] = {
+pub const MASKS: [(u64, u64); 17] = {
     let mut m = [(0u64, 0u64); 17];
     let mut n = 0;
     while n <= 16 {
@@ -50,7 +50,7 @@ const MASKS: [(u64, u64); 17] = {
 };
 
 #[inline(always)]
-fn short_fp(a: u64, b: u64, n: usize) -> u64 {
+pub fn short_fp(a: u64, b: u64, n: usize) -> u64 {
     const K0: u64 = 0xa076_1d64_78bd_642f;
     const K1: u64 = 0xe703_7ed1_a0b4_28db;
     fold_mul(a ^ K0 ^ (n as u64), b ^ K1)
@@ -73,7 +73,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 #[inline(always)]
-fn read_u64(s: &[u8], at: usize) -> u64 {
+pub fn read_u64(s: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(s[at..at + 8].try_into().unwrap())
 }
 

@@ -1,7 +1,7 @@
 //! MinHash signatures compatible with datasketch 2.x (`affine32`, `legacy`).
 
 
-use crate::distinct::DistinctSet;
+use crate::distinct::{read_u64, short_fp, DistinctSet, MASKS};
 use crate::sha1x::sha1_hash32_many;
 use crate::shingles::Shingler;
 
@@ -239,38 +239,55 @@ pub fn update_legacy(a: &[u64], b: &[u64], hashes: &[u32], sig: &mut [u32]) {
     legacy_body(a, b, hashes, sig)
 }
 
-/// A direct-mapped cache of `sha1_hash32` for short shingles, kept across the
-/// documents of a batch: a corpus's vocabulary repeats from document to
-/// document, and a hit (one L2 access) is cheaper than SHA-1 of the word.
-/// Entries are compared by value (the whole <= 16-byte string and its length),
-/// so a hit is always the right hash.
+/// A direct-mapped table of short shingles (<= 16 bytes), kept across the
+/// documents a `MinHasher` processes. Each entry holds the shingle by value
+/// (two zero-padded words and its length), its `sha1_hash32`, and the stamp of
+/// the last document that emitted it. One lookup per shingle both drops
+/// repeats within a document (stamp = this document) and reuses the SHA-1 of
+/// a word seen in an earlier document (a corpus's vocabulary repeats).
+///
+/// Exactness: a signature is the minimum over the hashes emitted for a
+/// document. Every distinct shingle is emitted at least once (its first
+/// occurrence either misses, or hits an entry whose stamp is an older
+/// document), with its own SHA-1 (entries are compared by value). A shingle
+/// may be emitted more than once when two shingles of a document evict each
+/// other from one entry; a repeated value cannot change a minimum.
 #[derive(Debug, Clone)]
-struct HashCache {
-    /// (a, b, len + 1, hash); len + 1 == 0 marks an empty entry.
-    entries: Vec<(u64, u64, u32, u32)>,
+struct WordTable {
+    entries: Vec<WordEntry>,
+    stamp: u32,
 }
 
-const CACHE_BITS: u32 = 14;
+#[derive(Debug, Clone, Copy, Default)]
+struct WordEntry {
+    a: u64,
+    b: u64,
+    /// length + 1; 0 = empty entry.
+    len1: u32,
+    hash: u32,
+    stamp: u32,
+    /// `hash` is filled in (a claimed entry waits for the document's SHA-1 batch).
+    ready: bool,
+}
 
-impl HashCache {
+const WORD_BITS: u32 = 15;
+
+impl WordTable {
     fn new() -> Self {
-        HashCache { entries: Vec::new() }
+        WordTable { entries: Vec::new(), stamp: 0 }
     }
 
-    #[inline(always)]
-    fn slot(fp: u64) -> usize {
-        (fp >> (64 - CACHE_BITS)) as usize
-    }
-
-    #[inline(always)]
-    fn get(&self, a: u64, b: u64, len: u32, fp: u64) -> Option<u32> {
-        let e = self.entries[Self::slot(fp)];
-        (e.0 == a && e.1 == b && e.2 == len + 1).then_some(e.3)
-    }
-
-    #[inline(always)]
-    fn put(&mut self, a: u64, b: u64, len: u32, fp: u64, hash: u32) {
-        self.entries[Self::slot(fp)] = (a, b, len + 1, hash);
+    /// Starts a new document.
+    fn next_document(&mut self) {
+        if self.entries.is_empty() {
+            self.entries = vec![WordEntry::default(); 1 << WORD_BITS];
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Wrapped after 2^32 documents: forget every stamp once.
+            self.entries.iter_mut().for_each(|e| e.stamp = 0);
+            self.stamp = 1;
+        }
     }
 }
 
@@ -281,9 +298,10 @@ pub struct MinHasher {
     shingler: Shingler,
     distinct: DistinctSet,
     hashes: Vec<u32>,
-    cache: HashCache,
-    misses: Vec<u32>,
-    miss_hashes: Vec<u32>,
+    words: WordTable,
+    /// Shingles of this document that missed the word table: (a, b, len, slot).
+    pending: Vec<(u64, u64, u32, u32)>,
+    scratch: Vec<u32>,
 }
 
 impl MinHasher {
@@ -293,40 +311,9 @@ impl MinHasher {
             shingler: Shingler::new(ngram, flags),
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
-            cache: HashCache::new(),
-            misses: Vec::new(),
-            miss_hashes: Vec::new(),
-        }
-    }
-
-    /// `sha1_hash32` of every distinct shingle into `self.hashes` (in order):
-    /// short shingles from the cache when present, the rest through the
-    /// interleaved SHA-1 kernel (and into the cache).
-    fn hash_distinct(&mut self) {
-        let n = self.distinct.len();
-        if self.cache.entries.is_empty() {
-            self.cache.entries = vec![(0, 0, 0, 0); 1 << CACHE_BITS];
-        }
-        self.hashes.clear();
-        self.hashes.resize(n, 0);
-        self.misses.clear();
-        for i in 0..n {
-            match self.distinct.short_key(i) {
-                Some((a, b, len, fp)) => match self.cache.get(a, b, len, fp) {
-                    Some(h) => self.hashes[i] = h,
-                    None => self.misses.push(i as u32),
-                },
-                None => self.misses.push(i as u32),
-            }
-        }
-        self.miss_hashes.clear();
-        let distinct = &self.distinct;
-        sha1_hash32_many(self.misses.iter().map(|&i| distinct.get(i as usize)), &mut self.miss_hashes);
-        for (&i, &h) in self.misses.iter().zip(&self.miss_hashes) {
-            self.hashes[i as usize] = h;
-            if let Some((a, b, len, fp)) = self.distinct.short_key(i as usize) {
-                self.cache.put(a, b, len, fp, h);
-            }
+            words: WordTable::new(),
+            pending: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -342,16 +329,75 @@ impl MinHasher {
         sig.fill(u32::MAX);
         let Some(text) = text else { return false };
         // Repeated shingles cannot change a minimum, and text repeats most of
-        // its words: keep each distinct shingle once, then hash and permute.
-        let distinct = &mut self.distinct;
+        // its words: emit each distinct shingle's hash once (short ones through
+        // the word table, long ones through a per-document set), then permute.
+        let MinHasher { shingler, distinct, hashes, words, pending, scratch, .. } = self;
         distinct.clear();
-        self.shingler.for_each_span(text, |buf, s, e| {
-            distinct.insert_in(buf, s, e);
+        hashes.clear();
+        pending.clear();
+        words.next_document();
+        let stamp = words.stamp;
+        let entries = &mut words.entries;
+        let mask = (1usize << WORD_BITS) - 1;
+        shingler.for_each_span(text, |buf, s, e| {
+            let n = e - s;
+            if n > 16 {
+                distinct.insert(&buf[s..e]);
+                return;
+            }
+            let (a, b) = if s + 16 <= buf.len() {
+                let (m0, m1) = MASKS[n];
+                (read_u64(buf, s) & m0, read_u64(buf, s + 8) & m1)
+            } else {
+                let mut pad = [0u8; 16];
+                pad[..n].copy_from_slice(&buf[s..e]);
+                (read_u64(&pad, 0), read_u64(&pad, 8))
+            };
+            let slot = (short_fp(a, b, n) >> (64 - WORD_BITS)) as usize & mask;
+            let entry = &mut entries[slot];
+            if entry.a == a && entry.b == b && entry.len1 == n as u32 + 1 {
+                if entry.stamp != stamp {
+                    entry.stamp = stamp;
+                    if entry.ready {
+                        hashes.push(entry.hash);
+                    } else {
+                        pending.push((a, b, n as u32, slot as u32));
+                    }
+                }
+            } else {
+                // Claim the entry now (so repeats in this document are
+                // dropped); its hash is filled in below.
+                *entry = WordEntry { a, b, len1: n as u32 + 1, hash: 0, stamp, ready: false };
+                pending.push((a, b, n as u32, slot as u32));
+            }
         });
-        if distinct.is_empty() {
+        if !pending.is_empty() {
+            scratch.clear();
+            let msgs: Vec<[u8; 16]> = pending
+                .iter()
+                .map(|&(a, b, _, _)| {
+                    let mut m = [0u8; 16];
+                    m[..8].copy_from_slice(&a.to_le_bytes());
+                    m[8..].copy_from_slice(&b.to_le_bytes());
+                    m
+                })
+                .collect();
+            sha1_hash32_many(msgs.iter().zip(pending.iter()).map(|(m, p)| &m[..p.2 as usize]), scratch);
+            for (&(a, b, n, slot), &h) in pending.iter().zip(scratch.iter()) {
+                hashes.push(h);
+                let entry = &mut entries[slot as usize];
+                if entry.a == a && entry.b == b && entry.len1 == n + 1 {
+                    entry.hash = h;
+                    entry.ready = true;
+                }
+            }
+        }
+        if !distinct.is_empty() {
+            sha1_hash32_many(distinct.iter(), hashes);
+        }
+        if hashes.is_empty() {
             return false;
         }
-        self.hash_distinct();
         self.perms.update(&self.hashes, sig);
         true
     }
@@ -512,6 +558,34 @@ mod tests {
             words.dedup();
             let hashes: Vec<u32> = words.iter().map(|w| sha1_hash32(w.as_bytes())).collect();
             assert_eq!(sig, naive_affine(&[1, 3, 5, 7], &[9, 1, 2, 3], &hashes));
+        }
+    }
+
+    #[test]
+    fn word_table_evictions_keep_signatures_exact() {
+        // Documents of 6000 distinct short words out of 300k: many pairs share
+        // a table entry within one document and evict each other; words are
+        // repeated in different orders; long (> 16 byte) words mixed in.
+        let vocab: Vec<String> = (0..300_000u32)
+            .map(|i| if i % 97 == 0 { format!("long-word-number-{i:08}") } else { format!("w{i}") })
+            .collect();
+        let a: Vec<u64> = (0..8).map(|i| 2 * i + 1).collect();
+        let b: Vec<u64> = (0..8).map(|i| 3 * i + 7).collect();
+        let a32: Vec<u32> = a.iter().map(|&x| x as u32).collect();
+        let b32: Vec<u32> = b.iter().map(|&x| x as u32).collect();
+        let mut mh = MinHasher::new(Permutations::new(Scheme::Affine32, &a, &b).unwrap(), 1, 0);
+        let mut st = 77u64;
+        for _ in 0..6 {
+            let mut doc: Vec<&str> = (0..6000).map(|_| vocab[(lcg(&mut st) % 300_000) as usize].as_str()).collect();
+            let again: Vec<&str> = doc.iter().rev().copied().collect();
+            doc.extend(again);
+            let mut sig = vec![0u32; 8];
+            assert!(mh.signature(Some(&doc.join(" ")), &mut sig));
+            let mut words = doc.clone();
+            words.sort_unstable();
+            words.dedup();
+            let hashes: Vec<u32> = words.iter().map(|w| sha1_hash32(w.as_bytes())).collect();
+            assert_eq!(sig, naive_affine(&a32, &b32, &hashes));
         }
     }
 
