@@ -127,6 +127,15 @@ def bloom_geometry(
     """``(num_hashes, num_bits)`` exactly as pybloomfiltermmap3 sizes a filter."""
 
 
+def reset_word_table() -> None:
+    """Forget the calling thread's table of word hashes.
+
+    Short shingles' SHA-1 values are kept per thread across calls (they depend
+    on no parameter); results never depend on the table. Benchmarks call this
+    to time a cold start.
+    """
+
+
 def simd_backend() -> str:
     """The widest MinHash/Bloom kernel this CPU runs: ``"avx512"``, ``"avx2"`` or ``"generic"``
     (detected at run time; one wheel runs everywhere)."""

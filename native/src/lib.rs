@@ -611,6 +611,13 @@ fn bloom_geometry(capacity: u64, error_rate: f64, num_hashes: Option<usize>) -> 
     bloom::geometry(capacity, error_rate, num_hashes).map_err(value_err)
 }
 
+/// Forgets the calling thread's table of word hashes (kept across calls to
+/// skip SHA-1 of words seen before); for benchmarks that time a cold start.
+#[pyfunction]
+fn reset_word_table() {
+    minhash::reset_word_table()
+}
+
 /// The widest MinHash kernel this CPU runs: "avx512", "avx2" or "generic".
 #[pyfunction]
 fn simd_backend() -> &'static str {
@@ -1234,6 +1241,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(minhash_band_keys_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(bloom_geometry, m)?)?;
     m.add_function(wrap_pyfunction!(simd_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_word_table, m)?)?;
     m.add_class::<PyBloomFile>()?;
     m.add_class::<PyBandFilters>()?;
     m.add_function(wrap_pyfunction!(blocked_num_blocks, m)?)?;

@@ -259,6 +259,7 @@ struct WordTable {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(align(32))]
 struct WordEntry {
     a: u64,
     b: u64,
@@ -271,6 +272,14 @@ struct WordEntry {
 }
 
 const WORD_BITS: u32 = 15;
+
+thread_local! {
+    /// One word table per thread, kept across calls: SHA-1 of a word does not
+    /// depend on any parameter, and stamps are unique per document per thread,
+    /// so a Spark task's Python worker keeps its vocabulary warm from one Arrow
+    /// batch to the next.
+    static WORDS: std::cell::RefCell<WordTable> = std::cell::RefCell::new(WordTable::new());
+}
 
 impl WordTable {
     fn new() -> Self {
@@ -291,6 +300,28 @@ impl WordTable {
     }
 }
 
+#[inline(always)]
+fn prefetch_entry(entries: &[WordEntry], slot: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(e) = entries.get(slot) {
+            // SAFETY: prefetch has no architectural effect; the address is in bounds.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((e as *const WordEntry).cast::<i8>())
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (entries, slot);
+    }
+}
+
+/// Empties this thread's word table (benchmarks use it to time a cold start).
+pub fn reset_word_table() {
+    WORDS.with(|w| *w.borrow_mut() = WordTable::new());
+}
+
 /// Computes signatures document by document, reusing its buffers.
 #[derive(Debug, Clone)]
 pub struct MinHasher {
@@ -298,10 +329,11 @@ pub struct MinHasher {
     shingler: Shingler,
     distinct: DistinctSet,
     hashes: Vec<u32>,
-    words: WordTable,
     /// Shingles of this document that missed the word table: (a, b, len, slot).
     pending: Vec<(u64, u64, u32, u32)>,
     scratch: Vec<u32>,
+    /// This document's short shingles: (a, b, len, slot).
+    keys: Vec<(u64, u64, u32, u32)>,
 }
 
 impl MinHasher {
@@ -311,9 +343,9 @@ impl MinHasher {
             shingler: Shingler::new(ngram, flags),
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
-            words: WordTable::new(),
             pending: Vec::new(),
             scratch: Vec::new(),
+            keys: Vec::new(),
         }
     }
 
@@ -331,7 +363,18 @@ impl MinHasher {
         // Repeated shingles cannot change a minimum, and text repeats most of
         // its words: emit each distinct shingle's hash once (short ones through
         // the word table, long ones through a per-document set), then permute.
-        let MinHasher { shingler, distinct, hashes, words, pending, scratch, .. } = self;
+        WORDS.with(|words| self.emit_hashes(text, &mut words.borrow_mut()));
+        if self.hashes.is_empty() {
+            return false;
+        }
+        self.perms.update(&self.hashes, sig);
+        true
+    }
+
+    /// The hash of every distinct shingle of `text` into `self.hashes` (some
+    /// possibly more than once, see [`WordTable`]).
+    fn emit_hashes(&mut self, text: &str, words: &mut WordTable) {
+        let MinHasher { shingler, distinct, hashes, pending, scratch, keys, .. } = self;
         distinct.clear();
         hashes.clear();
         pending.clear();
@@ -339,6 +382,10 @@ impl MinHasher {
         let stamp = words.stamp;
         let entries = &mut words.entries;
         let mask = (1usize << WORD_BITS) - 1;
+        // Pass 1: the document's short shingles as (a, b, len, slot), each
+        // slot's cache line prefetched; the table is larger than L2, and
+        // pass 2's lookups then find their lines arriving or arrived.
+        keys.clear();
         shingler.for_each_span(text, |buf, s, e| {
             let n = e - s;
             if n > 16 {
@@ -354,6 +401,11 @@ impl MinHasher {
                 (read_u64(&pad, 0), read_u64(&pad, 8))
             };
             let slot = (short_fp(a, b, n) >> (64 - WORD_BITS)) as usize & mask;
+            prefetch_entry(entries, slot);
+            keys.push((a, b, n as u32, slot as u32));
+        });
+        for &(a, b, n, slot) in keys.iter() {
+            let (n, slot) = (n as usize, slot as usize);
             let entry = &mut entries[slot];
             if entry.a == a && entry.b == b && entry.len1 == n as u32 + 1 {
                 if entry.stamp != stamp {
@@ -370,7 +422,7 @@ impl MinHasher {
                 *entry = WordEntry { a, b, len1: n as u32 + 1, hash: 0, stamp, ready: false };
                 pending.push((a, b, n as u32, slot as u32));
             }
-        });
+        }
         if !pending.is_empty() {
             scratch.clear();
             let msgs: Vec<[u8; 16]> = pending
@@ -395,11 +447,6 @@ impl MinHasher {
         if !distinct.is_empty() {
             sha1_hash32_many(distinct.iter(), hashes);
         }
-        if hashes.is_empty() {
-            return false;
-        }
-        self.perms.update(&self.hashes, sig);
-        true
     }
 }
 
