@@ -88,20 +88,6 @@ def bench_driver(texts, repeat):
     params = IndexParams.for_threshold(capacity=len(texts), threshold=0.5, num_perm=256)
     keys, has = text_band_keys(texts, **params.signature_kwargs())
     keys, n = keys[has], int(np.count_nonzero(has))
-    sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
-    minhashes = [MinHash(num_perm=256, seed=1, hashvalues=row, scheme="affine32") for row in sig]
-    ds_dir = tempfile.mkdtemp(dir=SHM)
-    lsh = MinHashLSHBloom(threshold=0.5, num_perm=256, n=len(texts), fp=params.p_band, save_dir=ds_dir)
-    t = time.perf_counter()
-    ds_flags = []
-    for m in minhashes:
-        dup = lsh.query(m)
-        if not dup:
-            lsh.insert(m)
-        ds_flags.append(dup)
-    ds_time = time.perf_counter() - t
-    del lsh
-    shutil.rmtree(ds_dir)
 
     def run(cls):
         # Median of `repeat` runs (datasketch runs once; see bench_core.best_of).
@@ -118,8 +104,33 @@ def bench_driver(texts, repeat):
                 shutil.rmtree(d)
         return float(np.median(times)), flags, size
 
-    compat_time, compat_flags, compat_size = run(LSHBloomIndex)
-    blocked_time, blocked_flags, blocked_size = run(BlockedLSHBloomIndex)
+    # Ours before and after datasketch (mean of the two medians): this machine
+    # is shared, and datasketch's single pass takes seconds.
+    before = {cls: run(cls) for cls in (LSHBloomIndex, BlockedLSHBloomIndex)}
+    sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
+    minhashes = [MinHash(num_perm=256, seed=1, hashvalues=row, scheme="affine32") for row in sig]
+    ds_dir = tempfile.mkdtemp(dir=SHM)
+    lsh = MinHashLSHBloom(threshold=0.5, num_perm=256, n=len(texts), fp=params.p_band, save_dir=ds_dir)
+    t = time.perf_counter()
+    ds_flags = []
+    for m in minhashes:
+        dup = lsh.query(m)
+        if not dup:
+            lsh.insert(m)
+        ds_flags.append(dup)
+    ds_time = time.perf_counter() - t
+    del lsh
+    shutil.rmtree(ds_dir)
+
+    after = {cls: run(cls) for cls in (LSHBloomIndex, BlockedLSHBloomIndex)}
+
+    def mean_of(cls):
+        t0, flags, size = before[cls]
+        t1, _, _ = after[cls]
+        return (t0 + t1) / 2, flags, size
+
+    compat_time, compat_flags, compat_size = mean_of(LSHBloomIndex)
+    blocked_time, blocked_flags, blocked_size = mean_of(BlockedLSHBloomIndex)
     if compat_flags.tolist() != ds_flags:
         raise SystemExit("driver-pass decisions differ from datasketch: not benchmarking")
     return {
@@ -201,6 +212,7 @@ def datasketch_minhashlsh(minhashes):
 
 def ours_api(path, n, cls):
     d = tempfile.mkdtemp(dir=SHM)
+    _native.reset_word_table()  # cold: the kernel benchmarks saw these words on this thread
     try:
         t = time.perf_counter()
         params = IndexParams.for_threshold(capacity=n, threshold=0.5, num_perm=256)
