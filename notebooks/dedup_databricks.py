@@ -3,12 +3,12 @@
 # MAGIC # Near-duplicate removal with LSHBloom on Databricks
 # MAGIC
 # MAGIC Deduplicates a small real corpus end to end with `lshbloom_udf.deduplicate`: the bundled sample
-# MAGIC (standard-library docstrings plus near-duplicate edits), keep-first decisions at Jaccard threshold 0.5,
-# MAGIC flagged documents shown next to the kept document they duplicate, the run's summary, and a second batch
-# MAGIC deduplicated against the first by reusing the index.
+# MAGIC (standard-library docstrings plus near-duplicate edits), keep-first decisions with the default settings
+# MAGIC (Jaccard threshold 0.4 over normalized word 5-grams), flagged documents shown next to the kept document they
+# MAGIC duplicate, the run's summary, and a second batch deduplicated against the first by reusing the index.
 # MAGIC
 # MAGIC **Setup.** Install the `lshbloom-spark` wheel as a cluster library (it has a native extension, so it must be
-# MAGIC installed on the driver and the workers, not attached as a zip), plus `datasketch` for the display cells.
+# MAGIC installed on the driver and the workers, not attached as a zip).
 # MAGIC The index is written on the driver's local disk (the sequential pass runs there); keep it on a path that
 # MAGIC survives the cluster (copy it to a volume) if you want to deduplicate later batches against it.
 
@@ -60,26 +60,24 @@ display(flagged.groupBy("is_duplicate").count())
 # MAGIC %md
 # MAGIC ## 3. Flagged documents and the kept document they duplicate
 # MAGIC The index does not store which document matched, so for display we pick the kept document with the highest
-# MAGIC MinHash Jaccard estimate (datasketch's reference `MinHash` over the same unigram shingles).
+# MAGIC MinHash Jaccard estimate, from the same signatures the run used (bit-identical to datasketch's `MinHash`).
 
 # COMMAND ----------
 
-from datasketch import MinHash
+from lshbloom_udf import signatures
 
-
-def minhash(text):
-    m = MinHash(num_perm=256, seed=1)
-    m.update_batch([s.encode("utf-8") for s in set((text or "").split())])
-    return m
-
+# the shingling and MinHash settings the run used
+SHINGLING = {name: DEFAULTS[name] for name in ("num_perm", "ngram", "normalize", "seed", "scheme")}
 
 rows = flagged.select("id", "text", "source", "is_duplicate").collect()
-kept = [(r, minhash(r["text"])) for r in rows if not r["is_duplicate"] and r["text"]]
+kept = [r for r in rows if not r["is_duplicate"] and r["text"]]
+kept_signatures = signatures([r["text"] for r in kept], **SHINGLING)
 
 
 def best_kept_match(text):
-    m = minhash(text)
-    return max(((k.jaccard(m), r) for r, k in kept), key=lambda t: t[0])
+    estimates = (kept_signatures == signatures([text], **SHINGLING)[0]).mean(axis=1)
+    best = int(estimates.argmax())
+    return float(estimates[best]), kept[best]
 
 
 pairs = []
