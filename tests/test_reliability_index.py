@@ -1,0 +1,97 @@
+"""The index's commit protocol on its own, with real SIGKILLs of small Python processes (no Spark, fast).
+
+A process stages an index, inserts band keys and commits through
+:class:`~lshbloom_udf.index.IndexTransaction`; the test-only fault switch kills
+it before the journal, or after the journal's first rename, and then kills the
+next process again *during its recovery*. Whatever the sequence, the directory
+ends up equal to the one an uninterrupted process made.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lshbloom_udf import LSHBloomIndex
+from lshbloom_udf.index import IndexRecoveryNeededError, IndexTransaction
+from reliability_support import index_state
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from lshbloom_udf.index import IndexParams, IndexTransaction
+    path, seed = sys.argv[1], int(sys.argv[2])
+    params = IndexParams.for_threshold(capacity=1000)
+    with IndexTransaction(path) as txn:
+        if seed < 0:
+            sys.exit(0)  # only open (and recover)
+        index = txn.stage(params)
+        keys = np.random.default_rng(seed).integers(0, (1 << 61) - 1, (200, params.b), dtype=np.uint64)
+        keys[100:110] = keys[:10]  # ten duplicates
+        dup = index.query_insert(keys)
+        record = {"content_fingerprint": f"fp-{seed}", "params": {}, "documents": 200,
+                  "duplicates": int(dup.sum()), "inserted": int((~dup).sum())}
+        txn.commit(record, np.flatnonzero(dup))
+    """
+)
+
+
+def _run(path, seed, fault=None, log=None):
+    env = dict(os.environ)
+    env.pop("LSHBLOOM_TEST_FAULT", None)
+    if fault:
+        env["LSHBLOOM_TEST_FAULT"] = f"{fault},fault-log={log}"
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed)], env=env, capture_output=True, text=True,
+                          start_new_session=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """Two uninterrupted runs (seeds 1 then 2) into one index."""
+    path = tmp_path_factory.mktemp("clean") / "index"
+    for seed in (1, 2):
+        assert _run(path, seed).returncode == 0
+    return index_state(path)
+
+
+def _after_first_run(tmp_path):
+    path = tmp_path / "index"
+    assert _run(path, 1).returncode == 0
+    return path, index_state(path)
+
+
+def test_killed_before_the_journal_leaves_the_old_index_and_rerun_completes(tmp_path, clean):
+    path, first = _after_first_run(tmp_path)
+    log = tmp_path / "fault.log"
+    killed = _run(path, 2, "kill-before-commit", log)
+    assert killed.returncode == -9 and log.read_text().startswith("kill-before-commit")
+    assert [n for n in os.listdir(path) if n.startswith(".staging-")]  # the dead run's staging copy
+    assert {k: v for k, v in index_state(path).items() if v != "unexpected leftover"} == first
+    with LSHBloomIndex.open(str(path), read_only=True) as ix:  # the live index is whole: readable as it was
+        assert len(ix.manifest["runs"]) == 1
+    assert _run(path, 2).returncode == 0
+    assert index_state(path) == clean
+
+
+def test_killed_mid_commit_then_again_during_recovery_ends_as_one_clean_commit(tmp_path, clean):
+    path, _ = _after_first_run(tmp_path)
+    log = tmp_path / "fault.log"
+    assert _run(path, 2, "kill-mid-commit", log).returncode == -9
+    assert os.path.exists(path / ".commit.json")
+    with pytest.raises(IndexRecoveryNeededError, match="crashed while committing"):
+        LSHBloomIndex.open(str(path), read_only=True)
+    # The next opener rolls the journal forward, and is killed in the middle of that too.
+    assert _run(path, -1, "kill-mid-commit", log).returncode == -9
+    assert log.read_text().splitlines() == ["kill-mid-commit", "kill-mid-commit"]
+    assert os.path.exists(path / ".commit.json")
+    # A third one finishes it: exactly the index of the uninterrupted runs.
+    with IndexTransaction(str(path)) as txn:
+        assert txn.recovered["rolled_forward"] == "000002"
+        assert [r["run_id"] for r in txn.runs()] == ["000001", "000002"]
+        assert len(txn.load_duplicates(txn.runs()[1])) == 10
+    assert index_state(path) == clean
