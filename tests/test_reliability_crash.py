@@ -95,7 +95,7 @@ KILL_POINTS = [
     # lshbloom_udf/faults.py, not run here to keep the suite short: kill-after-keys and
     # kill-before-commit (the same "old index, no output" state as their neighbours).
     ("kill-in-keys", "old"),  # an executor task computing band keys kills the whole job
-    ("kill-in-driver-pass=1", "old"),  # after the first of three partitions, inserted into the staging copy
+    ("kill-in-driver-pass=1", "old"),  # after the first partition, inserted into the staging copy (see below)
     ("kill-in-output-write", "old"),  # Spark is writing <output>.lshbloom-tmp
     ("kill-mid-commit", "journal"),  # journal written, output renamed into place, index files not yet switched
     ("kill-after-commit", "new"),  # committed, summary not yet written
@@ -107,9 +107,16 @@ KILL_POINTS = [
 def test_sigkill_at_a_named_moment_then_rerun_gives_the_uninterrupted_result(world, job, capsys, spark, fault, after_kill):
     index, out = _case(world, fault.split("=")[0])
     log = index.parent / "fault.log"
-    killed = submit(second_args(world["second_dir"], out, index), fault=f"{fault},fault-log={log}")
+    # Small input splits (one per file) so that the driver pass is killed with partitions still to come;
+    # the rerun reads with the default splits (one partition): the result must not depend on it.
+    biggest = max(os.path.getsize(f) for f in world["second_dir"].iterdir())
+    conf = (f"spark.sql.files.maxPartitionBytes={biggest}", f"spark.sql.files.openCostInBytes={biggest}") if (
+        "driver-pass" in fault) else ()
+    killed = submit(second_args(world["second_dir"], out, index), fault=f"{fault},fault-log={log}", conf=conf)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert log.read_text().startswith(fault.split("=")[0])  # killed there, by the switch
+    if "driver-pass" in fault:
+        assert "kill-in-driver-pass after 110 documents" in log.read_text()  # the first of three files
     before = index_state(index)
     if after_kill == "old":
         # Never a half-written index: the live files are the old ones, untouched.
