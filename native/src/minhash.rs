@@ -272,6 +272,8 @@ struct WordEntry {
 }
 
 const WORD_BITS: u32 = 15;
+/// Prefetch distance of the word-table probes, in shingles.
+const PREFETCH_AHEAD: usize = 16;
 
 thread_local! {
     /// One word table per thread, kept across calls: SHA-1 of a word does not
@@ -382,9 +384,8 @@ impl MinHasher {
         let stamp = words.stamp;
         let entries = &mut words.entries;
         let mask = (1usize << WORD_BITS) - 1;
-        // Pass 1: the document's short shingles as (a, b, len, slot), each
-        // slot's cache line prefetched; the table is larger than L2, and
-        // pass 2's lookups then find their lines arriving or arrived.
+        // Pass 1: the document's short shingles as (a, b, len, slot). The
+        // table is larger than L2, so pass 2 probes with software prefetch.
         keys.clear();
         shingler.for_each_span(text, |buf, s, e| {
             let n = e - s;
@@ -401,20 +402,32 @@ impl MinHasher {
                 (read_u64(&pad, 0), read_u64(&pad, 8))
             };
             let slot = (short_fp(a, b, n) >> (64 - WORD_BITS)) as usize & mask;
-            prefetch_entry(entries, slot);
             keys.push((a, b, n as u32, slot as u32));
         });
-        for &(a, b, n, slot) in keys.iter() {
+        // Pass 2, prefetching PREFETCH_AHEAD shingles ahead: the line arrives
+        // about when it is needed and is still in L1 then.
+        for &(_, _, _, slot) in keys.iter().take(PREFETCH_AHEAD) {
+            prefetch_entry(entries, slot as usize);
+        }
+        // Hits are the common case and whether a hit is this document's
+        // first sight of the word is unpredictable: emit branch-free into a
+        // buffer sized for the worst case, then truncate.
+        let base = hashes.len();
+        hashes.resize(base + keys.len(), 0);
+        let mut count = base;
+        for (i, &(a, b, n, slot)) in keys.iter().enumerate() {
+            if let Some(&(_, _, _, ahead)) = keys.get(i + PREFETCH_AHEAD) {
+                prefetch_entry(entries, ahead as usize);
+            }
             let (n, slot) = (n as usize, slot as usize);
             let entry = &mut entries[slot];
             if entry.a == a && entry.b == b && entry.len1 == n as u32 + 1 {
-                if entry.stamp != stamp {
-                    entry.stamp = stamp;
-                    if entry.ready {
-                        hashes.push(entry.hash);
-                    } else {
-                        pending.push((a, b, n as u32, slot as u32));
-                    }
+                let fresh = entry.stamp != stamp;
+                entry.stamp = stamp;
+                hashes[count] = entry.hash;
+                count += usize::from(fresh & entry.ready);
+                if fresh & !entry.ready {
+                    pending.push((a, b, n as u32, slot as u32));
                 }
             } else {
                 // Claim the entry now (so repeats in this document are
@@ -423,6 +436,7 @@ impl MinHasher {
                 pending.push((a, b, n as u32, slot as u32));
             }
         }
+        hashes.truncate(count);
         if !pending.is_empty() {
             scratch.clear();
             let msgs: Vec<[u8; 16]> = pending
