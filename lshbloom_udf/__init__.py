@@ -5,11 +5,23 @@ The public API:
 - :func:`signatures`, :func:`band_keys`, :func:`optimal_params` — datasketch-compatible maths;
 - :class:`LSHBloomIndex`, :class:`IndexParams` — the persistent per-band Bloom index;
 - :func:`plan` — size an index before a run;
+- the errors and warning a run can raise about its index: :class:`IndexMismatchError`,
+  :class:`IndexLockedError`, :class:`IndexFullError`, :class:`IndexRecoveryNeededError`,
+  :class:`AlreadyIngestedError`, :class:`CapacityWarning` (docs/reliability.md);
 - :func:`deduplicate` — deduplicate a Spark DataFrame (:mod:`lshbloom_udf.spark`), and the
   ``pyspark.ml`` Transformer :class:`lshbloom_udf.ml.LSHBloomDeduplicator`.
 """
 
-from lshbloom_udf.index import IndexMismatchError, IndexParams, LSHBloomIndex
+from lshbloom_udf.index import (
+    AlreadyIngestedError,
+    CapacityWarning,
+    IndexFullError,
+    IndexLockedError,
+    IndexMismatchError,
+    IndexParams,
+    IndexRecoveryNeededError,
+    LSHBloomIndex,
+)
 from lshbloom_udf.lsh import optimal_params
 from lshbloom_udf.minhash import arrow_band_keys, band_keys, signatures, text_band_keys
 from lshbloom_udf.sizing import plan
@@ -30,9 +42,14 @@ def __getattr__(name):
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlreadyIngestedError",
+    "CapacityWarning",
     "DedupInputError",
     "DedupResult",
+    "IndexFullError",
+    "IndexLockedError",
     "IndexMismatchError",
+    "IndexRecoveryNeededError",
     "LSHBloomDeduplicator",
     "IndexParams",
     "LSHBloomIndex",
