@@ -633,27 +633,198 @@ fn bool_array_like<'py>(py: Python<'py>, shape: &[usize], v: Vec<bool>) -> Bound
         .into_pyarray(py)
 }
 
-/// One pybloomfiltermmap3 filter file, memory-mapped.
-#[pyclass(name = "BloomFile", module = "lshbloom_udf._native")]
-struct PyBloomFile {
-    inner: Option<BloomFile>,
+/// Declares a `#[pyclass]` holding `Option<$inner>` (`None` once closed) with
+/// what every filter class shares — `get`/`get_mut` that refuse a closed object,
+/// `closed`, `sync`, `close` and the context manager — plus the methods of its
+/// kind: `file` (one filter file: `contains`, `add`, file properties) or
+/// `bands` (one filter per band: `query`, `insert`, `query_insert`), and the
+/// class's own methods. One `#[pymethods]` block per class, so the shared
+/// methods are spliced in here rather than in a second impl.
+macro_rules! filter_class {
+    (file $(#[$doc:meta])* $py:ident($inner:ty, $name:tt) { $($own:tt)* }) => {
+        filter_class!(@class $(#[$doc])* $py($inner, $name) {
+            #[getter]
+            fn capacity(&self) -> PyResult<u64> {
+                Ok(self.get()?.capacity())
+            }
+            #[getter]
+            fn error_rate(&self) -> PyResult<f64> {
+                Ok(self.get()?.error_rate())
+            }
+            #[getter]
+            fn elem_count(&self) -> PyResult<u64> {
+                Ok(self.get()?.elem_count())
+            }
+            #[getter]
+            fn path(&self) -> PyResult<String> {
+                Ok(self.get()?.path().display().to_string())
+            }
+            #[getter]
+            fn file_size(&self) -> PyResult<u64> {
+                Ok(self.get()?.file_size())
+            }
+            #[getter]
+            fn writable(&self) -> PyResult<bool> {
+                Ok(self.get()?.writable())
+            }
+
+            fn contains<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
+                let f = self.get()?;
+                let keys = input_u64(keys, "keys")?;
+                let slice = keys.slice();
+                let out = py.detach(|| {
+                    let mut out = vec![false; slice.len()];
+                    f.contains_many(slice, &mut out);
+                    out
+                });
+                Ok(bool_array_like(py, &keys.shape, out))
+            }
+
+            fn add<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
+                let f = self.get_mut()?;
+                let keys = input_u64(keys, "keys")?;
+                let slice = keys.slice();
+                let out = py
+                    .detach(|| {
+                        let mut out = vec![false; slice.len()];
+                        f.add_many(slice, &mut out).map(|()| out)
+                    })
+                    .map_err(bloom_err)?;
+                Ok(bool_array_like(py, &keys.shape, out))
+            }
+
+            fn __len__(&self) -> PyResult<usize> {
+                Ok(self.get()?.elem_count() as usize)
+            }
+
+            $($own)*
+        });
+    };
+    (bands $(#[$doc:meta])* $py:ident($inner:ty, $name:tt) { $($own:tt)* }) => {
+        filter_class!(@class $(#[$doc])* $py($inner, $name) {
+            #[getter]
+            fn num_bands(&self) -> PyResult<usize> {
+                Ok(self.get()?.num_bands())
+            }
+            #[getter]
+            fn paths(&self) -> PyResult<Vec<String>> {
+                Ok(self.get()?.filters().iter().map(|f| f.path().display().to_string()).collect())
+            }
+            #[getter]
+            fn elem_counts(&self) -> PyResult<Vec<u64>> {
+                Ok(self.get()?.filters().iter().map(|f| f.elem_count()).collect())
+            }
+            #[getter]
+            fn writable(&self) -> PyResult<bool> {
+                Ok(self.get()?.filters().iter().all(|f| f.writable()))
+            }
+
+            fn query<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+                let bf = self.get()?;
+                let keys = input_keys(keys, bf.num_bands())?;
+                let slice = keys.slice();
+                let n = keys.shape[0];
+                let out = py.detach(|| {
+                    let mut out = vec![false; n];
+                    bf.query(slice, &mut out);
+                    out
+                });
+                Ok(Array1::from_vec(out).into_pyarray(py))
+            }
+
+            fn insert(&mut self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
+                let bf = self.get_mut()?;
+                let keys = input_keys(keys, bf.num_bands())?;
+                let slice = keys.slice();
+                py.detach(|| bf.insert(slice)).map_err(bloom_err)
+            }
+
+            fn query_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+                let bf = self.get_mut()?;
+                let keys = input_keys(keys, bf.num_bands())?;
+                let slice = keys.slice();
+                let n = keys.shape[0];
+                let out = py
+                    .detach(|| {
+                        let mut out = vec![false; n];
+                        bf.query_insert(slice, &mut out).map(|()| out)
+                    })
+                    .map_err(bloom_err)?;
+                Ok(Array1::from_vec(out).into_pyarray(py))
+            }
+
+            fn __len__(&self) -> PyResult<usize> {
+                Ok(self.get()?.num_bands())
+            }
+
+            fn __repr__(&self) -> String {
+                match &self.inner {
+                    None => concat!("<", $name, " closed>").into(),
+                    Some(bf) => format!(concat!("<", $name, " num_bands={}>"), bf.num_bands()),
+                }
+            }
+
+            $($own)*
+        });
+    };
+    (@class $(#[$doc:meta])* $py:ident($inner:ty, $name:tt) { $($methods:tt)* }) => {
+        $(#[$doc])*
+        #[pyclass(name = $name, module = "lshbloom_udf._native")]
+        struct $py {
+            inner: Option<$inner>,
+        }
+
+        impl $py {
+            fn get(&self) -> PyResult<&$inner> {
+                self.inner.as_ref().ok_or_else(|| value_err(concat!($name, " is closed")))
+            }
+            fn get_mut(&mut self) -> PyResult<&mut $inner> {
+                self.inner.as_mut().ok_or_else(|| value_err(concat!($name, " is closed")))
+            }
+        }
+
+        #[pymethods]
+        impl $py {
+            #[getter]
+            fn closed(&self) -> bool {
+                self.inner.is_none()
+            }
+
+            fn sync(&self, py: Python<'_>) -> PyResult<()> {
+                let f = self.get()?;
+                py.detach(|| f.sync()).map_err(bloom_err)
+            }
+
+            fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+                if let Some(f) = self.inner.take() {
+                    py.detach(|| f.sync()).map_err(bloom_err)?;
+                }
+                Ok(())
+            }
+
+            fn __enter__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+
+            fn __exit__(
+                &mut self,
+                py: Python<'_>,
+                _exc_type: Option<Bound<'_, PyAny>>,
+                _exc: Option<Bound<'_, PyAny>>,
+                _tb: Option<Bound<'_, PyAny>>,
+            ) -> PyResult<bool> {
+                self.close(py)?;
+                Ok(false)
+            }
+
+            $($methods)*
+        }
+    };
 }
 
-impl PyBloomFile {
-    fn get(&self) -> PyResult<&BloomFile> {
-        self.inner
-            .as_ref()
-            .ok_or_else(|| value_err("BloomFile is closed"))
-    }
-    fn get_mut(&mut self) -> PyResult<&mut BloomFile> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| value_err("BloomFile is closed"))
-    }
-}
-
-#[pymethods]
-impl PyBloomFile {
+filter_class!(file
+    /// One pybloomfiltermmap3 filter file, memory-mapped.
+    PyBloomFile(BloomFile, "BloomFile") {
     #[staticmethod]
     fn create(path: PathBuf, capacity: u64, error_rate: f64, seeds: Vec<i64>) -> PyResult<Self> {
         let seeds = seeds
@@ -682,92 +853,8 @@ impl PyBloomFile {
         Ok(self.get()?.num_hashes())
     }
     #[getter]
-    fn capacity(&self) -> PyResult<u64> {
-        Ok(self.get()?.capacity())
-    }
-    #[getter]
-    fn error_rate(&self) -> PyResult<f64> {
-        Ok(self.get()?.error_rate())
-    }
-    #[getter]
-    fn elem_count(&self) -> PyResult<u64> {
-        Ok(self.get()?.elem_count())
-    }
-    #[getter]
     fn seeds(&self) -> PyResult<Vec<u32>> {
         Ok(self.get()?.seeds().to_vec())
-    }
-    #[getter]
-    fn path(&self) -> PyResult<String> {
-        Ok(self.get()?.path().display().to_string())
-    }
-    #[getter]
-    fn file_size(&self) -> PyResult<u64> {
-        Ok(self.get()?.file_size())
-    }
-    #[getter]
-    fn writable(&self) -> PyResult<bool> {
-        Ok(self.get()?.writable())
-    }
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
-    }
-
-    fn contains<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
-        let f = self.get()?;
-        let keys = input_u64(keys, "keys")?;
-        let slice = keys.slice();
-        let out = py.detach(|| {
-            let mut out = vec![false; slice.len()];
-            f.contains_many(slice, &mut out);
-            out
-        });
-        Ok(bool_array_like(py, &keys.shape, out))
-    }
-
-    fn add<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
-        let f = self.get_mut()?;
-        let keys = input_u64(keys, "keys")?;
-        let slice = keys.slice();
-        let out = py
-            .detach(|| {
-                let mut out = vec![false; slice.len()];
-                f.add_many(slice, &mut out).map(|()| out)
-            })
-            .map_err(bloom_err)?;
-        Ok(bool_array_like(py, &keys.shape, out))
-    }
-
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        let f = self.get()?;
-        py.detach(|| f.sync()).map_err(bloom_err)
-    }
-
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(f) = self.inner.take() {
-            py.detach(|| f.sync()).map_err(bloom_err)?;
-        }
-        Ok(())
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _exc_type: Option<Bound<'_, PyAny>>,
-        _exc: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __len__(&self) -> PyResult<usize> {
-        Ok(self.get()?.elem_count() as usize)
     }
 
     fn __repr__(&self) -> String {
@@ -785,26 +872,7 @@ impl PyBloomFile {
             ),
         }
     }
-}
-
-/// The b band filters of an LSHBloom index, one file per band.
-#[pyclass(name = "BandFilters", module = "lshbloom_udf._native")]
-struct PyBandFilters {
-    inner: Option<BandFilters>,
-}
-
-impl PyBandFilters {
-    fn get(&self) -> PyResult<&BandFilters> {
-        self.inner
-            .as_ref()
-            .ok_or_else(|| value_err("BandFilters is closed"))
-    }
-    fn get_mut(&mut self) -> PyResult<&mut BandFilters> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| value_err("BandFilters is closed"))
-    }
-}
+});
 
 fn input_keys<'py>(keys: &Bound<'py, PyAny>, num_bands: usize) -> PyResult<Input<'py, u64>> {
     let k = input_u64(keys, "keys")?;
@@ -817,8 +885,9 @@ fn input_keys<'py>(keys: &Bound<'py, PyAny>, num_bands: usize) -> PyResult<Input
     Ok(k)
 }
 
-#[pymethods]
-impl PyBandFilters {
+filter_class!(bands
+    /// The b band filters of an LSHBloom index, one file per band.
+    PyBandFilters(BandFilters, "BandFilters") {
     #[new]
     #[pyo3(signature = (paths, writable = false))]
     fn new(paths: Vec<PathBuf>, writable: bool) -> PyResult<Self> {
@@ -830,105 +899,7 @@ impl PyBandFilters {
         let inner = BandFilters::new(files).map_err(bloom_err)?;
         Ok(PyBandFilters { inner: Some(inner) })
     }
-
-    #[getter]
-    fn num_bands(&self) -> PyResult<usize> {
-        Ok(self.get()?.num_bands())
-    }
-    #[getter]
-    fn paths(&self) -> PyResult<Vec<String>> {
-        Ok(self
-            .get()?
-            .filters()
-            .iter()
-            .map(|f| f.path().display().to_string())
-            .collect())
-    }
-    #[getter]
-    fn elem_counts(&self) -> PyResult<Vec<u64>> {
-        Ok(self.get()?.filters().iter().map(|f| f.elem_count()).collect())
-    }
-    #[getter]
-    fn writable(&self) -> PyResult<bool> {
-        Ok(self.get()?.filters().iter().all(|f| f.writable()))
-    }
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
-    }
-
-    fn query<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let bf = self.get()?;
-        let keys = input_keys(keys, bf.num_bands())?;
-        let slice = keys.slice();
-        let n = keys.shape[0];
-        let out = py.detach(|| {
-            let mut out = vec![false; n];
-            bf.query(slice, &mut out);
-            out
-        });
-        Ok(Array1::from_vec(out).into_pyarray(py))
-    }
-
-    fn insert(&mut self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let bf = self.get_mut()?;
-        let keys = input_keys(keys, bf.num_bands())?;
-        let slice = keys.slice();
-        py.detach(|| bf.insert(slice)).map_err(bloom_err)
-    }
-
-    fn query_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let bf = self.get_mut()?;
-        let keys = input_keys(keys, bf.num_bands())?;
-        let slice = keys.slice();
-        let n = keys.shape[0];
-        let out = py
-            .detach(|| {
-                let mut out = vec![false; n];
-                bf.query_insert(slice, &mut out).map(|()| out)
-            })
-            .map_err(bloom_err)?;
-        Ok(Array1::from_vec(out).into_pyarray(py))
-    }
-
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        let bf = self.get()?;
-        py.detach(|| bf.sync()).map_err(bloom_err)
-    }
-
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(bf) = self.inner.take() {
-            py.detach(|| bf.sync()).map_err(bloom_err)?;
-        }
-        Ok(())
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _exc_type: Option<Bound<'_, PyAny>>,
-        _exc: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __len__(&self) -> PyResult<usize> {
-        Ok(self.get()?.num_bands())
-    }
-
-    fn __repr__(&self) -> String {
-        match &self.inner {
-            None => "<BandFilters closed>".into(),
-            Some(bf) => format!("<BandFilters num_bands={}>", bf.num_bands()),
-        }
-    }
-}
+});
 
 // ---------------------------------------------------------------------------
 // Blocked Bloom filters (one 512-bit block per key per band)
@@ -965,23 +936,9 @@ fn blocked_measure_fp(py: Python<'_>, capacity: u64, error_rate: f64, queries: u
         .map_err(value_err)
 }
 
-/// One blocked Bloom filter file, memory-mapped.
-#[pyclass(name = "BlockedFile", module = "lshbloom_udf._native")]
-struct PyBlockedFile {
-    inner: Option<BlockedFile>,
-}
-
-impl PyBlockedFile {
-    fn get(&self) -> PyResult<&BlockedFile> {
-        self.inner.as_ref().ok_or_else(|| value_err("BlockedFile is closed"))
-    }
-    fn get_mut(&mut self) -> PyResult<&mut BlockedFile> {
-        self.inner.as_mut().ok_or_else(|| value_err("BlockedFile is closed"))
-    }
-}
-
-#[pymethods]
-impl PyBlockedFile {
+filter_class!(file
+    /// One blocked Bloom filter file, memory-mapped.
+    PyBlockedFile(BlockedFile, "BlockedFile") {
     #[staticmethod]
     fn create(path: PathBuf, capacity: u64, error_rate: f64, seed: u64) -> PyResult<Self> {
         let f = BlockedFile::create(&path, capacity, error_rate, seed).map_err(bloom_err)?;
@@ -1004,92 +961,8 @@ impl PyBlockedFile {
         Ok(self.get()?.num_blocks() * 512)
     }
     #[getter]
-    fn capacity(&self) -> PyResult<u64> {
-        Ok(self.get()?.capacity())
-    }
-    #[getter]
-    fn error_rate(&self) -> PyResult<f64> {
-        Ok(self.get()?.error_rate())
-    }
-    #[getter]
     fn seed(&self) -> PyResult<u64> {
         Ok(self.get()?.seed())
-    }
-    #[getter]
-    fn elem_count(&self) -> PyResult<u64> {
-        Ok(self.get()?.elem_count())
-    }
-    #[getter]
-    fn path(&self) -> PyResult<String> {
-        Ok(self.get()?.path().display().to_string())
-    }
-    #[getter]
-    fn file_size(&self) -> PyResult<u64> {
-        Ok(self.get()?.file_size())
-    }
-    #[getter]
-    fn writable(&self) -> PyResult<bool> {
-        Ok(self.get()?.writable())
-    }
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
-    }
-
-    fn contains<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
-        let f = self.get()?;
-        let keys = input_u64(keys, "keys")?;
-        let slice = keys.slice();
-        let out = py.detach(|| {
-            let mut out = vec![false; slice.len()];
-            f.contains_many(slice, &mut out);
-            out
-        });
-        Ok(bool_array_like(py, &keys.shape, out))
-    }
-
-    fn add<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
-        let f = self.get_mut()?;
-        let keys = input_u64(keys, "keys")?;
-        let slice = keys.slice();
-        let out = py
-            .detach(|| {
-                let mut out = vec![false; slice.len()];
-                f.add_many(slice, &mut out).map(|()| out)
-            })
-            .map_err(bloom_err)?;
-        Ok(bool_array_like(py, &keys.shape, out))
-    }
-
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        let f = self.get()?;
-        py.detach(|| f.sync()).map_err(bloom_err)
-    }
-
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(f) = self.inner.take() {
-            py.detach(|| f.sync()).map_err(bloom_err)?;
-        }
-        Ok(())
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _exc_type: Option<Bound<'_, PyAny>>,
-        _exc: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __len__(&self) -> PyResult<usize> {
-        Ok(self.get()?.elem_count() as usize)
     }
 
     fn __repr__(&self) -> String {
@@ -1106,25 +979,11 @@ impl PyBlockedFile {
             ),
         }
     }
-}
+});
 
-/// The b blocked band filters of an LSHBloom index (`--bloom blocked`).
-#[pyclass(name = "BlockedBands", module = "lshbloom_udf._native")]
-struct PyBlockedBands {
-    inner: Option<BlockedBands>,
-}
-
-impl PyBlockedBands {
-    fn get(&self) -> PyResult<&BlockedBands> {
-        self.inner.as_ref().ok_or_else(|| value_err("BlockedBands is closed"))
-    }
-    fn get_mut(&mut self) -> PyResult<&mut BlockedBands> {
-        self.inner.as_mut().ok_or_else(|| value_err("BlockedBands is closed"))
-    }
-}
-
-#[pymethods]
-impl PyBlockedBands {
+filter_class!(bands
+    /// The b blocked band filters of an LSHBloom index (`--bloom blocked`).
+    PyBlockedBands(BlockedBands, "BlockedBands") {
     #[new]
     #[pyo3(signature = (paths, writable = false))]
     fn new(paths: Vec<PathBuf>, writable: bool) -> PyResult<Self> {
@@ -1136,100 +995,8 @@ impl PyBlockedBands {
         let inner = BlockedBands::new(files).map_err(bloom_err)?;
         Ok(PyBlockedBands { inner: Some(inner) })
     }
+});
 
-    #[getter]
-    fn num_bands(&self) -> PyResult<usize> {
-        Ok(self.get()?.num_bands())
-    }
-    #[getter]
-    fn paths(&self) -> PyResult<Vec<String>> {
-        Ok(self.get()?.filters().iter().map(|f| f.path().display().to_string()).collect())
-    }
-    #[getter]
-    fn elem_counts(&self) -> PyResult<Vec<u64>> {
-        Ok(self.get()?.filters().iter().map(|f| f.elem_count()).collect())
-    }
-    #[getter]
-    fn writable(&self) -> PyResult<bool> {
-        Ok(self.get()?.filters().iter().all(|f| f.writable()))
-    }
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
-    }
-
-    fn query<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let bf = self.get()?;
-        let keys = input_keys(keys, bf.num_bands())?;
-        let slice = keys.slice();
-        let n = keys.shape[0];
-        let out = py.detach(|| {
-            let mut out = vec![false; n];
-            bf.query(slice, &mut out);
-            out
-        });
-        Ok(Array1::from_vec(out).into_pyarray(py))
-    }
-
-    fn insert(&mut self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
-        let bf = self.get_mut()?;
-        let keys = input_keys(keys, bf.num_bands())?;
-        let slice = keys.slice();
-        py.detach(|| bf.insert(slice)).map_err(bloom_err)
-    }
-
-    fn query_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let bf = self.get_mut()?;
-        let keys = input_keys(keys, bf.num_bands())?;
-        let slice = keys.slice();
-        let n = keys.shape[0];
-        let out = py
-            .detach(|| {
-                let mut out = vec![false; n];
-                bf.query_insert(slice, &mut out).map(|()| out)
-            })
-            .map_err(bloom_err)?;
-        Ok(Array1::from_vec(out).into_pyarray(py))
-    }
-
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        let bf = self.get()?;
-        py.detach(|| bf.sync()).map_err(bloom_err)
-    }
-
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Some(bf) = self.inner.take() {
-            py.detach(|| bf.sync()).map_err(bloom_err)?;
-        }
-        Ok(())
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _exc_type: Option<Bound<'_, PyAny>>,
-        _exc: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
-
-    fn __len__(&self) -> PyResult<usize> {
-        Ok(self.get()?.num_bands())
-    }
-
-    fn __repr__(&self) -> String {
-        match &self.inner {
-            None => "<BlockedBands closed>".into(),
-            Some(bf) => format!("<BlockedBands num_bands={}>", bf.num_bands()),
-        }
-    }
-}
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
