@@ -39,7 +39,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import corpus  # noqa: E402
-from bench_core import bench_signatures, machine  # noqa: E402
+from bench_core import bench_signatures, datasketch_keep_first, machine  # noqa: E402
 from datasketch import MinHash, MinHashLSH, MinHashLSHBloom  # noqa: E402
 
 from lshbloom_udf import IndexParams, LSHBloomIndex, _native, arrow_band_keys, signatures, text_band_keys  # noqa: E402
@@ -108,19 +108,7 @@ def bench_driver(texts, repeat):
     # is shared, and datasketch's single pass takes seconds.
     before = {cls: run(cls) for cls in (LSHBloomIndex, BlockedLSHBloomIndex)}
     sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
-    minhashes = [MinHash(num_perm=256, seed=1, hashvalues=row, scheme="affine32") for row in sig]
-    ds_dir = tempfile.mkdtemp(dir=SHM)
-    lsh = MinHashLSHBloom(threshold=0.5, num_perm=256, n=len(texts), fp=params.p_band, save_dir=ds_dir)
-    t = time.perf_counter()
-    ds_flags = []
-    for m in minhashes:
-        dup = lsh.query(m)
-        if not dup:
-            lsh.insert(m)
-        ds_flags.append(dup)
-    ds_time = time.perf_counter() - t
-    del lsh
-    shutil.rmtree(ds_dir)
+    ds_flags, ds_time = datasketch_keep_first(sig, len(texts), params.p_band, SHM)
 
     after = {cls: run(cls) for cls in (LSHBloomIndex, BlockedLSHBloomIndex)}
 

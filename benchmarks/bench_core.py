@@ -47,6 +47,28 @@ def load_texts(paths, limit):
     return texts[:limit], names
 
 
+def datasketch_keep_first(sig, capacity: int, p_band: float, root) -> tuple[list, float]:
+    """datasketch ``MinHashLSHBloom`` query-then-insert-if-new over signature rows (T=0.5, 256 perms).
+
+    Returns ``(flags, seconds)``. The MinHash objects are rebuilt from the
+    signatures beforehand, so that only query + insert is timed.
+    """
+    minhashes = [MinHash(num_perm=256, seed=1, hashvalues=row, scheme="affine32") for row in sig]
+    ds_dir = tempfile.mkdtemp(dir=root)
+    try:
+        lsh = MinHashLSHBloom(threshold=0.5, num_perm=256, n=capacity, fp=p_band, save_dir=ds_dir)
+        t = time.perf_counter()
+        flags = []
+        for m in minhashes:
+            dup = lsh.query(m)
+            if not dup:
+                lsh.insert(m)
+            flags.append(dup)
+        return flags, time.perf_counter() - t
+    finally:
+        shutil.rmtree(ds_dir)
+
+
 def machine():
     cpu = platform.processor() or platform.machine()
     try:
@@ -163,21 +185,8 @@ def bench_driver_pass(texts, repeat):
     root = "/dev/shm" if os.path.isdir("/dev/shm") else None
     b, r = params.b, params.r
 
-    # datasketch on the same band keys: MinHash objects rebuilt from the
-    # signatures so that only query + insert is timed.
     sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
-    minhashes = [MinHash(num_perm=256, seed=1, hashvalues=row, scheme="affine32") for row in sig]
-    ds_dir = tempfile.mkdtemp(dir=root)
-    lsh = MinHashLSHBloom(threshold=0.5, num_perm=256, n=len(texts), fp=params.p_band, save_dir=ds_dir)
-    t = time.perf_counter()
-    ds_flags = []
-    for m in minhashes:
-        dup = lsh.query(m)
-        if not dup:
-            lsh.insert(m)
-        ds_flags.append(dup)
-    ds_time = time.perf_counter() - t
-    shutil.rmtree(ds_dir)
+    ds_flags, ds_time = datasketch_keep_first(sig, len(texts), params.p_band, root)
 
     def ours():
         d = tempfile.mkdtemp(dir=root)

@@ -26,7 +26,13 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from lshbloom_udf import _native
-from lshbloom_udf.index import IndexMismatchError, IndexParams, _acquire_lock, _release_lock
+from lshbloom_udf.index import (
+    IndexMismatchError,
+    IndexParams,
+    _acquire_lock,
+    _release_lock,
+    _write_json_atomically,
+)
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "lshbloom-blocked-index"
@@ -48,16 +54,6 @@ def band_seed(band: int) -> int:
 def blocked_index_bytes(capacity: int, p_band: float, b: int) -> int:
     """Bytes on disk of a blocked index (``b`` band files; manifest excluded)."""
     return b * (64 + 64 * _native.blocked_num_blocks(capacity, p_band))
-
-
-def _write_json(path: str, data: Mapping) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class BlockedLSHBloomIndex:
@@ -120,7 +116,7 @@ class BlockedLSHBloomIndex:
                 "num_blocks": _native.blocked_num_blocks(params.capacity, p_band),
                 "inserted": 0,
             }
-            _write_json(os.path.join(path, MANIFEST_NAME), manifest)
+            _write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest)
         except BaseException:
             _release_lock(lock_fd)
             raise
@@ -223,7 +219,7 @@ class BlockedLSHBloomIndex:
         if self._closed or self.read_only:
             return
         self._filters.sync()
-        _write_json(os.path.join(self.path, MANIFEST_NAME), self._manifest)
+        _write_json_atomically(os.path.join(self.path, MANIFEST_NAME), self._manifest)
 
     def close(self) -> None:
         if self._closed:
