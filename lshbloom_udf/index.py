@@ -2,7 +2,8 @@
 
 A directory holds ``band-{i}.bf`` for ``i < b`` — pybloomfiltermmap3 files, so
 ``datasketch.MinHashLSHBloom(save_dir=..., params=(b, r))`` and
-``pybloomfilter.BloomFilter.open`` read them — and ``manifest.json``, which
+``pybloomfilter.BloomFilter.open`` read them (or, with ``bloom="blocked"``,
+``band-{i}.bbf`` blocked filters, see :mod:`lshbloom_udf.blocked`) — and ``manifest.json``, which
 records every parameter that decides whether two runs' band keys are
 comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold) and
 how the filters were sized (capacity, p_effective, per-band p). Reopening with
@@ -27,7 +28,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from lshbloom_udf import _native
+from lshbloom_udf import _native, blocked
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
 from lshbloom_udf.minhash import normalization_name, validate_ngram, validate_scheme, validate_seed
 from lshbloom_udf.sizing import BLOOM_PREAMBLE_BYTES, human_bytes, per_band_p, validate_capacity, validate_p_effective
@@ -36,6 +37,10 @@ MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "lshbloom-index"
 FORMAT_VERSION = 1
 BLOOM_FORMAT = "pybloomfiltermmap3"
+# The Bloom filter backends: the default datasketch-compatible files, or blocked filters.
+BLOOM_BACKENDS = (BLOOM_FORMAT, "blocked")
+# manifest "format" -> (backend, format version this code reads)
+_MANIFEST_FORMATS = {FORMAT_NAME: (BLOOM_FORMAT, FORMAT_VERSION), blocked.FORMAT_NAME: ("blocked", blocked.FORMAT_VERSION)}
 # Bloom hash seeds are derived, not random, so that the same parameters give
 # byte-identical index files on every run.
 _SEED_DOMAIN = 0x4C534842  # "LSHB"
@@ -117,8 +122,19 @@ def _reserve_space(paths: list[str]) -> None:
             os.close(fd)
 
 
-def band_file_name(i: int) -> str:
-    return f"band-{i}.bf"
+def band_file_name(i: int, bloom: str = BLOOM_FORMAT) -> str:
+    return blocked.band_file_name(i) if bloom == "blocked" else f"band-{i}.bf"
+
+
+def validate_bloom(bloom: Any) -> str:
+    if bloom not in BLOOM_BACKENDS:
+        raise ValueError(f"bloom must be one of {BLOOM_BACKENDS}, got {bloom!r}")
+    return bloom
+
+
+def manifest_bloom(manifest: Mapping) -> str:
+    """The Bloom backend of a (validated) manifest."""
+    return _MANIFEST_FORMATS[manifest["format"]][0]
 
 
 def bloom_hash_seeds(band: int, num_hashes: int) -> list[int]:
@@ -217,11 +233,13 @@ def read_manifest(path: str) -> dict:
         raise FileNotFoundError(f"{manifest_path}: no LSHBloom index manifest here") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{manifest_path}: corrupt manifest ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-        raise ValueError(f"{manifest_path}: not an {FORMAT_NAME} manifest")
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if not isinstance(manifest, dict) or manifest.get("format") not in _MANIFEST_FORMATS:
+        raise ValueError(f"{manifest_path}: not an LSHBloom index manifest (format {' or '.join(_MANIFEST_FORMATS)})")
+    version = _MANIFEST_FORMATS[manifest["format"]][1]
+    if manifest.get("format_version") != version:
         raise ValueError(
-            f"{manifest_path}: format version {manifest.get('format_version')!r}, this version reads {FORMAT_VERSION}"
+            f"{manifest_path}: {manifest['format']} format version {manifest.get('format_version')!r}, "
+            f"this version reads {version}"
         )
     return manifest
 
@@ -237,6 +255,8 @@ class LSHBloomIndex:
     Use :meth:`create`, :meth:`open`, :meth:`open_or_create` or, for an index
     datasketch wrote (band files without a manifest), :meth:`adopt`. The index
     is a context manager; :meth:`close` syncs the filters and the manifest.
+    ``bloom`` (``"pybloomfiltermmap3"`` or ``"blocked"``) is the filters' backend,
+    chosen at creation and recorded in the manifest.
     """
 
     def __init__(self, path: str, manifest: dict, read_only: bool, lock_fd: Optional[int]):
@@ -246,6 +266,7 @@ class LSHBloomIndex:
         self.label = path
         self._manifest = manifest
         self.params = _params_from_manifest(manifest)
+        self.bloom = manifest_bloom(manifest)
         self.read_only = read_only
         self._lock_fd = lock_fd
         self._closed = True
@@ -253,7 +274,8 @@ class LSHBloomIndex:
         try:
             paths = self.band_paths()
             self._check_band_files(paths)
-            self._filters = _native.BandFilters(paths, not read_only)
+            filters = _native.BlockedBands if self.bloom == "blocked" else _native.BandFilters
+            self._filters = filters(paths, not read_only)
         except BaseException:
             _release_lock(lock_fd)
             raise
@@ -266,30 +288,35 @@ class LSHBloomIndex:
         return os.path.isfile(os.path.join(path, MANIFEST_NAME))
 
     @classmethod
-    def create(cls, path: str, params: IndexParams, *, lock: bool = True) -> "LSHBloomIndex":
-        """Create an empty index at ``path`` (which must not hold one).
+    def create(cls, path: str, params: IndexParams, *, bloom: str = BLOOM_FORMAT, lock: bool = True) -> "LSHBloomIndex":
+        """Create an empty index at ``path`` (which must not hold one), with ``bloom`` filters.
 
         ``lock=False`` is for a caller that already holds the directory's lock
         (an :class:`IndexTransaction` working on its staging copy).
         """
+        validate_bloom(bloom)
         os.makedirs(path, exist_ok=True)
         lock_fd = _acquire_lock(path, read_only=False) if lock else None
         try:
             if lock:
                 recover(path)
-            if cls.exists(path) or os.path.exists(os.path.join(path, band_file_name(0))):
+            if cls.exists(path) or any(os.path.exists(os.path.join(path, band_file_name(0, kind))) for kind in BLOOM_BACKENDS):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
-            manifest = cls._create_files(path, params)
+            manifest = cls._create_files(path, params, bloom)
         except BaseException:
             _release_lock(lock_fd)
             raise
         return cls(path, manifest, read_only=False, lock_fd=lock_fd)
 
     @staticmethod
-    def _create_files(path: str, params: IndexParams) -> dict:
+    def _create_files(path: str, params: IndexParams, bloom: str) -> dict:
         p_band = params.p_band
-        num_hashes, num_bits = _native.bloom_geometry(params.capacity, p_band)
-        needed = params.b * (BLOOM_PREAMBLE_BYTES + (num_bits + 7) // 8)
+        if bloom == "blocked":
+            num_blocks = _native.blocked_num_blocks(params.capacity, p_band)
+            needed = blocked.blocked_index_bytes(params.capacity, p_band, params.b)
+        else:
+            num_hashes, num_bits = _native.bloom_geometry(params.capacity, p_band)
+            needed = params.b * (BLOOM_PREAMBLE_BYTES + (num_bits + 7) // 8)
         free = shutil.disk_usage(path).free
         if needed > free:
             raise OSError(
@@ -298,36 +325,45 @@ class LSHBloomIndex:
                 "(see `python -m lshbloom_udf plan`)",
                 path,
             )
-        paths = [os.path.join(path, band_file_name(i)) for i in range(params.b)]
+        paths = [os.path.join(path, band_file_name(i, bloom)) for i in range(params.b)]
         try:
             for i, band_path in enumerate(paths):
-                _native.BloomFile.create(band_path, params.capacity, p_band, bloom_hash_seeds(i, num_hashes)).close()
+                if bloom == "blocked":
+                    _native.BlockedFile.create(band_path, params.capacity, p_band, blocked.band_seed(i)).close()
+                else:
+                    _native.BloomFile.create(band_path, params.capacity, p_band, bloom_hash_seeds(i, num_hashes)).close()
             _reserve_space(paths)
         except OSError as e:
             for band_path in paths:
                 if os.path.exists(band_path):
                     os.remove(band_path)
             raise OSError(e.errno, f"cannot reserve {human_bytes(needed)} for the index: {e.strerror}", path) from e
-        manifest = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "bloom_format": BLOOM_FORMAT,
-            "params": asdict(params),
-            "p_band": p_band,
-            "inserted": 0,
-        }
+        if bloom == "blocked":
+            manifest = {"format": blocked.FORMAT_NAME, "format_version": blocked.FORMAT_VERSION, "bloom_format": blocked.BLOOM_FORMAT}
+        else:
+            manifest = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "bloom_format": BLOOM_FORMAT}
+        manifest.update(params=asdict(params), p_band=p_band, inserted=0)
+        if bloom == "blocked":
+            manifest["num_blocks"] = num_blocks
         _write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest)
         return manifest
 
     @classmethod
     def open(
-        cls, path: str, expected: Optional[Mapping[str, Any]] = None, read_only: bool = False, *, lock: bool = True
+        cls,
+        path: str,
+        expected: Optional[Mapping[str, Any]] = None,
+        read_only: bool = False,
+        *,
+        bloom: Optional[str] = None,
+        lock: bool = True,
     ) -> "LSHBloomIndex":
         """Open the index at ``path``.
 
         ``expected`` maps parameter names to the values the caller's band keys
         were made with (``IndexParams`` or a dict; ``None`` values are not
-        checked). Any difference raises :class:`IndexMismatchError`.
+        checked), and ``bloom`` the backend the caller asks for (``None``:
+        either). Any difference raises :class:`IndexMismatchError`.
 
         A writer first finishes a commit a crashed run left half done and
         removes stale staging copies (see :func:`recover`); a reader of an
@@ -347,6 +383,7 @@ class LSHBloomIndex:
                 )
             # Read under the lock: a writer rewrites the manifest on sync.
             manifest = read_manifest(path)
+            _check_bloom(path, manifest, bloom)
             params = _params_from_manifest(manifest)
             if expected is not None:
                 _check_expected(path, params, expected)
@@ -357,20 +394,17 @@ class LSHBloomIndex:
 
     @classmethod
     def open_or_create(
-        cls, path: str, params: IndexParams, sizing_given: bool = True, *, lock: bool = True
+        cls, path: str, params: IndexParams, sizing_given: bool = True, *, bloom: str = BLOOM_FORMAT, lock: bool = True
     ) -> "LSHBloomIndex":
-        """Open the index at ``path`` checking it matches ``params``, or create it.
+        """Open the index at ``path`` checking it matches ``params`` and ``bloom``, or create it.
 
         With ``sizing_given=False`` an existing index keeps its own capacity and
         p_effective (they only size new filters).
         """
+        validate_bloom(bloom)
         if cls.exists(path):
-            expected = asdict(params)
-            if not sizing_given:
-                for name in SIZING_FIELDS:
-                    expected.pop(name)
-            return cls.open(path, expected=expected, lock=lock)
-        return cls.create(path, params, lock=lock)
+            return cls.open(path, expected=_expected_params(params, sizing_given), bloom=bloom, lock=lock)
+        return cls.create(path, params, bloom=bloom, lock=lock)
 
     @classmethod
     def adopt(cls, path: str, params: Mapping[str, Any]) -> "LSHBloomIndex":
@@ -417,8 +451,9 @@ class LSHBloomIndex:
         if missing:
             raise FileNotFoundError(f"{self.path}: band files missing: {', '.join(os.path.basename(p) for p in missing)}")
         # Each file must be one of this index's filters, not a stray from another.
+        file_class = _native.BlockedFile if self.bloom == "blocked" else _native.BloomFile
         for band_path in paths:
-            with _native.BloomFile.open(band_path, False) as bloom:
+            with file_class.open(band_path, False) as bloom:
                 sized = (bloom.capacity, bloom.error_rate)
             if sized[0] != self.params.capacity or not math.isclose(sized[1], self._manifest["p_band"], rel_tol=1e-12):
                 raise IndexMismatchError(
@@ -511,17 +546,20 @@ class LSHBloomIndex:
         return json.loads(json.dumps(self._manifest))
 
     def band_paths(self) -> list[str]:
-        return [os.path.join(self.path, band_file_name(i)) for i in range(self.params.b)]
+        return [os.path.join(self.path, band_file_name(i, self.bloom)) for i in range(self.params.b)]
 
     def stats(self) -> dict:
         """Bytes on disk, documents inserted, and the false-positive rate now expected from the fill."""
         size = sum(os.path.getsize(p) for p in self.band_paths())
-        bloom = _native.BloomFile.open(self.band_paths()[0], False)
-        k, m = bloom.num_hashes, bloom.num_bits
-        bloom.close()
-        band_fp = (1.0 - math.exp(-k * self.inserted / m)) ** k
+        if self.bloom == "blocked":
+            band_fp = blocked.band_false_positive_rate(self.inserted, self._manifest["num_blocks"])
+        else:
+            with _native.BloomFile.open(self.band_paths()[0], False) as bloom:
+                k, m = bloom.num_hashes, bloom.num_bits
+            band_fp = (1.0 - math.exp(-k * self.inserted / m)) ** k
         return {
             "path": self.path,
+            "backend": self.bloom,
             "bytes_on_disk": size,
             "inserted": self.inserted,
             "capacity": self.params.capacity,
@@ -561,7 +599,27 @@ class LSHBloomIndex:
 
     def __repr__(self) -> str:
         p = self.params
-        return f"LSHBloomIndex({self.path!r}, b={p.b}, r={p.r}, capacity={p.capacity}, inserted={self.inserted})"
+        return (
+            f"LSHBloomIndex({self.path!r}, b={p.b}, r={p.r}, capacity={p.capacity}, inserted={self.inserted}, "
+            f"bloom={self.bloom!r})"
+        )
+
+
+def _check_bloom(path: str, manifest: Mapping, bloom: Optional[str]) -> None:
+    if bloom is not None and manifest_bloom(manifest) != validate_bloom(bloom):
+        raise IndexMismatchError(
+            f"{path}: index has {manifest_bloom(manifest)} Bloom filters, asked for {bloom}. "
+            f"Use --bloom {manifest_bloom(manifest)} (bloom={manifest_bloom(manifest)!r}) with this index, or a new --index-dir."
+        )
+
+
+def _expected_params(params: IndexParams, sizing_given: bool) -> dict:
+    """The parameters an existing index must have: all of ``params``, or all but the sizing ones."""
+    expected = asdict(params)
+    if not sizing_given:
+        for name in SIZING_FIELDS:
+            expected.pop(name)
+    return expected
 
 
 def _check_expected(path: str, params: IndexParams, expected: Mapping[str, Any]) -> None:
@@ -787,22 +845,21 @@ class IndexTransaction:
         self._outputs.append(os.path.abspath(tmp_path))
         self._write_pending()
 
-    def stage(self, params: IndexParams, sizing_given: bool = True) -> LSHBloomIndex:
-        """The writable staging copy of the index (a new empty one if the directory holds none)."""
+    def stage(self, params: IndexParams, sizing_given: bool = True, bloom: str = BLOOM_FORMAT) -> LSHBloomIndex:
+        """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds none)."""
+        validate_bloom(bloom)
         staging = self._ensure_staging()
         if self.index is not None:
             raise RuntimeError("the index is already staged")
-        expected = asdict(params)
-        if not sizing_given:
-            for name in SIZING_FIELDS:
-                expected.pop(name)
+        expected = _expected_params(params, sizing_given)
         if not LSHBloomIndex.exists(self.path):
-            self.index = LSHBloomIndex.create(staging, params, lock=False)
+            self.index = LSHBloomIndex.create(staging, params, bloom=bloom, lock=False)
             self.index.label = self.path
             return self.index
         manifest = read_manifest(self.path)
+        _check_bloom(self.path, manifest, bloom)
         _check_expected(self.path, _params_from_manifest(manifest), expected)
-        names = [band_file_name(i) for i in range(manifest["params"]["b"])]
+        names = [band_file_name(i, manifest_bloom(manifest)) for i in range(manifest["params"]["b"])]
         missing = [n for n in names if not os.path.isfile(os.path.join(self.path, n))]
         if missing:
             raise FileNotFoundError(f"{self.path}: band files missing: {', '.join(missing)}")
@@ -855,7 +912,7 @@ class IndexTransaction:
             rel = os.path.basename(staging)
             self.index.sync()
             manifest = self.index.manifest
-            b = self.index.params.b
+            band_names = [os.path.basename(p) for p in self.index.band_paths()]
             self.index.close()
             self.index = None
             if run is not None:
@@ -875,9 +932,9 @@ class IndexTransaction:
                 _write_json_atomically(os.path.join(staging, MANIFEST_NAME), manifest)
                 os.makedirs(os.path.join(self.path, RUNS_DIR), exist_ok=True)
                 ops.append([f"{rel}/{dups_name}", record["duplicates_file"]])
-            for i in range(b):
-                _fsync_path(os.path.join(staging, band_file_name(i)))
-                ops.append([f"{rel}/{band_file_name(i)}", band_file_name(i)])
+            for name in band_names:
+                _fsync_path(os.path.join(staging, name))
+                ops.append([f"{rel}/{name}", name])
             ops.append([f"{rel}/{MANIFEST_NAME}", MANIFEST_NAME])
         elif run is not None:
             raise RuntimeError("a run record needs a staged index")

@@ -24,6 +24,7 @@ from pyspark.ml.param.shared import HasInputCol, HasOutputCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
 from lshbloom_udf.config import DEFAULTS, MODES
+from lshbloom_udf.index import BLOOM_BACKENDS, BLOOM_FORMAT, validate_bloom
 from lshbloom_udf.minhash import normalization_name
 from lshbloom_udf.spark import DedupInputError, deduplicate, resolve_params
 
@@ -81,6 +82,9 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
     checkpoint = Param(Params._dummy(), "checkpoint", "local or reliable checkpoint of the keyed rows",
                        typeConverter=TypeConverters.toString)
     progress = Param(Params._dummy(), "progress", "show driver-pass progress on stderr", typeConverter=TypeConverters.toBoolean)
+    bloom = Param(Params._dummy(), "bloom",
+                  f"Bloom filter backend of a new index, one of {BLOOM_BACKENDS} (an existing index must have it)",
+                  typeConverter=TypeConverters.toString)
 
     @keyword_only
     def __init__(
@@ -103,6 +107,7 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
         orderBy: Optional[list] = None,
         checkpoint: str = DEFAULTS["checkpoint"],
         progress: bool = True,
+        bloom: str = BLOOM_FORMAT,
     ):
         super().__init__()
         self._setDefault(
@@ -123,6 +128,7 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
             orderBy=[],
             checkpoint=DEFAULTS["checkpoint"],
             progress=True,
+            bloom=BLOOM_FORMAT,
         )
         self.lastSummary: Optional[dict] = None
         kwargs = self._input_kwargs
@@ -206,6 +212,9 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
     def setProgress(self, value: bool) -> "LSHBloomDeduplicator":
         return self._setp(progress=value)
 
+    def setBloom(self, value: str) -> "LSHBloomDeduplicator":
+        return self._setp(bloom=value)
+
     def getMode(self) -> str:
         return self.getOrDefault(self.mode)
 
@@ -252,6 +261,9 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
     def getProgress(self) -> bool:
         return self.getOrDefault(self.progress)
 
+    def getBloom(self) -> str:
+        return self.getOrDefault(self.bloom)
+
     # -- validation and transform ---------------------------------------------
 
     def _validate(self) -> None:
@@ -263,6 +275,7 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
 
         if self.getCheckpoint() not in CHECKPOINTS:
             raise ValueError(f"checkpoint must be one of {CHECKPOINTS}, got {self.getCheckpoint()!r}")
+        validate_bloom(self.getBloom())
         p_eff = self.getPEffective()
         expected = self.getExpectedDocs()
         if expected is not None and expected < 1:
@@ -308,6 +321,7 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
             flag_col=self.getOrDefault(self.outputCol),
             checkpoint=self.getCheckpoint(),
             progress=self.getProgress(),
+            bloom=self.getBloom(),
             return_summary=True,
         )
         self.lastSummary = result.summary

@@ -48,15 +48,19 @@ import numpy as np
 from lshbloom_udf.config import CHECKPOINTS, DEFAULTS, MODES
 from lshbloom_udf import faults
 from lshbloom_udf.index import (
+    BLOOM_FORMAT,
     AlreadyIngestedError,
     IndexMismatchError,
     IndexParams,
     IndexTransaction,
     LSHBloomIndex,
+    _check_bloom,
     _check_expected,
     _params_from_manifest,
     run_params,
+    validate_bloom,
 )
+from lshbloom_udf.blocked import blocked_index_bytes
 from lshbloom_udf.sizing import bloom_file_bytes, human_bytes, validate_capacity, validate_p_effective
 
 ROW_COL = "_lshb_row"
@@ -401,11 +405,9 @@ def _hms(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _temp_index_dir(params: IndexParams, bloom: str = "pybloomfiltermmap3") -> str:
+def _temp_index_dir(params: IndexParams, bloom: str) -> str:
     """A fresh directory for a temporary index: in /dev/shm when the index fits there with room to spare."""
     if bloom == "blocked":
-        from lshbloom_udf.blocked import blocked_index_bytes
-
         need = blocked_index_bytes(params.capacity, params.p_band, params.b)
     else:
         need = params.b * bloom_file_bytes(params.capacity, params.p_band)
@@ -497,13 +499,15 @@ def deduplicate(
     defer_commit: bool = False,
     transaction: Optional[IndexTransaction] = None,
     run_info: Optional[dict] = None,
-    bloom: str = "pybloomfiltermmap3",
+    bloom: str = BLOOM_FORMAT,
 ):
     """Near-duplicate detection with LSHBloom over the string column ``text_col`` of ``df``.
 
     ``bloom="blocked"`` uses the blocked Bloom backend (one cache line per key
-    per band, :mod:`lshbloom_udf.blocked`) for a temporary index; the default
-    ``"pybloomfiltermmap3"`` is the datasketch-compatible file format.
+    per band, :mod:`lshbloom_udf.blocked`: faster, larger, not readable by
+    datasketch); the default ``"pybloomfiltermmap3"`` is the datasketch-compatible
+    file format. A new index in ``index_dir`` gets this backend; an existing one
+    must have it.
 
     Decisions are "keep first" in input order (partition by partition, row by
     row) or in ``order_by`` order: a document is a duplicate when one of its
@@ -575,12 +579,10 @@ def deduplicate(
     p_eff = DEFAULTS["p_effective"] if p_effective is None else p_effective
     params = resolve_params(threshold, num_perm, ngram, normalize, seed, scheme, p_eff, bands)
     _validate_int("chunk_rows", chunk_rows, 1)
-    if bloom not in ("pybloomfiltermmap3", "blocked"):
-        raise DedupInputError(f"bloom must be 'pybloomfiltermmap3' or 'blocked', got {bloom!r}")
-    if bloom == "blocked" and index_dir is not None:
-        raise DedupInputError(
-            "bloom='blocked' works with a temporary index only (no index_dir): a kept index is pybloomfiltermmap3 files"
-        )
+    try:
+        validate_bloom(bloom)
+    except ValueError as e:
+        raise DedupInputError(str(e)) from None
     order_cols = _normalize_order_by(order_by)
     _check_columns(df, text_col, id_col, flag_col, order_cols)
 
@@ -592,6 +594,7 @@ def deduplicate(
         if txn is not None:
             manifest = txn.manifest()
             if manifest is not None:
+                _check_bloom(index_dir, manifest, bloom)
                 _check_expected(index_dir, _params_from_manifest(manifest), _expected(params, sizing_given, expected_docs))
         result = _deduplicate_locked(
             df, txn, text_col, id_col, mode, params, sizing_given, expected_docs, order_cols, flag_col, checkpoint,
@@ -646,7 +649,7 @@ def _fingerprints(keyed) -> tuple[str, str]:
 
 def _deduplicate_locked(
     df, txn, text_col, id_col, mode, params, sizing_given, expected_docs, order_cols, flag_col, checkpoint,
-    progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start, bloom="pybloomfiltermmap3",
+    progress, chunk_rows, broadcast_limit, force_new_ingest, run_info, t_start, bloom=BLOOM_FORMAT,
 ) -> DedupResult:
     """The body of :func:`deduplicate`, with the index's transaction (if any) open."""
     from pyspark import StorageLevel
@@ -734,15 +737,12 @@ def _deduplicate_locked(
             if len(dup_parts[0]) != duplicates:
                 raise RuntimeError(f"{index_dir}: run {prior['run_id']} records {duplicates} duplicates but stores {len(dup_parts[0])}")
         elif not skip_index:
-            if temporary and bloom == "blocked":
-                from lshbloom_udf.blocked import BlockedLSHBloomIndex
-
-                index = BlockedLSHBloomIndex.open_or_create(path, params, sizing_given=sizing_given)
-            elif temporary:
-                index = LSHBloomIndex.open_or_create(path, params, sizing_given=sizing_given)
+            if temporary:
+                index = LSHBloomIndex.create(path, params, bloom=bloom)
             else:
-                index = txn.stage(params, sizing_given)
+                index = txn.stage(params, sizing_given, bloom)
             index_info["inserted_before"] = index.inserted
+            index_info["backend"] = index.bloom
             index_info["reused"] = index.inserted > 0 and not temporary
             index_params = index.params
             try:
@@ -906,7 +906,7 @@ def format_summary(summary: dict) -> str:
         f"kept               {summary['kept']:,}",
         f"parameters         threshold {p.get('threshold')}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
         f"ngram {p.get('ngram')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}",
-        f"index              {where}: {human_bytes(idx.get('bytes_on_disk', 0))}, "
+        f"index              {where}: {human_bytes(idx.get('bytes_on_disk', 0))} of {idx.get('backend', BLOOM_FORMAT)} filters, "
         f"{idx.get('inserted_total', 0):,} documents inserted in all"
         + (f" ({idx['inserted_before']:,} before this run)" if idx.get("inserted_before") else ""),
         "seconds            " + ", ".join(f"{k} {v:.2f}" for k, v in s.items()),

@@ -41,6 +41,7 @@ import os
 import sys
 
 from lshbloom_udf.config import CHECKPOINTS, DEFAULTS, MODES, ConfigError, load_config
+from lshbloom_udf.index import BLOOM_BACKENDS
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -99,9 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "(they will all be flagged as duplicates of themselves); default: reproduce that run's result")
     ix.add_argument("--checkpoint", choices=CHECKPOINTS, default=S,
                     help="how the keyed rows are pinned: local (localCheckpoint) or reliable (needs spark.checkpoint.dir)")
-    ix.add_argument("--bloom", choices=("pybloomfiltermmap3", "blocked"), default="pybloomfiltermmap3",
-                    help="Bloom filter backend: pybloomfiltermmap3 (default; datasketch-compatible files) or blocked "
-                         "(one cache line per key per band: faster, larger; temporary index only, not with --index-dir)")
+    ix.add_argument("--bloom", choices=BLOOM_BACKENDS, default=BLOOM_BACKENDS[0],
+                    help="Bloom filter backend of a new index: pybloomfiltermmap3 (default; datasketch-compatible files) or "
+                         "blocked (one cache line per key per band: faster, larger, not readable by datasketch); "
+                         "an existing --index-dir must have this backend")
     from lshbloom_udf.config import PRESETS
 
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
@@ -174,8 +176,6 @@ def run(argv=None) -> int:
     import time
 
     t0 = time.monotonic()
-    if args.bloom == "blocked" and settings.get("index_dir") is not None:
-        raise UserError("--bloom blocked works with a temporary index only: drop --index-dir (a kept index is pybloomfiltermmap3 files)")
     # The index's lock is taken before Spark starts and held until the commit:
     # a second job on the same index fails here, at once.
     txn = None

@@ -104,7 +104,7 @@ def index_state(path) -> dict:
     state = {}
     for name in sorted(os.listdir(path)):
         full = os.path.join(path, name)
-        if name.endswith(".bf"):
+        if name.endswith((".bf", ".bbf")):
             with open(full, "rb") as f:
                 state[name] = f.read()
         elif name == "runs":

@@ -145,5 +145,5 @@ def test_corrupt_manifest_is_named(tmp_path):
     with pytest.raises(ValueError, match="corrupt manifest"):
         LSHBloomIndex.open(str(path))
     (path / "manifest.json").write_text('{"format": "something-else"}')
-    with pytest.raises(ValueError, match="not an lshbloom-index manifest"):
+    with pytest.raises(ValueError, match="not an LSHBloom index manifest"):
         LSHBloomIndex.open(str(path))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
 
 from lshbloom_udf import IndexParams, LSHBloomIndex, _native, text_band_keys
-from lshbloom_udf.blocked import FORMAT_NAME, BlockedLSHBloomIndex
+from lshbloom_udf.blocked import FORMAT_NAME
 from lshbloom_udf.index import IndexMismatchError
 from lshbloom_udf.sample import build_sample
 
@@ -78,11 +79,12 @@ def test_blocked_index_decisions_equal_compatible_index(tmp_path):
     with LSHBloomIndex.create(str(tmp_path / "compat"), params) as ref:
         expected = ref.query_insert(keys, active=has)
     path = str(tmp_path / "blocked")
-    with BlockedLSHBloomIndex.create(path, params) as idx:
+    with LSHBloomIndex.create(path, params, bloom="blocked") as idx:
         got = idx.query_insert(keys[:400], active=has[:400])
         stats = idx.stats()
     # At p_effective = 1e-5 a false positive in 800 documents is very unlikely: decisions equal.
-    with BlockedLSHBloomIndex.open(path, expected=params) as idx:
+    with LSHBloomIndex.open(path, expected=params, bloom="blocked") as idx:
+        assert idx.bloom == "blocked" and os.path.basename(idx.band_paths()[0]) == "band-0.bbf"
         got = np.concatenate([got, idx.query_insert(keys[400:], active=has[400:])])
         assert idx.inserted == int(np.count_nonzero(has & ~got))
     np.testing.assert_array_equal(got, expected)
@@ -91,12 +93,14 @@ def test_blocked_index_decisions_equal_compatible_index(tmp_path):
     manifest = json.loads((tmp_path / "blocked" / "manifest.json").read_text())
     assert manifest["format"] == FORMAT_NAME and manifest["format_version"] == 1
     # Neither kind opens as the other.
+    with pytest.raises(IndexMismatchError, match="pybloomfiltermmap3 Bloom filters, asked for blocked"):
+        LSHBloomIndex.open(str(tmp_path / "compat"), bloom="blocked")
+    with pytest.raises(IndexMismatchError, match="blocked Bloom filters, asked for pybloomfiltermmap3"):
+        LSHBloomIndex.open_or_create(path, params)
     with pytest.raises(IndexMismatchError):
-        BlockedLSHBloomIndex.open(str(tmp_path / "compat"))
-    with pytest.raises(ValueError):
-        LSHBloomIndex.open(path)
-    with pytest.raises(IndexMismatchError):
-        BlockedLSHBloomIndex.open(path, expected={"num_perm": 128})
+        LSHBloomIndex.open(path, expected={"num_perm": 128})
+    with pytest.raises(ValueError, match="bloom must be one of"):
+        LSHBloomIndex.create(str(tmp_path / "other"), params, bloom="cuckoo")
 
 
 def test_blocked_bands_query_insert_equals_row_by_row(tmp_path):

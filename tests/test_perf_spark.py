@@ -40,8 +40,37 @@ def test_a_smaller_arrow_batch_setting_is_kept(docs_df, spark):
         spark.conf.unset(ARROW_KEYS[0])
 
 
-def test_blocked_backend_refuses_a_kept_index(docs_df, tmp_path):
-    with pytest.raises(DedupInputError, match="temporary index only"):
-        _deduplicate(docs_df, index_dir=str(tmp_path / "ix"), bloom="blocked", **REFERENCE)
+@pytest.mark.filterwarnings("ignore::lshbloom_udf.index.CapacityWarning")
+def test_blocked_backend_keeps_an_index_across_runs(docs_df, spark, tmp_path):
+    """A kept blocked index remembers the first run's documents, and its capacity is enforced."""
+    from lshbloom_udf import IndexFullError, IndexMismatchError, LSHBloomIndex
+
+    index_dir = str(tmp_path / "ix")
+    rows = docs_df.collect()
+    half = len(rows) // 2
+    first = spark.createDataFrame(rows[:half], SCHEMA)
+    second = spark.createDataFrame(rows[half:], SCHEMA)
+    out1, s1 = _deduplicate(first, order_by="id", bloom="blocked", index_dir=index_dir, expected_docs=len(rows),
+                            return_summary=True, progress=False, **REFERENCE)
+    flags1 = [r["is_duplicate"] for r in out1.orderBy("id").collect()]
+    out2, s2 = _deduplicate(second, order_by="id", bloom="blocked", index_dir=index_dir, return_summary=True,
+                            progress=False, **REFERENCE)
+    flags2 = [r["is_duplicate"] for r in out2.orderBy("id").collect()]
+    theirs = datasketch_flags([r["text"] for r in sorted(rows, key=lambda r: r["id"])], config=REFERENCE)
+    assert flags1 + flags2 == theirs
+    assert s2["index"]["backend"] == "blocked" and s2["index"]["inserted_before"] == s1["index"]["inserted_total"]
+    with LSHBloomIndex.open(index_dir, read_only=True) as index:
+        empty = s1["empty_documents"] + s2["empty_documents"]
+        assert index.bloom == "blocked" and index.inserted == len(rows) - sum(theirs) - empty == s2["index"]["inserted_total"]
+    # Asking for the compatible backend on it is an error naming both, not a silent new index.
+    with pytest.raises(IndexMismatchError, match="blocked Bloom filters, asked for pybloomfiltermmap3"):
+        _deduplicate(second, index_dir=index_dir, **REFERENCE)
     with pytest.raises(DedupInputError, match="bloom must be"):
         _deduplicate(docs_df, bloom="cuckoo", **REFERENCE)
+    # Capacity: a blocked index sized for too few documents refuses the run and is left unchanged.
+    small = str(tmp_path / "small")
+    _deduplicate(first, bloom="blocked", index_dir=small, expected_docs=half, progress=False, **REFERENCE)
+    with pytest.raises(IndexFullError):
+        _deduplicate(second, bloom="blocked", index_dir=small, progress=False, **REFERENCE)
+    with LSHBloomIndex.open(small, read_only=True) as index:
+        assert index.inserted == half - sum(flags1) - s1["empty_documents"]

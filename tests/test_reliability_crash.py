@@ -195,3 +195,33 @@ def test_same_documents_in_another_order_stop_with_a_clear_message_unless_forced
     assert {i for i, f in flags.items() if f} == non_empty
     manifest = json.load(open(index / "manifest.json"))
     assert manifest["runs"][-1]["forced_new_ingest"] is True and manifest["runs"][-1]["run_id"] == "000003"
+
+
+@pytest.mark.slow
+def test_blocked_index_commits_through_the_same_journal(world, job, capsys, spark):
+    """A kept index of blocked filters is staged, journalled and recovered like the compatible one."""
+    root = world["root"] / "blocked"
+    root.mkdir()
+    base, clean, killed = root / "base-index", root / "clean-index", root / "killed-index"
+    _quiet(job, ["--input", str(world["root"] / "first.jsonl"), "--output", str(root / "out-first"), "--id-column", "id",
+                 "--index-dir", str(base), "--expected-docs", "1000", "--quiet", "--bloom", "blocked", *REF_FLAGS])
+    assert sorted(n for n in os.listdir(base) if n.startswith("band-"))[:2] == ["band-0.bbf", "band-1.bbf"]
+    shutil.copytree(base, clean)
+    shutil.copytree(base, killed)
+    _quiet(job, second_args(world["second_dir"], root / "clean-out", clean) + ["--bloom", "blocked"])
+    # Same decisions as the compatible index (no false positive of either at p_effective 1e-5 here).
+    assert read_flags(spark, root / "clean-out") == world["clean_flags"]
+
+    out = root / "killed-out"
+    crashed = submit(second_args(world["second_dir"], out, killed) + ["--bloom", "blocked"], fault="kill-mid-commit")
+    assert crashed.returncode == -9, crashed.stderr[-3000:]
+    assert os.path.exists(os.path.join(killed, ".commit.json"))
+    code, _, err = run_job(job, second_args(world["second_dir"], out, killed) + ["--bloom", "blocked"], capsys)
+    assert code == 0, err
+    assert "finished the commit of run 000002" in err and "already ingested by run 000002" in err
+    assert read_flags(spark, out) == world["clean_flags"]
+    assert index_state(killed) == index_state(clean)
+
+    # The backend is part of the index: asking for the other one is a clear error, before any Spark work.
+    code, _, err = run_job(job, second_args(world["second_dir"], root / "other-out", killed), capsys)
+    assert code != 0 and "blocked Bloom filters, asked for pybloomfiltermmap3" in err and "--bloom blocked" in err
