@@ -17,6 +17,9 @@ measured side by side on the same documents (``make bench``).
    ``spark-submit`` job on ``local[2]`` (wall time, JVM start-up included).
    docs/s, ratio to the single-process datasketch MinHash + MinHashLSHBloom
    pipeline, index bytes. Decisions are compared where they must be equal.
+   Beside the job, the floor under any Spark job here
+   (``benchmarks/spark_floor.py``): spark-submit start-up alone, and start-up +
+   reading and writing the documents; their ratios are the ceiling of the job's.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from bench_core import bench_signatures, datasketch_keep_first, machine  # noqa:
 from datasketch import MinHash, MinHashLSH, MinHashLSHBloom  # noqa: E402
 
 from lshbloom_udf import IndexParams, LSHBloomIndex, _native, arrow_band_keys, signatures, text_band_keys  # noqa: E402
-from lshbloom_udf.blocked import BlockedLSHBloomIndex  # noqa: E402
+from lshbloom_udf.index import BLOOM_BACKENDS  # noqa: E402
 
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
 CACHE = os.path.join(tempfile.gettempdir(), "lshbloom-bench")
@@ -89,13 +92,13 @@ def bench_driver(texts, repeat):
     keys, has = text_band_keys(texts, **params.signature_kwargs())
     keys, n = keys[has], int(np.count_nonzero(has))
 
-    def run(cls):
+    def run(bloom):
         # Median of `repeat` runs (datasketch runs once; see bench_core.best_of).
         times, flags, size = [], None, 0
         for _ in range(repeat):
             d = tempfile.mkdtemp(dir=SHM)
             try:
-                with cls.create(os.path.join(d, "ix"), params) as index:
+                with LSHBloomIndex.create(os.path.join(d, "ix"), params, bloom=bloom) as index:
                     t0 = time.perf_counter()
                     flags = index.query_insert(keys)
                     times.append(time.perf_counter() - t0)
@@ -106,19 +109,19 @@ def bench_driver(texts, repeat):
 
     # Ours before and after datasketch (mean of the two medians): this machine
     # is shared, and datasketch's single pass takes seconds.
-    before = {cls: run(cls) for cls in (LSHBloomIndex, BlockedLSHBloomIndex)}
+    before = {bloom: run(bloom) for bloom in BLOOM_BACKENDS}
     sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
     ds_flags, ds_time = datasketch_keep_first(sig, len(texts), params.p_band, SHM)
 
-    after = {cls: run(cls) for cls in (LSHBloomIndex, BlockedLSHBloomIndex)}
+    after = {bloom: run(bloom) for bloom in BLOOM_BACKENDS}
 
-    def mean_of(cls):
-        t0, flags, size = before[cls]
-        t1, _, _ = after[cls]
+    def mean_of(bloom):
+        t0, flags, size = before[bloom]
+        t1, _, _ = after[bloom]
         return (t0 + t1) / 2, flags, size
 
-    compat_time, compat_flags, compat_size = mean_of(LSHBloomIndex)
-    blocked_time, blocked_flags, blocked_size = mean_of(BlockedLSHBloomIndex)
+    compat_time, compat_flags, compat_size = mean_of("pybloomfiltermmap3")
+    blocked_time, blocked_flags, blocked_size = mean_of("blocked")
     if compat_flags.tolist() != ds_flags:
         raise SystemExit("driver-pass decisions differ from datasketch: not benchmarking")
     return {
@@ -198,14 +201,14 @@ def datasketch_minhashlsh(minhashes):
     return np.array(flags), elapsed, size
 
 
-def ours_api(path, n, cls):
+def ours_api(path, n, bloom):
     d = tempfile.mkdtemp(dir=SHM)
     _native.reset_word_table()  # cold: the kernel benchmarks saw these words on this thread
     try:
         t = time.perf_counter()
         params = IndexParams.for_threshold(capacity=n, threshold=0.5, num_perm=256)
         keys, active = arrow_band_keys(read_texts(path), **params.signature_kwargs())
-        with cls.create(os.path.join(d, "ix"), params) as index:
+        with LSHBloomIndex.create(os.path.join(d, "ix"), params, bloom=bloom) as index:
             flags = index.query_insert(keys, active)
             size = index.stats()["bytes_on_disk"]
         elapsed = time.perf_counter() - t
@@ -214,34 +217,55 @@ def ours_api(path, n, cls):
     return flags, elapsed, size
 
 
-def spark_job(path, n, extra=(), tree=None):
-    """One ``spark-submit`` of ``dedup.py`` (of checkout ``tree``, default this one), wall time included start-up."""
-    out = tempfile.mkdtemp(prefix="lshbloom-bench-out-")
+def spark_submit(script, args, tree=None):
+    """``spark-submit`` of ``script`` with the benchmark's options; (seconds, process). Start-up included."""
     env = dict(os.environ)
-    root = ROOT
     if tree:
-        root = os.path.abspath(tree)
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
     py = sys.executable
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["PYSPARK_PYTHON"] = py
     env["PYSPARK_DRIVER_PYTHON"] = py
-    spark_submit = os.path.join(os.path.dirname(py), "spark-submit")
     cmd = [
-        spark_submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-        "--driver-memory", "2g",
-        os.path.join(root, "spark_jobs", "dedup.py"),
+        os.path.join(os.path.dirname(py), "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+        "--driver-memory", "2g", script, *args,
+    ]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    return time.perf_counter() - t, proc
+
+
+def failure(proc):
+    tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+    return {"error": f"spark-submit exited {proc.returncode}:\n{tail}"}
+
+
+def spark_floor(path, n, mode):
+    """The floor under any Spark job here (benchmarks/spark_floor.py): start-up only, or start-up + read + write."""
+    out = tempfile.mkdtemp(prefix="lshbloom-bench-floor-")
+    try:
+        script = os.path.join(ROOT, "benchmarks", "spark_floor.py")
+        elapsed, proc = spark_submit(script, [mode, path, os.path.join(out, "out")])
+        if proc.returncode != 0:
+            return failure(proc)
+        return {"seconds": elapsed, "docs_per_s": n / elapsed}
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def spark_job(path, n, extra=(), tree=None):
+    """One ``spark-submit`` of ``dedup.py`` (of checkout ``tree``, default this one), wall time included start-up."""
+    out = tempfile.mkdtemp(prefix="lshbloom-bench-out-")
+    root = os.path.abspath(tree) if tree else ROOT
+    args = [
         "--input", path, "--input-format", "parquet", "--output", os.path.join(out, "out"),
         "--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none",
         "--quiet", "--summary-path", os.path.join(out, "summary.json"), *extra,
     ]
     try:
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        elapsed = time.perf_counter() - t
+        elapsed, proc = spark_submit(os.path.join(root, "spark_jobs", "dedup.py"), args, tree)
         if proc.returncode != 0:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-            return {"error": f"spark-submit exited {proc.returncode}:\n{tail}"}
+            return failure(proc)
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
         import pyarrow.parquet as pq
@@ -274,8 +298,8 @@ def bench_throughput(n, skip_spark, skip_minhashlsh, spark_extra, before_tree=No
             "seconds": t_mh + t_lsh, "docs_per_s": n / (t_mh + t_lsh), "bytes": lsh_bytes, "duplicates": int(lsh_flags.sum()),
         }
     del minhashes
-    for name, cls in (("api_compat", LSHBloomIndex), ("api_blocked", BlockedLSHBloomIndex)):
-        flags, t, size = ours_api(path, n, cls)
+    for name, bloom in (("api_compat", "pybloomfiltermmap3"), ("api_blocked", "blocked")):
+        flags, t, size = ours_api(path, n, bloom)
         res[name] = {"seconds": t, "docs_per_s": n / t, "bytes": size, "duplicates": int(flags.sum()),
                      "decisions_differ_from_datasketch": int(np.count_nonzero(flags != ds_flags))}
     if res["api_compat"]["decisions_differ_from_datasketch"]:
@@ -289,6 +313,8 @@ def bench_throughput(n, skip_spark, skip_minhashlsh, spark_extra, before_tree=No
             if "flags" in job:
                 job["decisions_differ_from_datasketch"] = int(np.count_nonzero(job.pop("flags") != ds_flags))
             res[name] = job
+        for mode in ("start", "copy"):
+            res[f"spark_floor_{mode}"] = spark_floor(path, n, mode)
     for key in list(res):
         v = res[key]
         if isinstance(v, dict) and "seconds" in v:
@@ -353,6 +379,9 @@ def main():
         "spark_job": "spark-submit local[2] (compatible)",
         "spark_job_blocked": "spark-submit local[2] (blocked)",
         "spark_job_before": "spark-submit, --spark-before checkout",
+        # The ceiling of any Spark job's ratio on this machine: its start-up, and start-up + read + write.
+        "spark_floor_start": "floor: spark-submit start-up only",
+        "spark_floor_copy": "floor: start-up + read + write",
     }
     for key, label in labels.items():
         v = thr.get(key)
@@ -362,7 +391,8 @@ def main():
             print(f"  {label:34s} failed: {v['error']}")
             continue
         size = f"{v['bytes']:,}" if v.get("bytes") is not None else "-"
-        print(f"  {label:34s} {v['seconds']:8.2f} {v['docs_per_s']:9,.0f} {v['ratio_vs_datasketch_lshbloom']:13.1f}x {size:>13s} {v['duplicates']:6d}")
+        dups = f"{v['duplicates']:d}" if "duplicates" in v else "-"
+        print(f"  {label:34s} {v['seconds']:8.2f} {v['docs_per_s']:9,.0f} {v['ratio_vs_datasketch_lshbloom']:13.1f}x {size:>13s} {dups:>6s}")
     for key in ("spark_job", "spark_job_blocked", "spark_job_before"):
         if key in thr and "stages" in thr[key]:
             print(f"  {key} stages (s): {thr[key]['stages']}")
