@@ -8,6 +8,8 @@ import sys
 from typing import Optional
 
 from lshbloom_udf import sample
+from lshbloom_udf.config import DEFAULTS
+from lshbloom_udf.index import BLOOM_BACKENDS
 from lshbloom_udf.sizing import plan
 
 
@@ -16,11 +18,13 @@ def _plan(argv: list[str]) -> None:
         prog="python -m lshbloom_udf plan", description="Size an LSHBloom index before a run (paper §4.3-4.5)."
     )
     parser.add_argument("--docs", type=float, required=True, help="expected documents, e.g. 1e10")
-    parser.add_argument("--threshold", type=float, default=0.5)
-    parser.add_argument("--num-perm", type=int, default=256)
-    parser.add_argument("--p-effective", type=float, default=1e-5)
-    parser.add_argument("--ngram", type=int, default=1)
-    parser.add_argument("--bands", type=int, nargs=2, metavar=("B", "R"), help="explicit (b, r) instead of the optimum")
+    parser.add_argument("--threshold", type=float, default=DEFAULTS["threshold"], help="default %(default)s")
+    parser.add_argument("--num-perm", type=int, default=DEFAULTS["num_perm"], help="default %(default)s")
+    parser.add_argument("--p-effective", type=float, default=DEFAULTS["p_effective"], help="default %(default)s")
+    parser.add_argument("--ngram", type=int, default=DEFAULTS["ngram"], help="default %(default)s (shown, not sized)")
+    parser.add_argument("--bands", type=int, nargs=2, metavar=("B", "R"), default=DEFAULTS["bands"],
+                        help="explicit (b, r) instead of the optimum")
+    parser.add_argument("--bloom", choices=BLOOM_BACKENDS, default=BLOOM_BACKENDS[0], help="Bloom filter backend")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     if args.docs != int(args.docs):
@@ -33,6 +37,7 @@ def _plan(argv: list[str]) -> None:
             p_effective=args.p_effective,
             ngram=args.ngram,
             bands=tuple(args.bands) if args.bands else None,
+            bloom=args.bloom,
         )
     except ValueError as e:
         parser.error(str(e))

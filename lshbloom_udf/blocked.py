@@ -28,6 +28,9 @@ FORMAT_NAME = "lshbloom-blocked-index"
 FORMAT_VERSION = 1
 BLOOM_FORMAT = f"lshbloom-blocked-512x16-v{_native.BLOCKED_FORMAT_VERSION}"
 _SEED_DOMAIN = 0x424C4B44  # "BLKD"
+BLOCK_BITS = 512
+# A key sets one bit in each of a block's 16 lanes of 32 bits.
+KEY_BITS_PER_BLOCK = 16
 
 
 def band_file_name(i: int) -> str:
@@ -41,7 +44,7 @@ def band_seed(band: int) -> int:
 
 def blocked_index_bytes(capacity: int, p_band: float, b: int) -> int:
     """Bytes on disk of a blocked index (``b`` band files; manifest excluded)."""
-    return b * (64 + 64 * _native.blocked_num_blocks(capacity, p_band))
+    return b * (64 + BLOCK_BITS // 8 * _native.blocked_num_blocks(capacity, p_band))
 
 
 def band_false_positive_rate(inserted: int, num_blocks: int) -> float:

@@ -20,6 +20,10 @@ the Bloom error, and the document-level error rates become (eqs. 3–4)
     FN_bloom = (1 - (p_eff + b/N)) FN_lsh
 
 where ``FP_lsh``/``FN_lsh`` are the S-curve integrals of :mod:`lshbloom_udf.lsh`.
+
+A blocked index (``bloom="blocked"``) sets 16 bits per key in one 512-bit
+block; its block count is the smallest whose exact false-positive rate is
+within ``p`` (:mod:`lshbloom_udf.blocked`), larger than ``m`` at low rates.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import shutil
 from dataclasses import asdict, dataclass
 
 from lshbloom_udf import _native
+from lshbloom_udf.blocked import BLOCK_BITS, KEY_BITS_PER_BLOCK, blocked_index_bytes
 from lshbloom_udf.lsh import (
     false_negative_probability,
     false_positive_probability,
@@ -75,6 +80,7 @@ def bloom_file_bytes(capacity: int, p: float) -> int:
 @dataclass(frozen=True)
 class Plan:
     docs: int
+    bloom: str
     threshold: float
     num_perm: int
     ngram: int
@@ -104,6 +110,7 @@ class Plan:
         return "\n".join(
             [
                 f"documents (capacity)     {self.docs:,}",
+                f"Bloom filters            {self.bloom}",
                 f"threshold / num_perm     {self.threshold} / {self.num_perm} (ngram {self.ngram})",
                 f"bands b x rows r         {self.b} x {self.r}",
                 f"p_effective / per band   {self.p_effective:.3g} / {self.p_band:.6g}",
@@ -145,8 +152,9 @@ def plan(
     p_effective: float = 1e-5,
     ngram: int = 1,
     bands: tuple[int, int] | None = None,
+    bloom: str = "pybloomfiltermmap3",
 ) -> Plan:
-    """Size an index for ``docs`` documents before running anything."""
+    """Size an index of ``bloom`` filters for ``docs`` documents before running anything."""
     validate_capacity(docs)
     validate_threshold(threshold)
     validate_num_perm(num_perm)
@@ -157,14 +165,21 @@ def plan(
         b, r = bands
         validate_bands(b, r, num_perm)
     p = per_band_p(p_effective, b)
-    hashes, bits = _native.bloom_geometry(docs, p)
+    if bloom == "blocked":
+        index_bytes = blocked_index_bytes(docs, p, b)
+        hashes, bits = KEY_BITS_PER_BLOCK, _native.blocked_num_blocks(docs, p) * BLOCK_BITS
+    elif bloom == "pybloomfiltermmap3":
+        hashes, bits = _native.bloom_geometry(docs, p)
+        index_bytes = b * (BLOOM_PREAMBLE_BYTES + (bits + 7) // 8)
+    else:
+        raise ValueError(f"bloom must be 'pybloomfiltermmap3' or 'blocked', got {bloom!r}")
     fp_lsh = false_positive_probability(threshold, b, r)
     fn_lsh = false_negative_probability(threshold, b, r)
     bloom_error = p_effective + b / KEY_RANGE
-    index_bytes = b * (BLOOM_PREAMBLE_BYTES + (bits + 7) // 8)
     shm, ram = _shm_free(), _ram_bytes()
     return Plan(
         docs=docs,
+        bloom=bloom,
         threshold=threshold,
         num_perm=num_perm,
         ngram=ngram,

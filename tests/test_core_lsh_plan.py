@@ -9,7 +9,8 @@ import sys
 import pytest
 from datasketch.lsh import _optimal_param
 
-from lshbloom_udf import optimal_params, plan
+from lshbloom_udf import IndexParams, LSHBloomIndex, optimal_params, plan
+from lshbloom_udf.config import DEFAULTS
 from lshbloom_udf.sizing import per_band_p
 
 
@@ -94,3 +95,29 @@ def test_plan_cli_rejects_bad_parameters():
     assert bad.returncode == 2 and "p_effective must be in (0, 1)" in bad.stderr
     bad = subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "0"], capture_output=True, text=True)
     assert bad.returncode == 2 and "positive integer" in bad.stderr
+
+
+@pytest.mark.parametrize("bloom", ["pybloomfiltermmap3", "blocked"])
+def test_plan_gives_the_bytes_of_the_index_it_sizes(tmp_path, bloom):
+    params = IndexParams.for_threshold(capacity=20_000, threshold=0.4, num_perm=256, p_effective=1e-6)
+    sized = plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6, bloom=bloom)
+    with LSHBloomIndex.create(str(tmp_path / "ix"), params, bloom=bloom) as index:
+        assert sized.index_bytes == index.stats()["bytes_on_disk"]
+        assert (sized.b, sized.r) == (params.b, params.r)
+    # Blocked filters cost more space at LSHBloom's per-band rates (docs/benchmarks.md §3).
+    other = plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6, bloom="blocked")
+    assert other.index_bytes > plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6).index_bytes
+    with pytest.raises(ValueError, match="bloom must be"):
+        plan(100, bloom="cuckoo")
+
+
+def test_plan_cli_defaults_are_the_products():
+    out = subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "1e6", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    got = json.loads(out)
+    assert (got["threshold"], got["num_perm"], got["ngram"], got["p_effective"]) == (
+        DEFAULTS["threshold"], DEFAULTS["num_perm"], DEFAULTS["ngram"], DEFAULTS["p_effective"])
+    assert got["bloom"] == "pybloomfiltermmap3"
+    blocked = subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "1e6", "--bloom", "blocked"],
+                             check=True, capture_output=True, text=True).stdout
+    assert "Bloom filters            blocked" in blocked
