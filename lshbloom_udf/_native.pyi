@@ -32,6 +32,7 @@ PUNCT_UNICODE_VERSION: Final[str]
 
 _StrPath = str | PathLike[str]
 _Scheme = Literal["affine32", "legacy"]
+_BandKey = Literal["sum", "mix"]
 _U64Array = npt.NDArray[np.uint64] | npt.NDArray[np.int64] | npt.NDArray[np.uint32]
 """uint64 in place; int64 (>= 0) and uint32 are converted."""
 _U32Array = npt.NDArray[np.uint32] | npt.NDArray[np.uint64] | npt.NDArray[np.int64]
@@ -83,9 +84,10 @@ def minhash_arrow(
     """
 
 
-def band_keys(signatures: _U32Array, b: int, r: int) -> npt.NDArray[np.uint64]:
-    """Band keys of an ``(N, k)`` signature matrix, shape ``(N, b)`` uint64:
-    the sum of each band's ``r`` values mod ``2**61 - 1`` (needs ``b * r <= k``).
+def band_keys(signatures: _U32Array, b: int, r: int, band_key: _BandKey = "sum") -> npt.NDArray[np.uint64]:
+    """Band keys of an ``(N, k)`` signature matrix, shape ``(N, b)`` uint64
+    (needs ``b * r <= k``): the sum of each band's ``r`` values mod ``2**61 - 1``
+    (``"sum"``, datasketch's), or a 64-bit hash of them mod ``2**61 - 1`` (``"mix"``).
     """
 
 
@@ -99,6 +101,7 @@ def minhash_band_keys(
     b: int,
     r: int,
     threads: int = 1,
+    band_key: _BandKey = "sum",
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """Fused MinHash + band keys without materializing signatures:
     ``(keys (N, b) uint64, has_shingles (N,) bool)``.
@@ -117,6 +120,7 @@ def minhash_band_keys_arrow(
     b: int,
     r: int,
     threads: int = 1,
+    band_key: _BandKey = "sum",
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
 

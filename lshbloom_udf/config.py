@@ -33,8 +33,12 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "normalize": "all",  # none | all | comma list of nfkc, lower, punct
         "seed": 1,
         "scheme": "affine32",  # affine32 (datasketch >= 2) | legacy (datasketch < 2, the paper's code)
+        # sum (datasketch's band hash) | mix (a 64-bit hash of the band: no sum collisions at scale,
+        # docs/algorithm.md §7; not datasketch's)
+        "band_key": "sum",
         # index sizing (only used when an index is created)
         "p_effective": 1e-5,
+        "bloom": "pybloomfiltermmap3",  # pybloomfiltermmap3 (datasketch-compatible files) | blocked (faster, larger)
         "expected_docs": None,  # None: the number of input documents
         # where and in which order
         "index_dir": None,  # None: a temporary index (in /dev/shm when it fits), removed afterwards
@@ -55,7 +59,8 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         "paper": MappingProxyType(
-            {"threshold": 0.5, "num_perm": 256, "ngram": 1, "normalize": "none", "seed": 1, "scheme": "legacy", "p_effective": 1e-5}
+            {"threshold": 0.5, "num_perm": 256, "ngram": 1, "normalize": "none", "seed": 1, "scheme": "legacy",
+             "band_key": "sum", "p_effective": 1e-5}
         ),
     }
 )

@@ -30,7 +30,7 @@ import numpy as np
 
 from lshbloom_udf import _native, blocked
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
-from lshbloom_udf.minhash import normalization_name, validate_ngram, validate_scheme, validate_seed
+from lshbloom_udf.minhash import normalization_name, validate_band_key, validate_ngram, validate_scheme, validate_seed
 from lshbloom_udf.sizing import BLOOM_PREAMBLE_BYTES, human_bytes, per_band_p, validate_capacity, validate_p_effective
 
 MANIFEST_NAME = "manifest.json"
@@ -160,6 +160,8 @@ class IndexParams:
     ngram: int = 1
     normalize: str = "none"
     p_effective: float = 1e-5
+    # "sum" (datasketch's band hash) or "mix" (see minhash.band_keys)
+    band_key: str = "sum"
 
     @classmethod
     def for_threshold(
@@ -185,6 +187,7 @@ class IndexParams:
         validate_seed(self.seed)
         validate_ngram(self.ngram)
         validate_p_effective(self.p_effective)
+        validate_band_key(self.band_key)
         object.__setattr__(self, "normalize", normalization_name(self.normalize))
 
     @property
@@ -201,6 +204,7 @@ class IndexParams:
             seed=self.seed,
             scheme=self.scheme,
             normalize=self.normalize,
+            band_key=self.band_key,
         )
 
 
@@ -244,9 +248,13 @@ def read_manifest(path: str) -> dict:
     return manifest
 
 
+# Parameters added after format version 1 was written, with the value older manifests imply.
+_LATER_PARAMS = {"band_key": "sum"}
+
+
 def _params_from_manifest(manifest: Mapping) -> IndexParams:
-    names = {f.name for f in fields(IndexParams)}
-    return IndexParams(**{k: manifest["params"][k] for k in names})
+    stored = {**_LATER_PARAMS, **manifest["params"]}
+    return IndexParams(**{f.name: stored[f.name] for f in fields(IndexParams)})
 
 
 class LSHBloomIndex:
@@ -417,6 +425,8 @@ class LSHBloomIndex:
         if cls.exists(path):
             raise FileExistsError(f"{path}: already has a manifest; open it instead")
         params = dict(params)
+        if params.get("band_key", "sum") != "sum":
+            raise IndexMismatchError(f"{path}: datasketch's band files are keyed by band_key 'sum', not {params['band_key']!r}")
         b = params.get("b")
         if b is None:
             raise ValueError("adopt needs at least b and r in params")

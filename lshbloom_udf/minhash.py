@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -148,8 +148,24 @@ def signatures(
     return _native.minhash(_texts_list(texts), a, b, scheme, int(ngram), normalization_mask(normalize), int(threads))
 
 
-def band_keys(signatures: np.ndarray, b: int, r: int) -> np.ndarray:
-    """Band keys of signatures: a ``(N, b)`` uint64 array, key = sum of the band's values mod 2^61-1."""
+BAND_KEYS = ("sum", "mix")
+
+
+def validate_band_key(band_key: Any) -> str:
+    if band_key not in BAND_KEYS:
+        raise ValueError(f"band_key must be one of {BAND_KEYS}, got {band_key!r}")
+    return band_key
+
+
+def band_keys(signatures: np.ndarray, b: int, r: int, band_key: str = "sum") -> np.ndarray:
+    """Band keys of signatures: a ``(N, b)`` uint64 array.
+
+    ``band_key="sum"`` (datasketch's ``_band_hash``): the sum of the band's
+    ``r`` values mod 2^61-1. ``"mix"``: a 64-bit hash of the values mod
+    2^61-1, which unlike the sum is uniform over the key range (the sum of
+    ``r`` minima collides between distinct documents at scale:
+    docs/algorithm.md §7), but is not datasketch's.
+    """
     sig = np.asarray(signatures)
     if sig.ndim != 2:
         raise ValueError(f"signatures must be a 2-D (documents, num_perm) array, got shape {sig.shape}")
@@ -158,7 +174,7 @@ def band_keys(signatures: np.ndarray, b: int, r: int) -> np.ndarray:
             raise ValueError("signature values must fit in 32 bits")
         sig = sig.astype(np.uint32)
     validate_bands(b, r, sig.shape[1])
-    return _native.band_keys(np.ascontiguousarray(sig), int(b), int(r))
+    return _native.band_keys(np.ascontiguousarray(sig), int(b), int(r), validate_band_key(band_key))
 
 
 def text_band_keys(
@@ -171,8 +187,9 @@ def text_band_keys(
     scheme: str = "affine32",
     normalize: Normalize = False,
     threads: int = 1,
+    band_key: str = "sum",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Band keys straight from texts without materializing the signatures.
+    """Band keys (see :func:`band_keys`) straight from texts without materializing the signatures.
 
     Returns ``(keys, has_shingles)``: a ``(N, b)`` uint64 array and a boolean
     array that is False for null/empty documents (whose keys are meaningless).
@@ -182,7 +199,8 @@ def text_band_keys(
     validate_bands(b, r, num_perm)
     a, bb = permutations(num_perm, seed, scheme)
     return _native.minhash_band_keys(
-        _texts_list(texts), a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads)
+        _texts_list(texts), a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads),
+        validate_band_key(band_key),
     )
 
 
@@ -196,6 +214,7 @@ def arrow_band_keys(
     scheme: str = "affine32",
     normalize: Normalize = False,
     threads: int = 1,
+    band_key: str = "sum",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
     import pyarrow as pa
@@ -219,5 +238,6 @@ def arrow_band_keys(
         valid = array.is_valid().to_numpy(zero_copy_only=False)
     a, bb = permutations(num_perm, seed, scheme)
     return _native.minhash_band_keys_arrow(
-        offsets, data, valid, a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads)
+        offsets, data, valid, a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads),
+        validate_band_key(band_key),
     )

@@ -24,7 +24,7 @@ from pyspark.ml.param.shared import HasInputCol, HasOutputCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
 from lshbloom_udf.config import DEFAULTS, MODES
-from lshbloom_udf.index import BLOOM_BACKENDS, BLOOM_FORMAT, validate_bloom
+from lshbloom_udf.index import BLOOM_BACKENDS, validate_bloom
 from lshbloom_udf.minhash import normalization_name
 from lshbloom_udf.spark import DedupInputError, deduplicate, resolve_params
 
@@ -69,6 +69,9 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
     seed = Param(Params._dummy(), "seed", "seed of the MinHash permutations", typeConverter=TypeConverters.toInt)
     scheme = Param(Params._dummy(), "scheme", "permutation scheme: affine32 (datasketch >= 2) or legacy",
                    typeConverter=TypeConverters.toString)
+    bandKey = Param(Params._dummy(), "bandKey",
+                    "band key: sum (datasketch's) or mix (no band-sum collisions at scale; not datasketch's)",
+                    typeConverter=TypeConverters.toString)
     pEffective = Param(Params._dummy(), "pEffective",
                        "effective Bloom false-positive rate of a new index (0 = default; an existing index keeps its own)",
                        typeConverter=TypeConverters.toFloat)
@@ -101,13 +104,14 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
         normalize: Any = DEFAULTS["normalize"],
         seed: int = DEFAULTS["seed"],
         scheme: str = DEFAULTS["scheme"],
+        bandKey: str = DEFAULTS["band_key"],
         pEffective: Optional[float] = None,
         expectedDocs: Optional[int] = None,
         indexDir: Optional[str] = None,
         orderBy: Optional[list] = None,
         checkpoint: str = DEFAULTS["checkpoint"],
         progress: bool = True,
-        bloom: str = BLOOM_FORMAT,
+        bloom: str = DEFAULTS["bloom"],
     ):
         super().__init__()
         self._setDefault(
@@ -122,13 +126,14 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
             normalize=_to_normalize(DEFAULTS["normalize"]),
             seed=DEFAULTS["seed"],
             scheme=DEFAULTS["scheme"],
+            bandKey=DEFAULTS["band_key"],
             pEffective=0.0,
             expectedDocs=0,
             indexDir=_UNSET,
             orderBy=[],
             checkpoint=DEFAULTS["checkpoint"],
             progress=True,
-            bloom=BLOOM_FORMAT,
+            bloom=DEFAULTS["bloom"],
         )
         self.lastSummary: Optional[dict] = None
         kwargs = self._input_kwargs
@@ -194,6 +199,9 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
     def setScheme(self, value: str) -> "LSHBloomDeduplicator":
         return self._setp(scheme=value)
 
+    def setBandKey(self, value: str) -> "LSHBloomDeduplicator":
+        return self._setp(bandKey=value)
+
     def setPEffective(self, value: Optional[float]) -> "LSHBloomDeduplicator":
         return self._setp(pEffective=value or 0.0)
 
@@ -242,6 +250,9 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
 
     def getScheme(self) -> str:
         return self.getOrDefault(self.scheme)
+
+    def getBandKey(self) -> str:
+        return self.getOrDefault(self.bandKey)
 
     def getPEffective(self) -> Optional[float]:
         return self.getOrDefault(self.pEffective) or None
@@ -296,6 +307,7 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
                 self.getScheme(),
                 p_eff if p_eff is not None else DEFAULTS["p_effective"],
                 self.getBands(),
+                band_key=self.getBandKey(),
             )
         except DedupInputError as e:
             raise ValueError(str(e)) from None
@@ -313,6 +325,7 @@ class LSHBloomDeduplicator(Transformer, HasInputCol, HasOutputCol, DefaultParams
             normalize=self.getNormalize(),
             seed=self.getSeed(),
             scheme=self.getScheme(),
+            band_key=self.getBandKey(),
             p_effective=self.getPEffective(),
             expected_docs=self.getExpectedDocs(),
             index_dir=self.getIndexDir(),

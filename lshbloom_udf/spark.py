@@ -195,6 +195,7 @@ def resolve_params(
     p_effective: float,
     bands: Optional[Sequence[int]],
     capacity: int = 1,
+    band_key: str = DEFAULTS["band_key"],
 ) -> IndexParams:
     """Validated :class:`IndexParams` (bad values raise :class:`DedupInputError` naming the parameter)."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) <= 1.0:
@@ -219,6 +220,7 @@ def resolve_params(
             ngram=int(ngram),
             normalize=normalize if normalize is not None else "none",
             p_effective=float(p_effective),
+            band_key=band_key,
         )
     except (ValueError, TypeError) as e:
         raise DedupInputError(str(e)) from None
@@ -484,6 +486,7 @@ def deduplicate(
     normalize: Union[bool, str, Sequence[str], None] = DEFAULTS["normalize"],
     seed: int = DEFAULTS["seed"],
     scheme: str = DEFAULTS["scheme"],
+    band_key: str = DEFAULTS["band_key"],
     p_effective: Optional[float] = None,
     expected_docs: Optional[int] = DEFAULTS["expected_docs"],
     index_dir: Optional[str] = DEFAULTS["index_dir"],
@@ -499,7 +502,7 @@ def deduplicate(
     defer_commit: bool = False,
     transaction: Optional[IndexTransaction] = None,
     run_info: Optional[dict] = None,
-    bloom: str = BLOOM_FORMAT,
+    bloom: str = DEFAULTS["bloom"],
 ):
     """Near-duplicate detection with LSHBloom over the string column ``text_col`` of ``df``.
 
@@ -577,7 +580,7 @@ def deduplicate(
     if defer_commit and (index_dir is None or not return_summary):
         raise DedupInputError("defer_commit needs an index_dir and return_summary=True")
     p_eff = DEFAULTS["p_effective"] if p_effective is None else p_effective
-    params = resolve_params(threshold, num_perm, ngram, normalize, seed, scheme, p_eff, bands)
+    params = resolve_params(threshold, num_perm, ngram, normalize, seed, scheme, p_eff, bands, band_key=band_key)
     _validate_int("chunk_rows", chunk_rows, 1)
     try:
         validate_bloom(bloom)
@@ -859,6 +862,7 @@ def _deduplicate_locked(
             "normalize": params.normalize,
             "seed": params.seed,
             "scheme": params.scheme,
+            "band_key": params.band_key,
         },
         "index": index_info,
         "seconds": {
@@ -905,7 +909,7 @@ def format_summary(summary: dict) -> str:
         f"duplicates         {summary['duplicates']:,}  ({100 * summary['duplicate_rate']:.2f}%)",
         f"kept               {summary['kept']:,}",
         f"parameters         threshold {p.get('threshold')}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
-        f"ngram {p.get('ngram')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}",
+        f"ngram {p.get('ngram')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, band key {p.get('band_key', 'sum')}",
         f"index              {where}: {human_bytes(idx.get('bytes_on_disk', 0))} of {idx.get('backend', BLOOM_FORMAT)} filters, "
         f"{idx.get('inserted_total', 0):,} documents inserted in all"
         + (f" ({idx['inserted_before']:,} before this run)" if idx.get("inserted_before") else ""),

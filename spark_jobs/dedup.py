@@ -42,6 +42,7 @@ import sys
 
 from lshbloom_udf.config import CHECKPOINTS, DEFAULTS, MODES, ConfigError, load_config
 from lshbloom_udf.index import BLOOM_BACKENDS
+from lshbloom_udf.minhash import BAND_KEYS
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -90,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                          f"default {d['normalize']}")
     mh.add_argument("--seed", type=int, default=S, help=f"permutation seed (default {d['seed']})")
     mh.add_argument("--scheme", choices=("affine32", "legacy"), default=S, help=f"default {d['scheme']}")
+    mh.add_argument("--band-key", choices=BAND_KEYS, default=S,
+                    help="how a band's values become its key: sum (datasketch's) or mix (a 64-bit hash: no band-sum "
+                         f"collisions between distinct documents at scale, docs/algorithm.md section 7); default {d['band_key']}")
 
     ix = p.add_argument_group("index")
     ix.add_argument("--p-effective", type=float, default=S, help=f"effective Bloom false-positive rate of a new index (default {d['p_effective']})")
@@ -100,10 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "(they will all be flagged as duplicates of themselves); default: reproduce that run's result")
     ix.add_argument("--checkpoint", choices=CHECKPOINTS, default=S,
                     help="how the keyed rows are pinned: local (localCheckpoint) or reliable (needs spark.checkpoint.dir)")
-    ix.add_argument("--bloom", choices=BLOOM_BACKENDS, default=BLOOM_BACKENDS[0],
-                    help="Bloom filter backend of a new index: pybloomfiltermmap3 (default; datasketch-compatible files) or "
+    ix.add_argument("--bloom", choices=BLOOM_BACKENDS, default=S,
+                    help="Bloom filter backend of a new index: pybloomfiltermmap3 (datasketch-compatible files) or "
                          "blocked (one cache line per key per band: faster, larger, not readable by datasketch); "
-                         "an existing --index-dir must have this backend")
+                         f"an existing --index-dir must have this backend; default {d['bloom']}")
     from lshbloom_udf.config import PRESETS
 
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
@@ -222,6 +226,7 @@ def run(argv=None) -> int:
                 normalize=settings["normalize"],
                 seed=settings["seed"],
                 scheme=settings["scheme"],
+                band_key=settings["band_key"],
                 p_effective=settings["p_effective"] if ("p_effective" in vars(args) or _in_config(args, "p_effective")) else None,
                 expected_docs=settings["expected_docs"],
                 index_dir=settings["index_dir"],
@@ -229,7 +234,7 @@ def run(argv=None) -> int:
                 bands=settings["bands"],
                 flag_col=settings["flag_column"],
                 checkpoint=settings["checkpoint"],
-                bloom=args.bloom,
+                bloom=settings["bloom"],
                 progress=not args.quiet,
                 return_summary=True,
                 force_new_ingest=args.force_new_ingest,

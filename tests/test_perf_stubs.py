@@ -9,7 +9,7 @@ import lshbloom_udf
 from lshbloom_udf import _native
 
 STUB = os.path.join(os.path.dirname(lshbloom_udf.__file__), "_native.pyi")
-PRIVATE_ALIASES = {"_StrPath", "_Scheme", "_U64Array", "_U32Array", "_Offsets"}
+PRIVATE_ALIASES = {"_StrPath", "_Scheme", "_BandKey", "_U64Array", "_U32Array", "_Offsets"}
 
 
 def stub_names():

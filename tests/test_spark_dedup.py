@@ -187,6 +187,37 @@ def test_parameter_mismatch_with_kept_index_fails_clearly(docs_df, tmp_path):
         deduplicate(small, index_dir=index_dir, expected_docs=12345, progress=False)
 
 
+def test_mix_band_keys_decide_as_an_exact_keep_first_loop_over_them(docs_df, docs, tmp_path):
+    """band_key="mix": the same pipeline over other keys; the reference is an exact set per band."""
+    import numpy as np
+
+    from lshbloom_udf import band_keys, signatures
+
+    out, summary = deduplicate(docs_df, order_by="id", band_key="mix", index_dir=str(tmp_path / "ix"),
+                               return_summary=True, progress=False)
+    rows = sorted(out.collect(), key=lambda r: r["id"])
+    texts = [r["text"] for r in rows]
+    keys = band_keys(signatures(texts, num_perm=256), 42, 6, band_key="mix")
+    seen = [set() for _ in range(42)]
+    expected = []
+    for text, row in zip(texts, keys):
+        if not text or not text.split():
+            expected.append(False)
+            continue
+        dup = any(int(k) in band for k, band in zip(row, seen))
+        if not dup:
+            for k, band in zip(row, seen):
+                band.add(int(k))
+        expected.append(dup)
+    assert [r["is_duplicate"] for r in rows] == expected
+    assert sum(expected) > 50 and summary["params"]["band_key"] == "mix"
+    # The keys themselves differ from datasketch's, the near-duplicates found are the same here.
+    assert not np.array_equal(keys, band_keys(signatures(texts, num_perm=256), 42, 6))
+    assert expected == datasketch_flags(texts, config=REFERENCE)
+    with pytest.raises(IndexMismatchError, match="band_key"):
+        deduplicate(docs_df, index_dir=str(tmp_path / "ix"), progress=False)
+
+
 def test_summary_contents(docs_df, docs):
     result = deduplicate(docs_df, return_summary=True, progress=False)
     df, summary = result

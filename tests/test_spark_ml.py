@@ -31,6 +31,7 @@ def test_defaults_come_from_config():
     assert t.getNgram() == DEFAULTS["ngram"]
     assert t.getSeed() == DEFAULTS["seed"]
     assert t.getScheme() == DEFAULTS["scheme"]
+    assert t.getBandKey() == DEFAULTS["band_key"] and t.getBloom() == DEFAULTS["bloom"]
     assert t.getMode() == DEFAULTS["mode"]
     assert t.getIdCol() is None and t.getIndexDir() is None and t.getBands() is None
     assert t.getPEffective() is None and t.getExpectedDocs() is None
@@ -45,13 +46,17 @@ def test_params_are_typed_and_validated():
     with pytest.raises(ValueError, match="mode"):
         LSHBloomDeduplicator().setMode("drop")
     with pytest.raises(ValueError, match="exceeds num_perm"):
-        LSHBloomDeduplicator(bands=[50, 6])
+        LSHBloomDeduplicator(numPerm=256, bands=[50, 6])
     with pytest.raises(TypeError):
         LSHBloomDeduplicator(numPerm="many")
     with pytest.raises(TypeError, match="normalize"):
         LSHBloomDeduplicator(normalize="uppercase")
     with pytest.raises(ValueError, match="scheme"):
         LSHBloomDeduplicator().setScheme("md5")
+    with pytest.raises(ValueError, match="band_key"):
+        LSHBloomDeduplicator().setBandKey("xor")
+    with pytest.raises(ValueError, match="bloom must be one of"):
+        LSHBloomDeduplicator(bloom="cuckoo")
     t = LSHBloomDeduplicator().setThreshold(0.8).setIdCol("id").setIndexDir(None)
     assert t.getThreshold() == 0.8 and t.getIdCol() == "id" and t.getIndexDir() is None
 
@@ -79,6 +84,16 @@ def test_in_pipeline_saved_and_loaded(spark, df, tmp_path):
     assert isinstance(reloaded.stages[-1], LSHBloomDeduplicator)
     again = {r["id"]: r["dup"] for r in reloaded.transform(df).collect()}
     assert again == expected
+
+
+def test_band_key_and_bloom_reach_the_run(df, tmp_path):
+    dedup = LSHBloomDeduplicator(inputCol="body", orderBy=["id"], progress=False, bandKey="mix", bloom="blocked",
+                                 indexDir=str(tmp_path / "ix"), **REFERENCE_ML)
+    dedup.transform(df).count()
+    assert dedup.lastSummary["params"]["band_key"] == "mix" and dedup.lastSummary["index"]["backend"] == "blocked"
+    dedup.write().overwrite().save(str(tmp_path / "dedup"))
+    loaded = LSHBloomDeduplicator.load(str(tmp_path / "dedup"))
+    assert (loaded.getBandKey(), loaded.getBloom()) == ("mix", "blocked")
 
 
 def test_filter_mode_transformer(df):

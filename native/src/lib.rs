@@ -29,6 +29,7 @@ use pyo3::exceptions::{PyOSError, PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
+use crate::bands::BandKey;
 use crate::blocked::{BlockedBands, BlockedFile};
 use crate::bloom::{BandFilters, BloomError, BloomFile};
 use crate::minhash::{MinHasher, Permutations, Scheme};
@@ -458,12 +459,15 @@ fn minhash_arrow<'py>(
 
 /// Band keys of an (N, k) signature matrix, shape (N, b).
 #[pyfunction]
+#[pyo3(signature = (signatures, b, r, band_key = "sum"))]
 fn band_keys<'py>(
     py: Python<'py>,
     signatures: &Bound<'py, PyAny>,
     b: i64,
     r: i64,
+    band_key: &str,
 ) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let band_key = BandKey::parse(band_key).map_err(value_err)?;
     let sigs = input_u32(signatures, "signatures")?;
     sigs.require_ndim("signatures", 2, "2-D (N, k)")?;
     let (n, k) = (sigs.shape[0], sigs.shape[1]);
@@ -472,7 +476,7 @@ fn band_keys<'py>(
     let out = py.detach(|| {
         let mut out = vec![0u64; n * b];
         if n > 0 {
-            bands::band_keys(slice, k, b, r, &mut out);
+            bands::band_keys(slice, k, b, r, band_key, &mut out);
         }
         out
     });
@@ -494,7 +498,7 @@ fn keys_and_flags<'py>(py: Python<'py>, n: usize, b: usize, keys: Vec<u64>, has:
 
 /// Fused MinHash + band keys: ((N, b) keys, (N,) has_shingles).
 #[pyfunction]
-#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1))]
+#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1, band_key = "sum"))]
 #[allow(clippy::too_many_arguments)]
 fn minhash_band_keys<'py>(
     py: Python<'py>,
@@ -507,21 +511,23 @@ fn minhash_band_keys<'py>(
     b: i64,
     r: i64,
     threads: i64,
+    band_key: &str,
 ) -> PyResult<KeysAndFlags<'py>> {
     let hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
     let (b, r) = check_bands(hasher.num_perm(), b, r)?;
+    let band_key = BandKey::parse(band_key).map_err(value_err)?;
     let threads = check_threads(threads)?;
     let objs = collect_texts(texts)?;
     let cows = text_cows(&objs)?;
     let rows: Vec<Option<&str>> = cows.iter().map(|c| c.as_deref()).collect();
     let n = rows.len();
-    let (keys, has) = py.detach(|| band_keys_parallel(&hasher, &rows, b, r, threads));
+    let (keys, has) = py.detach(|| band_keys_parallel(&hasher, &rows, b, r, band_key, threads));
     Ok(keys_and_flags(py, n, b, keys, has))
 }
 
 /// Fused MinHash + band keys over Arrow string buffers.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1))]
+#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1, band_key = "sum"))]
 #[allow(clippy::too_many_arguments)]
 fn minhash_band_keys_arrow<'py>(
     py: Python<'py>,
@@ -536,9 +542,11 @@ fn minhash_band_keys_arrow<'py>(
     b: i64,
     r: i64,
     threads: i64,
+    band_key: &str,
 ) -> PyResult<KeysAndFlags<'py>> {
     let hasher = build_hasher(perm_a, perm_b, scheme, ngram, normalize)?;
     let (b, r) = check_bands(hasher.num_perm(), b, r)?;
+    let band_key = BandKey::parse(band_key).map_err(value_err)?;
     let threads = check_threads(threads)?;
     let input = ArrowInput::new(offsets, data, valid)?;
     let input = input.slices();
@@ -546,7 +554,7 @@ fn minhash_band_keys_arrow<'py>(
         .detach(|| {
             let rows = input.rows()?;
             let n = rows.len();
-            let (keys, has) = band_keys_parallel(&hasher, &rows, b, r, threads);
+            let (keys, has) = band_keys_parallel(&hasher, &rows, b, r, band_key, threads);
             Ok::<_, String>((n, keys, has))
         })
         .map_err(value_err)?;
@@ -564,6 +572,7 @@ fn band_keys_parallel(
     rows: &[Option<&str>],
     b: usize,
     r: usize,
+    band_key: BandKey,
     threads: usize,
 ) -> (Vec<u64>, Vec<bool>) {
     let n = rows.len();
@@ -571,14 +580,14 @@ fn band_keys_parallel(
     let mut has = vec![false; n];
     let threads = threads.min(n.div_ceil(64)).max(1);
     if threads == 1 {
-        bands::minhash_band_keys(&mut hasher.clone(), rows, b, r, &mut keys, &mut has);
+        bands::minhash_band_keys(&mut hasher.clone(), rows, b, r, band_key, &mut keys, &mut has);
         return (keys, has);
     }
     let per = n.div_ceil(threads);
     std::thread::scope(|scope| {
         for ((rows, keys), has) in rows.chunks(per).zip(keys.chunks_mut(per * b)).zip(has.chunks_mut(per)) {
             let mut h = hasher.clone();
-            scope.spawn(move || bands::minhash_band_keys(&mut h, rows, b, r, keys, has));
+            scope.spawn(move || bands::minhash_band_keys(&mut h, rows, b, r, band_key, keys, has));
         }
     });
     (keys, has)
