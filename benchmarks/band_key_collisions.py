@@ -16,6 +16,8 @@ spurious). Part 2 extrapolates to larger corpora by drawing each document's r
 minima from the exact distribution (2^32 * Beta(1, S)) with S sampled from the
 corpus's distinct-shingle counts, and prints the fraction of *distinct* documents
 that keep-first would flag because an earlier document collides in some band.
+Both parts run for each band key: ``sum`` (datasketch's, the default) and
+``mix`` (``--band-key mix``: a 64-bit hash of the band's values).
 """
 
 from __future__ import annotations
@@ -29,14 +31,12 @@ import platform
 import numpy as np
 
 from lshbloom_udf import _native, band_keys, optimal_params, signatures
-from lshbloom_udf.minhash import normalization_mask
+from lshbloom_udf.config import DEFAULTS, PRESETS
+from lshbloom_udf.minhash import BAND_KEYS, normalization_mask
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CORPORA = [os.path.join(HERE, "..", "..", "shared", "corpus", n) for n in ("linux-docs.jsonl.gz", "man-pages.jsonl.gz")]
-CONFIGS = [  # (label, ngram, normalize, threshold)
-    ("unigrams, T 0.5 (paper)", 1, False, 0.5),
-    ("5-grams, normalize all, T 0.4 (defaults)", 5, "all", 0.4),
-]
+CONFIGS = {"paper": PRESETS["paper"], "defaults": DEFAULTS}
 
 
 def load_texts(paths):
@@ -62,25 +62,29 @@ def main() -> None:
         raise SystemExit("no corpus found; pass --corpus PATH.jsonl.gz")
     print(f"machine: {platform.processor() or platform.machine()}, corpus: {len(texts)} documents from {', '.join(map(os.path.basename, args.corpus))}")
     rng = np.random.default_rng(0)
-    for label, ngram, normalize, threshold in CONFIGS:
-        b, r = optimal_params(threshold, 256)
-        sig = signatures(texts, num_perm=256, ngram=ngram, normalize=normalize)
-        keys = band_keys(sig, b, r)
-        by_key = sum(colliding_pairs(keys[:, i]) for i in range(b))
+    for name, c in CONFIGS.items():
+        num_perm, ngram, normalize = c["num_perm"], c["ngram"], c["normalize"]
+        b, r = optimal_params(c["threshold"], num_perm)
+        label = f"{name}: T {c['threshold']}, {num_perm} permutations, {ngram}-grams, normalize {normalize}"
+        sig = signatures(texts, num_perm=num_perm, ngram=ngram, normalize=normalize, scheme=c["scheme"], seed=c["seed"])
         by_values = sum(colliding_pairs(sig[:, i * r : (i + 1) * r]) for i in range(b))
         pairs = len(texts) * (len(texts) - 1) // 2
-        per_pair_band = (by_key - by_values) / (pairs * b)
-        print(f"\n{label}: b x r = {b} x {r}, median band key {np.median(keys):.3g}")
-        print(f"  corpus: {by_key} band-sharing pairs by key, {by_values} by values -> {by_key - by_values} spurious ({per_pair_band:.2e} per pair and band)")
+        print(f"\n{label}: b x r = {b} x {r}")
         mask = normalization_mask(normalize)
         sizes = np.array([max(1, len(_native.shingles(t, ngram, mask))) for t in texts])
-        for n in args.sizes:
-            s = rng.choice(sizes, n)
-            minima = np.floor(2.0**32 * rng.beta(1, s[:, None], size=(n, r))).astype(np.uint64)
-            band_key = minima.sum(axis=1)
-            seen_before = 1 - len(np.unique(band_key)) / n
-            flagged = 1 - (1 - seen_before) ** b
-            print(f"  {n:>12,} distinct documents: {seen_before:.2e} collide with an earlier one per band -> ~{flagged:.1%} wrongly flagged over {b} bands")
+        drawn = {n: rng.choice(sizes, n) for n in args.sizes}
+        for band_key in BAND_KEYS:
+            keys = band_keys(sig, b, r, band_key=band_key)
+            by_key = sum(colliding_pairs(keys[:, i]) for i in range(b))
+            per_pair_band = (by_key - by_values) / (pairs * b)
+            print(f"  band key {band_key}: median key {np.median(keys):.3g}")
+            print(f"    corpus: {by_key} band-sharing pairs by key, {by_values} by values -> {by_key - by_values} spurious ({per_pair_band:.2e} per pair and band)")
+            for n, s in drawn.items():
+                minima = np.floor(2.0**32 * rng.beta(1, s[:, None], size=(n, r))).clip(max=2**32 - 1).astype(np.uint32)
+                key = band_keys(minima, 1, r, band_key=band_key)[:, 0]
+                seen_before = 1 - len(np.unique(key)) / n
+                flagged = 1 - (1 - seen_before) ** b
+                print(f"    {n:>12,} distinct documents: {seen_before:.2e} collide with an earlier one per band -> ~{flagged:.2%} wrongly flagged over {b} bands")
 
 
 if __name__ == "__main__":
