@@ -5,7 +5,7 @@ A directory holds ``band-{i}.bf`` for ``i < b`` — pybloomfiltermmap3 files, so
 ``pybloomfilter.BloomFilter.open`` read them (or, with ``bloom="blocked"``,
 ``band-{i}.bbf`` blocked filters, see :mod:`lshbloom_udf.blocked`) — and ``manifest.json``, which
 records every parameter that decides whether two runs' band keys are
-comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold) and
+comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold, band key) and
 how the filters were sized (capacity, p_effective, per-band p). Reopening with
 different parameters is an error, never a silent mix.
 
