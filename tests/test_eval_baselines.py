@@ -158,3 +158,50 @@ def test_bloom_files_live_in_scratch_and_are_removed(sources):
     B.DCLM(5).fractions([s.text for s in sources[:4]])
     B.run_lshbloom([s.text for s in sources[:4]], num_perm=32)
     assert set(os.listdir(B.scratch_dir())) - before == set()
+
+
+def _exact_fractions(method, texts):
+    """The overlap fraction by its definition, with a Python set of unit strings (no Bloom filter)."""
+    seen, out = set(), []
+    for text in texts:
+        keys, weights = method.units(text) if text else ([], None)
+        if not keys:
+            out.append(0.0)
+            continue
+        weights = weights or [1.0] * len(keys)
+        out.append(sum(w for k, w in zip(keys, weights) if k in seen) / sum(weights))
+        seen.update(keys)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name,n", [("ccnet", None), ("dolma", None), ("dolma-ngram", 1), ("dolma-ngram", 2),
+                                    ("dolma-ngram", 5), ("dclm", 3), ("dclm", 7), ("dclm", 13)])
+def test_bulk_unit_table_gives_each_methods_fractions(sources, name, n):
+    # a small pool of distinct texts (copies, truncations, short and empty documents), several streams over it
+    texts = [s.text for s in sources[:12]]
+    texts += [texts[0], texts[1][: len(texts[1]) // 2], _ocr(texts[2]), "one two three", "one two three", "", None,
+              "\n".join(texts[3].split("\n")[::-1]), "a b", "b a"]
+    method = B.overlap_method(name, n)
+    table = B.UnitTable(method, texts)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        rows = rng.permutation(len(texts))[: len(texts) - 3]
+        stream = [texts[i] for i in rows]
+        bulk = table.fractions(rows)
+        np.testing.assert_allclose(bulk, _exact_fractions(method, stream), rtol=0, atol=1e-12)
+        # the Bloom-filter run agrees (at p = 1e-5 a false "seen" is not expected on a few thousand units)
+        np.testing.assert_allclose(bulk, _fractions(method, stream), rtol=0, atol=1e-12)
+        assert table.distinct_units(rows) == len({k for t in stream if t for k in method.units(t)[0]})
+
+
+def test_token_table_ngram_ids_are_equal_exactly_when_the_ngrams_are():
+    texts = ["a b c a b c a b d", "c a b c a", "x y", "", "b c a b c a b"]
+    table = B.TokenTable(str.split, texts)
+    tokens = " ".join(t for t in texts if t).split()  # the table's token stream, texts end to end
+    for n in range(1, 9):
+        ids = table.grams(n)
+        grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+        assert len(ids) == len(grams)
+        for i in range(len(grams)):
+            for j in range(len(grams)):
+                assert (ids[i] == ids[j]) == (grams[i] == grams[j])
