@@ -26,10 +26,10 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         # MinHash / LSH (decide compatibility with an existing index)
         # threshold/ngram/normalize: chosen by the evaluation study (docs/evaluation.md);
         # the paper's values (0.5, 1, none) are PRESETS["paper"]
-        "threshold": 0.4,
-        "num_perm": 256,
+        "threshold": 0.45,
+        "num_perm": 512,
         "bands": None,  # [b, r] instead of the optimum for the threshold
-        "ngram": 5,
+        "ngram": 4,
         "normalize": "all",  # none | all | comma list of nfkc, lower, punct
         "seed": 1,
         "scheme": "affine32",  # affine32 (datasketch >= 2) | legacy (datasketch < 2, the paper's code)

@@ -4,7 +4,7 @@
 # MAGIC
 # MAGIC Deduplicates a small real corpus end to end with `lshbloom_udf.deduplicate`: the bundled sample
 # MAGIC (standard-library docstrings plus near-duplicate edits), keep-first decisions with the default settings
-# MAGIC (Jaccard threshold 0.4 over normalized word 5-grams), flagged documents shown next to the kept document they
+# MAGIC (Jaccard threshold 0.45 over normalized word 4-grams, 512 permutations), flagged documents shown next to the kept document they
 # MAGIC duplicate, the run's summary, and a second batch deduplicated against the first by reusing the index.
 # MAGIC
 # MAGIC **Setup.** Install the `lshbloom-spark` wheel as a cluster library (it has a native extension, so it must be
