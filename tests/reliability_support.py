@@ -16,8 +16,8 @@ JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 # The datasketch reference's settings (tests/spark_support.py), spelled out so that
 # the tests do not depend on the product's defaults (chosen by the evaluation study).
-REF_FLAGS = ["--threshold", "0.5", "--ngram", "1", "--normalize", "none"]
-REF_KW = dict(threshold=0.5, ngram=1, normalize="none")
+REF_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none"]
+REF_KW = dict(threshold=0.5, num_perm=256, ngram=1, normalize="none")
 
 
 def load_job():

@@ -52,7 +52,7 @@ def small_input(tmp_path_factory):
         (dict(threshold=1.0001), r"threshold must be a number in \(0, 1\]"),
         (dict(threshold="0.5"), "threshold must be a number"),
         (dict(num_perm=1), "num_perm must be an integer >= 2"),
-        (dict(bands=(9, 29)), r"b \* r = 9 \* 29 = 261 exceeds num_perm = 256"),
+        (dict(num_perm=256, bands=(9, 29)), r"b \* r = 9 \* 29 = 261 exceeds num_perm = 256"),
         (dict(p_effective=0.0), "p_effective"),
         (dict(p_effective=1.0), "p_effective"),
         (dict(expected_docs=0), "expected_docs must be an integer >= 1"),
@@ -75,7 +75,7 @@ def test_threshold_one_is_valid(spark):
     [
         (["--threshold", "0"], "threshold must be"),
         (["--num-perm", "1"], "num_perm must be an integer >= 2"),
-        (["--bands", "30", "9"], "exceeds num_perm"),
+        (["--num-perm", "256", "--bands", "30", "9"], "exceeds num_perm = 256"),
         (["--p-effective", "1"], "p_effective"),
         (["--expected-docs", "-3"], "expected_docs"),
     ],

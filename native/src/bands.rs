@@ -7,6 +7,7 @@
 //! of them (docs/algorithm.md §7). `Mix` keys are uniform over 2^61 - 1 and
 //! collide at the rate the sizing formulas assume, but are not datasketch's.
 
+use crate::bloom::fmix64;
 use crate::minhash::{MinHasher, MERSENNE61};
 
 /// Checks `b`, `r` against the signature length `k`.
@@ -61,17 +62,8 @@ fn key_of_values(band: &[u32]) -> u64 {
     for &v in band {
         h = (h ^ u64::from(v)).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(31);
     }
+    // MurmurHash3's finalizer: every input bit affects every output bit.
     fmix64(h) % MERSENNE61
-}
-
-/// MurmurHash3's 64-bit finalizer: every input bit affects every output bit.
-#[inline(always)]
-fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-    h ^ (h >> 33)
 }
 
 /// Reduces an exact band sum mod 2^61 - 1.
