@@ -38,7 +38,8 @@ def _docstrings(module_name: str) -> Iterator[str]:
         return
     yield inspect.getdoc(module) or ""
     for name, obj in sorted(vars(module).items()):
-        if name.startswith("_"):
+        # A submodule is a member only once something imported it: it is read as a module of its own.
+        if name.startswith("_") or inspect.ismodule(obj):
             continue
         yield inspect.getdoc(obj) or ""
         if inspect.isclass(obj):
@@ -47,14 +48,41 @@ def _docstrings(module_name: str) -> Iterator[str]:
                     yield inspect.getdoc(attr) or ""
 
 
+def package_modules(packages: list[str]) -> list[str]:
+    """``packages`` and all their submodules that are importable, except tests, in a stable order."""
+    import pkgutil
+
+    names = []
+    for package in packages:
+        try:
+            root = importlib.import_module(package)
+        except Exception:  # not installed here: contributes nothing
+            continue
+        names.append(package)
+        paths = getattr(root, "__path__", None)
+        if paths is None:
+            continue
+        for info in pkgutil.walk_packages(paths, prefix=f"{package}.", onerror=lambda name: None):
+            parts = info.name.split(".")
+            if any(p.startswith("_") or p in ("tests", "test", "testing", "conftest") for p in parts[1:]):
+                continue
+            names.append(info.name)
+    return sorted(set(names))
+
+
 def stdlib_documents(min_words: int = 25) -> list[str]:
     """Distinct standard-library docstrings of at least ``min_words`` words, in a stable order."""
+    return docstring_documents(sample_modules(), min_words)
+
+
+def docstring_documents(module_names: list[str], min_words: int = 25) -> list[str]:
+    """Distinct docstrings of the modules ``module_names`` (and their public members) of at least ``min_words`` words."""
     seen: set[str] = set()
     docs = []
     with warnings.catch_warnings():
         # Importing and reading deprecated modules warns; the text is still fine.
         warnings.simplefilter("ignore")
-        for module_name in sample_modules():
+        for module_name in module_names:
             for doc in _docstrings(module_name):
                 if len(doc.split()) >= min_words and doc not in seen:
                     seen.add(doc)

@@ -200,3 +200,26 @@ def test_generate_command_writes_streams_and_manifest(tmp_path, capsys):
 def test_generate_command_rejects_bad_levels(tmp_path):
     with pytest.raises(SystemExit):
         eval_main(["generate", "--input", "x.jsonl", "--output-dir", str(tmp_path), "--levels", "0.5,1.5"])
+
+
+def test_docstring_corpus_of_installed_packages(tmp_path):
+    """`corpus` writes every distinct docstring of 50+ words of a package and its submodules, tests excluded."""
+    from lshbloom_udf.sample import docstring_documents, package_modules
+
+    out = tmp_path / "docstrings.jsonl.gz"
+    assert eval_main(["corpus", "--packages", "json,email,no_such_package_here", "--output", str(out)]) == 0
+    with gzip.open(out, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    modules = package_modules(["json", "email"])
+    assert "json.decoder" in modules and "email.mime.text" in modules
+    numpy_modules = package_modules(["numpy"])
+    assert "numpy.linalg" in numpy_modules
+    assert not any(part in ("tests", "testing") for m in numpy_modules for part in m.split("."))
+    texts = [r["text"] for r in rows]
+    assert texts == docstring_documents(modules, 50)
+    assert len(set(texts)) == len(texts) > 10 and all(len(t.split()) >= 50 for t in texts)
+    assert len({r["id"] for r in rows}) == len(rows)
+    # It is a source corpus like any other: the generator takes it.
+    pool, report = G.prepare_sources(G.read_jsonl(str(out), "text", "id"), min_words=50)
+    assert report and len(pool) > 0
+    assert eval_main(["corpus", "--packages", "no_such_package_here", "--output", str(tmp_path / "none.jsonl.gz")]) == 2

@@ -3,6 +3,7 @@
     python -m lshbloom_udf.evaluation generate --input docs.jsonl.gz --output-dir streams/ [--docs 1000] [--levels 0.1,0.5,0.9]
     python -m lshbloom_udf.evaluation score --stream streams/stream-50.jsonl.gz [--predictions flags.jsonl] [--preset paper | --threshold ...]
     python -m lshbloom_udf.evaluation study --tune linux-docs.jsonl.gz --test man-pages.jsonl.gz --out docs/evaluation
+    python -m lshbloom_udf.evaluation corpus --packages numpy,scipy,pandas,matplotlib,pyarrow --output docstrings.jsonl.gz
 
 ``generate`` writes one labelled stream per duplication level (JSONL with id,
 text, source, kind, variant, is_duplicate, level) and a ``manifest.json``.
@@ -11,7 +12,9 @@ with the id and a boolean flag column) against a stream, or, without
 ``--predictions``, runs LSHBloom with the given parameters and reports its
 precision, recall and F1 and its agreement with datasketch ``MinHashLSH``
 and ``MinHashLSHBloom`` on the same stream. ``study`` runs the tuning study
-(:mod:`lshbloom_udf.evaluation.study`).
+(:mod:`lshbloom_udf.evaluation.study`). ``corpus`` builds a source corpus from
+the docstrings of installed packages (a genre of its own, for a held-out test
+of settings chosen on other data).
 """
 
 from __future__ import annotations
@@ -127,6 +130,23 @@ def cmd_score(args) -> int:
     return 0
 
 
+def cmd_corpus(args) -> int:
+    import gzip
+
+    from lshbloom_udf.sample import docstring_documents, package_modules
+
+    packages = [p.strip() for p in args.packages.split(",") if p.strip()]
+    modules = package_modules(packages)
+    docs = docstring_documents(modules, args.min_words)
+    if not docs:
+        raise ValueError(f"no docstrings of {args.min_words}+ words found in {', '.join(packages)}")
+    with gzip.open(args.output, "wt", encoding="utf-8") as f:
+        for i, text in enumerate(docs):
+            f.write(json.dumps({"id": f"docstring-{i:06d}", "text": text}, ensure_ascii=False) + "\n")
+    print(json.dumps({"packages": packages, "modules": len(modules), "documents": len(docs), "output": args.output}))
+    return 0
+
+
 def cmd_study(args) -> int:
     from lshbloom_udf.evaluation.study import StudyConfig, run_study
 
@@ -170,6 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--p-effective", type=float)
     s.add_argument("--no-datasketch", action="store_true", help="skip the datasketch comparison")
     s.set_defaults(func=cmd_score)
+
+    c = sub.add_parser("corpus", help="write a JSONL.gz source corpus of the docstrings of installed packages")
+    c.add_argument("--packages", default="numpy,scipy,pandas,matplotlib,pyarrow",
+                   help="comma list of importable packages, walked with their submodules (tests excluded)")
+    c.add_argument("--output", required=True, help="JSONL.gz file to write (fields id, text)")
+    c.add_argument("--min-words", type=int, default=50)
+    c.set_defaults(func=cmd_corpus)
 
     st = sub.add_parser("study", help="run the tuning study (CSV, results.md, PNG plots)")
     st.add_argument("--tune", required=True, help="JSONL of source documents to tune on")
