@@ -206,7 +206,7 @@ def test_docstring_corpus_of_installed_packages(tmp_path):
     """`corpus` writes every distinct docstring of 50+ words of a package and its submodules, tests excluded."""
     from lshbloom_udf.sample import docstring_documents, package_modules
 
-    out = tmp_path / "docstrings.jsonl.gz"
+    out = tmp_path / "new-dir" / "docstrings.jsonl.gz"
     assert eval_main(["corpus", "--packages", "json,email,no_such_package_here", "--output", str(out)]) == 0
     with gzip.open(out, "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]

@@ -140,6 +140,7 @@ def cmd_corpus(args) -> int:
     docs = docstring_documents(modules, args.min_words)
     if not docs:
         raise ValueError(f"no docstrings of {args.min_words}+ words found in {', '.join(packages)}")
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with gzip.open(args.output, "wt", encoding="utf-8") as f:
         for i, text in enumerate(docs):
             f.write(json.dumps({"id": f"docstring-{i:06d}", "text": text}, ensure_ascii=False) + "\n")
