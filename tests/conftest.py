@@ -25,6 +25,9 @@ def spark():
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # The session outlives every test; their local checkpoints stay cached until the JVM's
+        # garbage collector lets Spark clean them, and the 100 MB document test needs room beside them.
+        .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
