@@ -36,15 +36,18 @@ def job():
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    """The sample as three JSON-lines files (three partitions, read in name order)."""
+def data(tmp_path_factory, spark):
+    """The sample as three JSON-lines files, and datasketch's flags in the order Spark reads them."""
     root = tmp_path_factory.mktemp("spark-faults")
     docs = list(sample_docs())
     inp = root / "in"
     inp.mkdir()
     for i, cut in enumerate(range(0, len(docs), 180)):
         write_jsonl(inp / f"part-{i}.jsonl", docs[cut : cut + 180])
-    expected = dict(zip([d["id"] for d in docs], datasketch_flags([d["text"] for d in docs])))
+    # Spark packs files into partitions largest first, so input order follows file sizes, not names.
+    by_id = {d["id"]: d for d in docs}
+    order = [by_id[r["id"]] for r in spark.read.json(str(inp)).select("id").collect()]
+    expected = dict(zip([d["id"] for d in order], datasketch_flags([d["text"] for d in order])))
     return dict(root=root, docs=docs, input=str(inp), expected=expected)
 
 
