@@ -23,8 +23,6 @@ Both parts run for each band key: ``sum`` (datasketch's, the default) and
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import platform
 
@@ -34,17 +32,10 @@ from lshbloom_udf import _native, band_keys, optimal_params, signatures
 from lshbloom_udf.config import DEFAULTS, PRESETS
 from lshbloom_udf.minhash import BAND_KEYS, normalization_mask
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_CORPORA = [os.path.join(HERE, "..", "..", "shared", "corpus", n) for n in ("linux-docs.jsonl.gz", "man-pages.jsonl.gz")]
+from corpus import CORPORA, CORPUS_DIR, read_corpora
+
+DEFAULT_CORPORA = [os.path.join(CORPUS_DIR, n) for n in CORPORA]
 CONFIGS = {"paper": PRESETS["paper"], "defaults": DEFAULTS}
-
-
-def load_texts(paths):
-    texts = []
-    for path in paths:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            texts.extend(json.loads(line)["text"] for line in f)
-    return texts
 
 
 def colliding_pairs(values: np.ndarray) -> int:
@@ -57,7 +48,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", default=DEFAULT_CORPORA)
     parser.add_argument("--sizes", nargs="+", type=int, default=[10**5, 10**6, 10**7])
     args = parser.parse_args()
-    texts = load_texts([p for p in args.corpus if os.path.exists(p)])
+    texts, _ = read_corpora(args.corpus, sample_fallback=False)
     if not texts:
         raise SystemExit("no corpus found; pass --corpus PATH.jsonl.gz")
     print(f"machine: {platform.processor() or platform.machine()}, corpus: {len(texts)} documents from {', '.join(map(os.path.basename, args.corpus))}")

@@ -14,7 +14,6 @@ Decisions are checked equal before any figure is printed.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -26,25 +25,10 @@ import numpy as np
 from datasketch import MinHash, MinHashLSHBloom
 
 from lshbloom_udf import IndexParams, LSHBloomIndex, arrow_band_keys, band_keys, signatures, text_band_keys
-from lshbloom_udf.sample import build_sample
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_CORPORA = [os.path.join(HERE, "..", "..", "shared", "corpus", n) for n in ("linux-docs.jsonl.gz", "man-pages.jsonl.gz")]
+from corpus import CORPORA, CORPUS_DIR, read_corpora
 
-
-def load_texts(paths, limit):
-    texts, names = [], []
-    for path in paths:
-        if not os.path.exists(path):
-            continue
-        names.append(os.path.basename(path))
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                texts.append(json.loads(line)["text"])
-    if not texts:
-        names = ["stdlib docstring sample (no shared corpus found)"]
-        texts = [d["text"] for d in build_sample(num_docs=2000)]
-    return texts[:limit], names
+DEFAULT_CORPORA = [os.path.join(CORPUS_DIR, n) for n in CORPORA]
 
 
 def datasketch_keep_first(sig, capacity: int, p_band: float, root) -> tuple[list, float]:
@@ -222,7 +206,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
-    texts, names = load_texts(args.corpus, args.docs)
+    texts, names = read_corpora(args.corpus)
+    texts = texts[: args.docs]
     print(f"machine: {machine()}")
     print(f"corpus:  {', '.join(names)}: {len(texts)} documents")
     sig = bench_signatures(texts, args.repeat)

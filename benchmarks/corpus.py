@@ -23,22 +23,29 @@ CORPORA = ("linux-docs.jsonl.gz", "man-pages.jsonl.gz")
 EDIT_RATES = (0.02, 0.10, 0.30, 0.60)
 
 
-def load_originals(corpus_dir: str = CORPUS_DIR) -> tuple[list[str], list[str]]:
+def read_corpora(paths, sample_fallback: bool = True) -> tuple[list[str], list[str]]:
+    """The texts of those of ``paths`` (gzipped JSONL, field ``text``) that exist, in order, and their names.
+
+    With none of them present: the stdlib docstring sample, or nothing without ``sample_fallback``.
+    """
     texts, names = [], []
-    for name in CORPORA:
-        path = os.path.join(corpus_dir, name)
+    for path in paths:
         if not os.path.exists(path):
             continue
-        names.append(name)
+        names.append(os.path.basename(path))
         with gzip.open(path, "rt", encoding="utf-8") as f:
             for line in f:
                 texts.append(json.loads(line)["text"])
-    if not texts:
+    if not texts and sample_fallback:
         from lshbloom_udf.sample import build_sample
 
         names = ["stdlib docstring sample (no shared corpus found)"]
         texts = [d["text"] for d in build_sample(num_docs=2000)]
     return texts, names
+
+
+def load_originals(corpus_dir: str = CORPUS_DIR) -> tuple[list[str], list[str]]:
+    return read_corpora([os.path.join(corpus_dir, name) for name in CORPORA])
 
 
 def _variant(text: str, donor: list[str], rate: float, rng: random.Random) -> str:
