@@ -28,7 +28,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from lshbloom_udf import _native, blocked
+from lshbloom_udf import _native, blocked, hooks
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
 from lshbloom_udf.minhash import normalization_name, validate_band_key, validate_ngram, validate_scheme, validate_seed
 from lshbloom_udf.sizing import BLOOM_PREAMBLE_BYTES, human_bytes, per_band_p, validate_capacity, validate_p_effective
@@ -695,8 +695,6 @@ def _roll_forward(path: str, journal: Mapping) -> None:
     ``--overwrite``) is first moved aside to ``dst.lshbloom-old`` and removed
     after the rename. Relative paths are inside the index directory.
     """
-    from lshbloom_udf import faults
-
     for i, (src, dst) in enumerate(journal["ops"]):
         src, dst = os.path.join(path, src), os.path.join(path, dst)
         old = dst + ".lshbloom-old"
@@ -716,7 +714,7 @@ def _roll_forward(path: str, journal: Mapping) -> None:
         if os.path.lexists(old):
             _rmtree(old)
         if i == 0:
-            faults.kill_point("kill-mid-commit")
+            hooks.fire("mid-commit")
 
 
 def recover(path: str) -> dict:
@@ -908,8 +906,6 @@ class IndexTransaction:
         """
         import hashlib
 
-        from lshbloom_udf import faults
-
         self._check_open()
         ops: list = []
         for tmp, final in outputs:
@@ -949,7 +945,7 @@ class IndexTransaction:
         elif run is not None:
             raise RuntimeError("a run record needs a staged index")
         if ops:
-            faults.kill_point("kill-before-commit")
+            hooks.fire("before-commit")
             journal = {"run_id": record["run_id"] if record else None, "ops": ops}
             journal_path = os.path.join(self.path, JOURNAL_NAME)
             _write_json_atomically(journal_path, journal)

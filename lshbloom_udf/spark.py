@@ -46,7 +46,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from lshbloom_udf.config import CHECKPOINTS, DEFAULTS, MODES
-from lshbloom_udf import faults
+from lshbloom_udf import hooks
 from lshbloom_udf.index import (
     BLOOM_FORMAT,
     AlreadyIngestedError,
@@ -234,7 +234,7 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
     """The ``mapInArrow`` function of stage 1: row id + band keys + active mask per batch."""
 
     width = 8 * b
-    task_faults = faults.TaskFaults()  # test-only switches, read on the driver
+    task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def compute(batches):
         import pyarrow as pa
@@ -242,9 +242,9 @@ def _keys_mapper(text_col: str, sig_kwargs: dict, b: int, keep_cols: Optional[Se
 
         from lshbloom_udf.minhash import arrow_band_keys
 
-        if task_faults:
-            task_faults.on_task_start("keys")
         ctx = TaskContext.get()
+        if task_hook is not None and ctx is not None:
+            task_hook(stage="keys", partition=ctx.partitionId(), attempt=ctx.attemptNumber())
         base = (ctx.partitionId() if ctx is not None else 0) << POS_BITS
         # Native threads per task = the cores Spark gave the task (spark.task.cpus).
         threads = max(1, int(ctx.cpus())) if ctx is not None else 1
@@ -291,15 +291,15 @@ def _packer(b: int, chunk_rows: int):
     """The ``mapInArrow`` function feeding the driver pass: one row per chunk of a partition's keys."""
 
     width = 8 * b
-    task_faults = faults.TaskFaults()  # test-only switches, read on the driver
+    task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def pack(batches):
         import pyarrow as pa
         from pyspark import TaskContext
 
-        if task_faults:
-            task_faults.on_task_start("pack")
         ctx = TaskContext.get()
+        if task_hook is not None and ctx is not None:
+            task_hook(stage="pack", partition=ctx.partitionId(), attempt=ctx.attemptNumber())
         pid = ctx.partitionId() if ctx is not None else 0
         keys_parts: list = []
         act_parts: list = []
@@ -688,7 +688,7 @@ def _deduplicate_locked(
         else:
             keyed = keyed.checkpoint(eager=True)
     documents = keyed.count()
-    faults.kill_point("kill-after-keys")
+    hooks.fire("after-keys", documents=documents)
     t_keys = time.monotonic()
     if id_col is not None:
         _check_unique_ids(keyed, id_col)
@@ -723,7 +723,6 @@ def _deduplicate_locked(
     index_info: dict = {"path": None if temporary else index_dir, "kept": not temporary}
     if content_fp is not None:
         index_info.update(content_fingerprint=content_fp, sequence_fingerprint=sequence_fp)
-    kill_after = faults.value("kill-in-driver-pass")
     try:
         if reproduce:
             dup_parts.append(txn.load_duplicates(prior))
@@ -764,8 +763,7 @@ def _deduplicate_locked(
                     empty += int(n - np.count_nonzero(active))
                     done += n
                     progress_bar.update(done, duplicates)
-                    if kill_after is not None and done >= int(kill_after):
-                        faults.kill_now(f"kill-in-driver-pass after {done} documents")
+                    hooks.fire("driver-pass", done=done)
                 progress_bar.update(done, duplicates, final=True)
                 if done != documents:
                     raise RuntimeError(f"internal error: driver pass saw {done} documents, expected {documents}")

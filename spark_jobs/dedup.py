@@ -166,7 +166,7 @@ def run(argv=None) -> int:
     from pyspark.errors import AnalysisException
     from pyspark.sql import SparkSession
 
-    from lshbloom_udf import faults
+    from lshbloom_udf import hooks
     from lshbloom_udf.index import (
         AlreadyIngestedError,
         IndexFullError,
@@ -268,15 +268,13 @@ def run(argv=None) -> int:
                 **{k: str(v) for k, v in settings["output_options"].items()}
             )
             output.prepare_temporary(txn)
-            watcher = _kill_when_exists(os.path.join(output.local_tmp, "_temporary")) if (
-                output.local_tmp and faults.enabled("kill-in-output-write")) else None
+            hooks.fire("output-write", path=output.local_tmp)
             try:
                 writer.save(output.tmp)
             except AnalysisException as e:
                 raise UserError(f"cannot write --output {args.output}: {_first_line(e)}") from None
             finally:
-                if watcher is not None:
-                    watcher.set()
+                hooks.fire("output-written")
             if output.local_tmp:
                 if txn is not None:
                     result.commit(outputs=[(output.local_tmp, output.local)])
@@ -286,7 +284,7 @@ def run(argv=None) -> int:
                 output.commit_hadoop()
                 if txn is not None:
                     result.commit()
-        faults.kill_point("kill-after-commit")
+        hooks.fire("after-commit")
         t_write = time.monotonic()
         summary = result.summary
         summary["input"] = args.input
@@ -359,24 +357,6 @@ class _Output:
             self._fs.delete(self._hpath, True)
         if not self._fs.rename(self._htmp, self._hpath):
             raise RuntimeError(f"cannot rename {self.tmp} to {self.qualified}")
-
-
-def _kill_when_exists(path: str):
-    """Test-only (fault ``kill-in-output-write``): SIGKILL the job as soon as ``path`` appears."""
-    import threading
-
-    from lshbloom_udf import faults
-
-    stop = threading.Event()
-
-    def watch():
-        while not stop.is_set():
-            if os.path.exists(path):
-                faults.kill_now(f"kill-in-output-write ({path} exists)")
-            stop.wait(0.002)
-
-    threading.Thread(target=watch, daemon=True).start()
-    return stop
 
 
 def _check_malformed(df, input_path: str, input_format: str) -> None:

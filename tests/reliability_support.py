@@ -13,6 +13,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
+# What spark-submit runs: the job, with the fault hooks LSHBLOOM_TEST_FAULT asks for installed first.
+FAULT_JOB = os.path.join(ROOT, "tests", "fault_job.py")
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 # The datasketch reference's settings (tests/spark_support.py), spelled out so that
 # the tests do not depend on the product's defaults (chosen by the evaluation study).
@@ -53,7 +55,7 @@ def submit_cmd(job_args, master="local[2]", conf=()):
     ]
     for item in conf:
         cmd += ["--conf", item]
-    return cmd + [JOB, *job_args]
+    return cmd + [FAULT_JOB, *job_args]
 
 
 def submit(job_args, fault=None, master="local[2]", conf=(), kill_after=None, timeout=300):

@@ -2,7 +2,7 @@
 
 A real ``spark-submit`` of the job is SIGKILLed (its whole process group: JVM,
 driver, Python workers) at named moments through the test-only fault switch
-``LSHBLOOM_TEST_FAULT`` (lshbloom_udf/faults.py), and at random moments from
+``LSHBLOOM_TEST_FAULT`` (tests/fault_injection.py), and at random moments from
 outside; the same command is then run again. The rerun must give exactly the
 output flags and the index (band files byte for byte, manifest, stored
 duplicates) of an uninterrupted run, and leave no staging copy, journal or
@@ -92,7 +92,7 @@ def _rerun_and_compare(world, job, capsys, spark, index, out):
 
 KILL_POINTS = [
     # (fault switch, what the index must look like right after the kill). Also in
-    # lshbloom_udf/faults.py, not run here to keep the suite short: kill-after-keys and
+    # tests/fault_injection.py, not run here to keep the suite short: kill-after-keys and
     # kill-before-commit (the same "old index, no output" state as their neighbours).
     ("kill-in-keys", "old"),  # an executor task computing band keys kills the whole job
     ("kill-in-driver-pass=1", "old"),  # after the first partition, inserted into the staging copy (see below)

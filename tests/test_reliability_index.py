@@ -24,6 +24,9 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import numpy as np
+    sys.path.insert(0, sys.argv[3])
+    import fault_injection
+    fault_injection.install_from_env()
     from lshbloom_udf.index import IndexParams, IndexTransaction
     path, seed = sys.argv[1], int(sys.argv[2])
     params = IndexParams.for_threshold(capacity=1000)
@@ -46,7 +49,7 @@ def _run(path, seed, fault=None, log=None):
     env.pop("LSHBLOOM_TEST_FAULT", None)
     if fault:
         env["LSHBLOOM_TEST_FAULT"] = f"{fault},fault-log={log}"
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed)], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), os.path.dirname(os.path.abspath(__file__))], env=env, capture_output=True, text=True,
                           start_new_session=True, timeout=120)
 
 

@@ -24,7 +24,8 @@ import time
 
 import pytest
 
-from lshbloom_udf import LSHBloomIndex, deduplicate
+import fault_injection
+from lshbloom_udf import LSHBloomIndex, deduplicate, hooks
 from lshbloom_udf.index import IndexLockedError, IndexTransaction
 from reliability_support import REF_FLAGS, index_state, job_env, load_job, read_flags, run_job, submit, write_jsonl
 from spark_support import datasketch_flags, sample_docs
@@ -142,10 +143,12 @@ def test_without_retries_a_failing_task_fails_the_run_and_keeps_the_index(data, 
     df = spark.read.json(data["input"])
     deduplicate(df.limit(50), index_dir=index, expected_docs=1000, progress=False)
     before = index_state(index)
-    monkeypatch.setenv("LSHBLOOM_TEST_FAULT", "fail-task-first-attempt")
-    with pytest.raises(Exception, match="fails on its first attempt"):
-        deduplicate(df, index_dir=index, progress=False)
-    monkeypatch.delenv("LSHBLOOM_TEST_FAULT")
+    fault_injection.install({"fail-task-first-attempt": None})
+    try:
+        with pytest.raises(Exception, match="fails on its first attempt"):
+            deduplicate(df, index_dir=index, progress=False)
+    finally:
+        hooks.uninstall()
     assert index_state(index) == before
 
 

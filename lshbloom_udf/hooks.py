@@ -1,0 +1,66 @@
+"""Named points of a run where a caller can hook in; nothing happens unless one is installed.
+
+The reliability tests use them to inject real faults (SIGKILL, failing or slow
+tasks) at exact moments of real runs (``tests/fault_injection.py``); the
+product never reads a fault switch itself. A point that has no hook costs one
+dictionary lookup.
+
+Points on the driver, fired with keyword arguments:
+
+``after-keys``
+    the keys stage is checkpointed (``documents=``).
+``driver-pass``
+    the driver pass decided a chunk (``done=`` documents so far).
+``output-write``
+    the job starts writing its output (``path=`` the local temporary output,
+    or None on another file system); ``output-written`` when it is done.
+``before-commit``
+    the output is written and the index staged, before the commit journal.
+``mid-commit``
+    the journal is written and its first rename done.
+``after-commit``
+    the commit is done, before the summary is written.
+
+On the executors, ``task-start`` (``stage=`` "keys" or "pack", ``partition=``,
+``attempt=``) runs at the start of each task. Executors are other processes:
+the hook installed on the driver when the stage is planned is shipped with the
+task (so it must be picklable by cloudpickle).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+Hook = Callable[..., None]
+
+POINTS = ("after-keys", "driver-pass", "output-write", "output-written", "before-commit", "mid-commit",
+          "after-commit", "task-start")
+
+_installed: dict[str, Hook] = {}
+
+
+def install(point: str, hook: Hook) -> None:
+    """Run ``hook(**context)`` whenever ``point`` is reached (replacing any hook there)."""
+    if point not in POINTS:
+        raise ValueError(f"unknown hook point {point!r}; known: {', '.join(POINTS)}")
+    _installed[point] = hook
+
+
+def uninstall(point: Optional[str] = None) -> None:
+    """Remove the hook at ``point`` (every hook when ``None``)."""
+    if point is None:
+        _installed.clear()
+    else:
+        _installed.pop(point, None)
+
+
+def fire(point: str, **context) -> None:
+    """Run the hook installed at ``point``, if any."""
+    hook = _installed.get(point)
+    if hook is not None:
+        hook(**context)
+
+
+def task_hook() -> Optional[Hook]:
+    """The ``task-start`` hook to ship with an executor task (``None`` when there is none)."""
+    return _installed.get("task-start")
