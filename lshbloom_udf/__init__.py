@@ -5,23 +5,31 @@ The public API:
 - :func:`signatures`, :func:`band_keys`, :func:`optimal_params` — datasketch-compatible maths;
 - :class:`LSHBloomIndex`, :class:`IndexParams` — the persistent per-band Bloom index;
 - :func:`plan` — size an index before a run;
-- the errors and warning a run can raise about its index: :class:`IndexMismatchError`,
+- :class:`DedupConfig` and :data:`DEFAULTS` — every setting of a run, declared once
+  (:mod:`lshbloom_udf.config`);
+- the errors, all :class:`LSHBloomError` (:mod:`lshbloom_udf.errors`): :class:`ConfigError`,
+  :class:`DedupInputError`, and about the index :class:`IndexMismatchError`,
   :class:`IndexLockedError`, :class:`IndexFullError`, :class:`IndexRecoveryNeededError`,
-  :class:`AlreadyIngestedError`, :class:`CapacityWarning` (docs/reliability.md);
+  :class:`IndexCorruptError`, :class:`AlreadyIngestedError`; the warning :class:`CapacityWarning`
+  (docs/reliability.md);
 - :func:`deduplicate` — deduplicate a Spark DataFrame (:mod:`lshbloom_udf.spark`), and the
   ``pyspark.ml`` Transformer :class:`lshbloom_udf.ml.LSHBloomDeduplicator`.
 """
 
-from lshbloom_udf.index import (
+from lshbloom_udf.config import DEFAULTS, DedupConfig
+from lshbloom_udf.errors import (
     AlreadyIngestedError,
     CapacityWarning,
+    ConfigError,
+    DedupInputError,
+    IndexCorruptError,
     IndexFullError,
     IndexLockedError,
     IndexMismatchError,
-    IndexParams,
     IndexRecoveryNeededError,
-    LSHBloomIndex,
+    LSHBloomError,
 )
+from lshbloom_udf.index import IndexParams, LSHBloomIndex
 from lshbloom_udf.lsh import optimal_params
 from lshbloom_udf.minhash import arrow_band_keys, band_keys, signatures, text_band_keys
 from lshbloom_udf.sizing import plan
@@ -29,7 +37,7 @@ from lshbloom_udf.sizing import plan
 
 def __getattr__(name):
     # Spark is imported only when the Spark API is used.
-    if name in ("deduplicate", "DedupResult", "DedupInputError"):
+    if name in ("deduplicate", "DedupResult"):
         from lshbloom_udf import spark
 
         return getattr(spark, name)
@@ -44,7 +52,12 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyIngestedError",
     "CapacityWarning",
+    "ConfigError",
+    "DEFAULTS",
+    "DedupConfig",
     "DedupInputError",
+    "IndexCorruptError",
+    "LSHBloomError",
     "DedupResult",
     "IndexFullError",
     "IndexLockedError",

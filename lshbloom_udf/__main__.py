@@ -1,4 +1,4 @@
-"""Command line: ``python -m lshbloom_udf {plan,sample} ...``."""
+"""Command line: ``lshbloom {dedup,plan,sample} ...`` (also ``python -m lshbloom_udf ...``)."""
 
 from __future__ import annotations
 
@@ -44,14 +44,20 @@ def _plan(argv: list[str]) -> None:
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_text())
 
 
-COMMANDS = {"plan": _plan, "sample": sample.main}
+def _dedup(argv: list[str]) -> None:
+    from lshbloom_udf.job import main as dedup_main
+
+    dedup_main(argv, prog="lshbloom dedup")
+
+
+COMMANDS = {"dedup": _dedup, "plan": _plan, "sample": sample.main}
 
 
 def main(argv: Optional[list[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
         names = ", ".join(COMMANDS)
-        print(f"usage: python -m lshbloom_udf {{{names}}} [options]", file=sys.stderr)
+        print(f"usage: lshbloom {{{names}}} [options]", file=sys.stderr)
         sys.exit(2)
     COMMANDS[argv[0]](argv[1:])
 

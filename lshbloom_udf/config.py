@@ -1,56 +1,334 @@
-"""Default settings of a deduplication run, in one place.
+"""The settings of a deduplication run: each declared once, as a field of :class:`DedupConfig`.
 
-The Spark job (``spark_jobs/dedup.py``), the :func:`~lshbloom_udf.spark.deduplicate`
-API, the :class:`~lshbloom_udf.ml.LSHBloomDeduplicator` Transformer and
-``conf/default.toml`` all take their defaults from :data:`DEFAULTS` (a test
-checks that ``conf/default.toml`` says the same). Change a default here.
+A field says everything about its setting: name (also its TOML key and the
+keyword of :func:`~lshbloom_udf.spark.deduplicate`), type, default, check,
+help, command-line flag and ``pyspark.ml`` Param name. Everything else is
+derived from the fields:
 
-A TOML configuration file holds a ``[dedup]`` table whose keys are the names
-below; the job's command-line flags override it. ``None`` defaults have no
-TOML spelling: leave the key out.
+- :data:`DEFAULTS` (``conf/default.toml`` says the same; a test checks it);
+- the job's flags (:func:`lshbloom_udf.job.cli.build_parser`);
+- the check of a TOML file's ``[dedup]`` table (:func:`load_config`);
+- ``deduplicate(df, config, **overrides)``;
+- the Params, getters and setters of
+  :class:`~lshbloom_udf.ml.LSHBloomDeduplicator`.
+
+A :class:`DedupConfig` is immutable and always valid: every field is checked
+(and put in its canonical form) when it is built, then the settings are
+checked together (:meth:`DedupConfig._check_together`). :meth:`DedupConfig.replace`
+returns a new, checked config and remembers which settings were given
+explicitly (the sizing settings only resize a *new* index; an existing one
+keeps its own unless they are given).
+
+Adding a setting: one ``setting(...)`` field here, its use where it acts, and
+a test (docs/architecture.md shows it with ``band_key``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping, Optional
 
-DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {
-        # columns and output
-        "text_column": "text",
-        "id_column": None,  # None: a deterministic internal row id is used
-        "flag_column": "is_duplicate",
-        "mode": "flag",  # flag | filter | duplicates
-        # MinHash / LSH (decide compatibility with an existing index)
-        # threshold/ngram/normalize: chosen by the evaluation study (docs/evaluation.md);
-        # the paper's values (0.5, 1, none) are PRESETS["paper"]
-        "threshold": 0.45,
-        "num_perm": 512,
-        "bands": None,  # [b, r] instead of the optimum for the threshold
-        "ngram": 4,
-        "normalize": "all",  # none | all | comma list of nfkc, lower, punct
-        "seed": 1,
-        "scheme": "affine32",  # affine32 (datasketch >= 2) | legacy (datasketch < 2, the paper's code)
-        # sum (datasketch's band hash) | mix (a 64-bit hash of the band: no sum collisions at scale,
-        # docs/algorithm.md §7; not datasketch's)
-        "band_key": "sum",
-        # index sizing (only used when an index is created)
-        "p_effective": 1e-5,
-        "bloom": "pybloomfiltermmap3",  # pybloomfiltermmap3 (datasketch-compatible files) | blocked (faster, larger)
-        "expected_docs": None,  # None: the number of input documents
-        # where and in which order
-        "index_dir": None,  # None: a temporary index (in /dev/shm when it fits), removed afterwards
-        "order_by": None,  # None: input order (partition by partition)
-        "checkpoint": "local",  # local (localCheckpoint) | reliable (DataFrame.checkpoint, needs a checkpoint dir)
-        # the spark-submit job only
-        "input_format": "json",
-        "output_format": "parquet",
-        "input_options": {},
-        "output_options": {},
-    }
+import numpy as np
+
+from lshbloom_udf.errors import ConfigError
+from lshbloom_udf.index import BLOOM_BACKENDS
+from lshbloom_udf.lsh import validate_bands
+from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, normalization_name
+
+MODES = ("flag", "filter", "duplicates")
+CHECKPOINTS = ("local", "reliable")
+
+
+# ---------------------------------------------------------------------------
+# checks: (name, value) -> canonical value, or ConfigError naming the setting
+
+
+def _integer(minimum: int) -> Callable[[str, Any], int]:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        return int(value)
+
+    return check
+
+
+def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    return lambda name, value: None if value is None else check(name, value)
+
+
+def _choice(*choices: str) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
+        if value not in choices:
+            raise ConfigError(f"{name} must be one of {choices}, got {value!r}")
+        return value
+
+    check.choices = choices  # type: ignore[attr-defined]
+    return check
+
+
+def _column(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{name} must be a column name, got {value!r}")
+    return value
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+    return bool(value)
+
+
+def _threshold(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0.0 < float(value) <= 1.0:
+        raise ConfigError(f"{name} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _open_unit(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0.0 < float(value) < 1.0:
+        raise ConfigError(f"{name} must be in (0, 1), got {value!r}")
+    return float(value)
+
+
+def _seed(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**32:
+        raise ConfigError(f"{name} must be an integer in [0, 2**32), got {value!r}")
+    return int(value)
+
+
+def _normalize(name: str, value: Any) -> str:
+    try:
+        return normalization_name(value)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ConfigError(f"{name}: {e}") from None
+
+
+def _bands(name: str, value: Any) -> tuple[int, int]:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ConfigError(f"{name} must be a pair (b, r), got {value!r}")
+    return (_integer(1)(f"{name} b", value[0]), _integer(1)(f"{name} r", value[1]))
+
+
+def _order_by(name: str, value: Any) -> tuple:
+    """Columns (names or Spark Column expressions) in processing order."""
+    columns = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    for c in columns:
+        if isinstance(c, str) and not c:
+            raise ConfigError(f"{name}: empty column name")
+    return columns
+
+
+def _local_dir(name: str, value: Any) -> str:
+    import os
+
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ConfigError(f"{name} must be a directory path, got {value!r}")
+    path = os.fspath(value)
+    if "://" in path or path.startswith(("dbfs:", "file:")):
+        raise ConfigError(f"{name} must be a local path on the driver (the index is memory-mapped there), got {value!r}")
+    return path
+
+
+def _options(name: str, value: Any) -> Mapping[str, str]:
+    if isinstance(value, (list, tuple)):  # repeated --input-option KEY=VALUE
+        value = dict(value)
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{name} must be a table of reader/writer options, got {value!r}")
+    return MappingProxyType({str(k): str(v) for k, v in value.items()})
+
+
+def _format(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{name} must be a Spark data source name, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------
+# the declaration
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What one field of :class:`DedupConfig` declares beyond its name and default."""
+
+    help: str
+    check: Callable[[str, Any], Any]
+    group: str
+    # the job's flag: "" = "--name-with-dashes", None = no flag; cli = argparse extras
+    flag: Optional[str] = ""
+    cli: Mapping[str, Any] = field(default_factory=dict)
+    # the Transformer's Param name: "" = camelCase of the name, None = no Param
+    param: Optional[str] = ""
+    # other keywords deduplicate() accepts for it (the API's historical names)
+    aliases: tuple[str, ...] = ()
+    # "run": a setting of every run; "job": only the spark-submit job reads it
+    scope: str = "run"
+    # sizes a new index only: an existing index keeps its own unless the setting is given
+    sizing: bool = False
+
+
+def setting(default: Any, help: str, check: Callable[[str, Any], Any], group: str, **spec: Any) -> Any:
+    """One setting: a dataclass field of :class:`DedupConfig` carrying its :class:`Setting`."""
+    meta = {"setting": Setting(help=help, check=check, group=group, **spec)}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """Every setting of a deduplication run, checked; build with :meth:`replace` or :meth:`from_settings`."""
+
+    # -- columns and output
+    text_column: str = setting("text", "string column with the documents", _column, "columns",
+                               param="inputCol", aliases=("text_col",))
+    id_column: Optional[str] = setting(None, "unique id column to join decisions on (default: internal row ids)",
+                                       _optional(_column), "columns", param="idCol", aliases=("id_col",))
+    flag_column: str = setting("is_duplicate", "name of the flag column", _column, "columns",
+                               param="outputCol", aliases=("flag_col",))
+    mode: str = setting("flag", "flag (every row + a flag column) | filter (the rows kept) | duplicates (the rows "
+                        "removed)", _choice(*MODES), "columns")
+    order_by: Optional[tuple] = setting(None, "process documents in this column order (comma list on the command "
+                                        "line) instead of input order", _optional(_order_by), "columns",
+                                        cli={"type": lambda s: [c.strip() for c in s.split(",") if c.strip()]})
+    # -- MinHash / LSH: they decide compatibility with an existing index. threshold, ngram and normalize were
+    # chosen by the evaluation study (docs/evaluation.md); the paper's values are PRESETS["paper"].
+    threshold: float = setting(0.45, "Jaccard similarity threshold", _threshold, "minhash", cli={"type": float})
+    num_perm: int = setting(512, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
+    bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
+                                     _optional(_bands), "minhash",
+                                     cli={"type": int, "nargs": 2, "metavar": ("B", "R")})
+    ngram: int = setting(4, "word n-gram size of the shingles", _integer(1), "minhash", cli={"type": int})
+    normalize: str = setting("all", "normalize text first: none, all (NFKC, lowercase, punctuation to space), or a "
+                             "comma list of nfkc,lower,punct; a bare flag means all", _normalize, "minhash",
+                             cli={"nargs": "?", "const": "all"})
+    seed: int = setting(1, "seed of the MinHash permutations", _seed, "minhash", cli={"type": int})
+    scheme: str = setting("affine32", "permutation scheme: affine32 (datasketch >= 2) or legacy (datasketch < 2, "
+                          "the paper's code)", _choice(*SCHEMES), "minhash")
+    band_key: str = setting("sum", "how a band's values become its key: sum (datasketch's) or mix (a 64-bit hash: "
+                            "no band-sum collisions between distinct documents at scale, docs/algorithm.md section 7)",
+                            _choice(*BAND_KEYS), "minhash")
+    # -- the index
+    p_effective: float = setting(1e-5, "effective Bloom false-positive rate of a new index", _open_unit, "index",
+                                 cli={"type": float}, sizing=True)
+    expected_docs: Optional[int] = setting(None, "capacity of a new index (default: the number of input documents)",
+                                           _optional(_integer(1)), "index", cli={"type": int}, sizing=True)
+    bloom: str = setting("pybloomfiltermmap3", "Bloom filter backend of a new index: pybloomfiltermmap3 "
+                         "(datasketch-compatible files) or blocked (one cache line per key per band: faster, larger, "
+                         "not readable by datasketch); an existing index must have it", _choice(*BLOOM_BACKENDS), "index")
+    index_dir: Optional[str] = setting(None, "keep the index in this local directory (reused if it exists); "
+                                       "default: a temporary index", _optional(_local_dir), "index")
+    force_new_ingest: bool = setting(False, "ingest the input even if a committed run of this index already ingested "
+                                     "the same documents (they will all be flagged as duplicates of themselves); "
+                                     "default: reproduce that run's result", _boolean, "index",
+                                     cli={"action": "store_true"})
+    checkpoint: str = setting("local", "how the keyed rows are pinned: local (localCheckpoint) or reliable "
+                              "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
+    # -- how the run goes
+    progress: bool = setting(True, "show driver-pass progress (docs/s, ETA) on stderr", _boolean, "run",
+                             flag="--quiet", cli={"action": "store_false", "help": "no progress lines on stderr"})
+    chunk_rows: int = setting(100_000, "documents per packed chunk of the driver pass", _integer(1), "run",
+                              flag=None, param=None)
+    broadcast_limit: int = setting(2_000_000, "up to this many duplicates the join broadcasts them (and keeps the "
+                                   "input's order)", _integer(0), "run", flag=None, param=None)
+    # -- the spark-submit job only
+    input_format: str = setting("json", "Spark data source of the input", _format, "io", scope="job", param=None)
+    output_format: str = setting("parquet", "Spark data source of the output", _format, "io", scope="job", param=None)
+    input_options: dict = setting({}, "reader option KEY=VALUE, repeatable (e.g. header=true for csv)", _options, "io",
+                                  scope="job", param=None, flag="--input-option",
+                                  cli={"action": "append", "metavar": "KEY=VALUE"})
+    output_options: dict = setting({}, "writer option KEY=VALUE, repeatable (e.g. compression=gzip)", _options, "io",
+                                   scope="job", param=None, flag="--output-option",
+                                   cli={"action": "append", "metavar": "KEY=VALUE"})
+
+    # which settings were given explicitly (not a setting)
+    given: frozenset = field(default=frozenset(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for f, spec in settings():
+            object.__setattr__(self, f.name, spec.check(f.name, getattr(self, f.name)))
+        self._check_together()
+
+    def _check_together(self) -> None:
+        """The checks that involve more than one setting."""
+        if self.bands is not None:
+            try:
+                validate_bands(*self.bands, self.num_perm)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
+
+    # -- building -----------------------------------------------------------------
+
+    @classmethod
+    def from_settings(cls, values: Mapping[str, Any], base: Optional["DedupConfig"] = None) -> "DedupConfig":
+        """``base`` (default: the defaults) with ``values`` (names or their aliases) given."""
+        return (base or cls()).replace(**values)
+
+    @classmethod
+    def from_preset(cls, name: str) -> "DedupConfig":
+        """The defaults with a named preset's settings (:data:`PRESETS`) in their place, as defaults (not given)."""
+        return dataclasses.replace(cls(), **preset_settings(name))
+
+    def replace(self, **changes: Any) -> "DedupConfig":
+        """A new config with ``changes`` given (names or aliases); unknown names and bad values raise ConfigError."""
+        canonical = {}
+        for key, value in changes.items():
+            name = _ALIASES.get(key)
+            if name is None:
+                raise ConfigError(f"unknown setting {key!r}; known: {', '.join(sorted(_ALIASES))}")
+            if name in canonical:
+                raise ConfigError(f"setting {name!r} given twice (as {key!r} too)")
+            canonical[name] = value
+        return dataclasses.replace(self, **canonical, given=self.given | frozenset(canonical))
+
+    # -- reading ------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """The settings by name (what the summary and a TOML file hold)."""
+        return {f.name: getattr(self, f.name) for f, _ in settings()}
+
+    def is_given(self, name: str) -> bool:
+        return name in self.given
+
+    @property
+    def sizing_given(self) -> bool:
+        """Whether a setting that sizes a new index was given (then an existing index must have it too)."""
+        return any(spec.sizing and f.name in self.given for f, spec in settings())
+
+    def index_params(self, capacity: int = 1):
+        """The :class:`~lshbloom_udf.index.IndexParams` these settings imply for an index of ``capacity``."""
+        from lshbloom_udf.index import IndexParams
+
+        try:
+            return IndexParams.for_threshold(
+                capacity, self.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,
+                ngram=self.ngram, normalize=self.normalize, p_effective=self.p_effective, band_key=self.band_key,
+            )
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+
+
+def settings(scope: Optional[str] = None) -> Iterator[tuple[dataclasses.Field, Setting]]:
+    """The settings' fields and declarations, in declaration order (only ``scope``'s if given)."""
+    for f in dataclasses.fields(DedupConfig):
+        spec = f.metadata.get("setting")
+        if spec is not None and (scope is None or spec.scope == scope):
+            yield f, spec
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
+# name or alias -> name
+_ALIASES: Mapping[str, str] = MappingProxyType(
+    {**{f.name: f.name for f, _ in settings()}, **{a: f.name for f, s in settings() for a in s.aliases}}
 )
+
+DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: _default(f) for f, _ in settings()})
 
 # Named presets: settings that replace DEFAULTS as a whole group (``--preset paper``,
 # ``deduplicate(..., preset="paper")``); explicit settings still override them.
@@ -73,16 +351,8 @@ def preset_settings(name: str) -> dict:
     return dict(PRESETS[name])
 
 
-MODES = ("flag", "filter", "duplicates")
-CHECKPOINTS = ("local", "reliable")
-
-
-class ConfigError(ValueError):
-    """A configuration file or value that cannot be used."""
-
-
 def load_config(path: str) -> dict:
-    """The ``[dedup]`` table of a TOML file, checked against the known keys."""
+    """The ``[dedup]`` table of a TOML file, checked against the known settings."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -100,3 +370,4 @@ def load_config(path: str) -> dict:
     if extra:
         raise ConfigError(f"{path}: unknown table(s) {', '.join(extra)}; settings go in [dedup]")
     return dict(table)
+

@@ -31,12 +31,12 @@ class UsageError(LSHBloomError, ValueError):
     """A setting, configuration or input that cannot be used as asked."""
 
 
-class ConfigError(UsageError):
-    """A configuration file or a setting's value that cannot be used."""
-
-
 class DedupInputError(UsageError):
-    """The input DataFrame or the parameters cannot be deduplicated as asked."""
+    """The input DataFrame or the settings cannot be deduplicated as asked."""
+
+
+class ConfigError(DedupInputError):
+    """A configuration file or a setting's value that cannot be used."""
 
 
 # ---------------------------------------------------------------------------

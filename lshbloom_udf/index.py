@@ -29,6 +29,14 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from lshbloom_udf import _native, blocked, hooks
+from lshbloom_udf.errors import (  # noqa: F401  (re-exported)
+    AlreadyIngestedError,
+    CapacityWarning,
+    IndexFullError,
+    IndexLockedError,
+    IndexMismatchError,
+    IndexRecoveryNeededError,
+)
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
 from lshbloom_udf.minhash import normalization_name, validate_band_key, validate_ngram, validate_scheme, validate_seed
 from lshbloom_udf.sizing import BLOOM_PREAMBLE_BYTES, human_bytes, per_band_p, validate_capacity, validate_p_effective
@@ -46,24 +54,9 @@ _MANIFEST_FORMATS = {FORMAT_NAME: (BLOOM_FORMAT, FORMAT_VERSION), blocked.FORMAT
 _SEED_DOMAIN = 0x4C534842  # "LSHB"
 
 
-class IndexMismatchError(ValueError):
-    """An existing index was built with parameters other than the ones asked for."""
 
 
-class IndexLockedError(RuntimeError):
-    """Another process has the index open for writing."""
 
-
-class IndexFullError(RuntimeError):
-    """Inserting more documents would exceed the capacity the filters were sized for."""
-
-
-class IndexRecoveryNeededError(RuntimeError):
-    """A crashed run left a commit half done; a writer must finish it before the index is read."""
-
-
-class CapacityWarning(UserWarning):
-    """The index is close to its capacity: its false-positive rate is about to rise past the promise."""
 
 
 # Warn once the index holds this fraction of its capacity.
@@ -765,9 +758,6 @@ def run_params(params: IndexParams) -> dict:
     return json.loads(json.dumps(d))
 
 
-class AlreadyIngestedError(ValueError):
-    """The input was already ingested into this index by a committed run and that result cannot be reproduced."""
-
 
 class IndexTransaction:
     """One run's hold on an index directory, from its start to its all-or-nothing commit.
@@ -821,6 +811,23 @@ class IndexTransaction:
             if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
                 return run
         return None
+
+    def check_compatible(self, params: IndexParams, sizing_given: bool, expected_docs: Optional[int],
+                         bloom: Optional[str]) -> None:
+        """Raise IndexMismatchError unless the committed index (if any) has ``params`` and ``bloom``.
+
+        Its sizing is checked only where it was given: capacity against
+        ``expected_docs``, p_effective when ``sizing_given``.
+        """
+        manifest = self.manifest()
+        if manifest is None:
+            return
+        _check_bloom(self.path, manifest, bloom)
+        expected = asdict(params)
+        expected["capacity"] = expected_docs
+        if not sizing_given:
+            expected["p_effective"] = None
+        _check_expected(self.path, _params_from_manifest(manifest), expected)
 
     def load_duplicates(self, run: Mapping) -> np.ndarray:
         """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
@@ -993,3 +1000,9 @@ class IndexTransaction:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def commit_rename(tmp: str, final: str) -> None:
+    """Rename a written output into place durably (fsynced first; an existing directory at ``final`` is replaced)."""
+    _fsync_tree(tmp)
+    _roll_forward("/", {"run_id": None, "ops": [[tmp, final]]})

@@ -239,11 +239,16 @@ def test_no_room_for_the_staging_copy_is_a_clear_error(job, capsys, tmp_path, sm
 
 
 def test_stored_data_is_json_bloom_files_and_raw_integers_never_pickle(kept_index, tmp_path):
-    import lshbloom_udf.index as index_module
-    import lshbloom_udf.spark as spark_module
+    import glob
 
-    for module in (index_module, spark_module):
-        assert "pickle" not in open(module.__file__).read()
+    import lshbloom_udf
+
+    package = os.path.dirname(lshbloom_udf.__file__)
+    for area in ("index", "spark", "job"):
+        for path in glob.glob(os.path.join(package, area + "*"), recursive=False) + glob.glob(
+                os.path.join(package, area, "*.py")):
+            if os.path.isfile(path):
+                assert "pickle" not in open(path).read(), path
     with open(kept_index / "manifest.json") as f:
         manifest = json.load(f)
     for name in os.listdir(kept_index):

@@ -234,9 +234,9 @@ def test_summary_contents(docs_df, docs):
 
 
 def test_progress_lines_on_stderr(docs_df, capsys, monkeypatch):
-    import lshbloom_udf.spark as S
+    from lshbloom_udf.spark import driver_pass as S
 
-    monkeypatch.setattr(S._Progress, "__init__", _fast_progress_init(S._Progress.__init__))
+    monkeypatch.setattr(S.Progress, "__init__", _fast_progress_init(S.Progress.__init__))
     deduplicate(docs_df, chunk_rows=50, progress=True)
     err = capsys.readouterr().err
     lines = [l for l in err.splitlines() if l.startswith("lshbloom:")]
@@ -295,12 +295,13 @@ def test_duplicate_and_null_ids_are_named(spark):
 
 
 def test_defaults_come_from_config():
-    import inspect
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.minhash import normalization_name
 
-    sig = inspect.signature(_deduplicate)
-    for arg, key in [("threshold", "threshold"), ("num_perm", "num_perm"), ("ngram", "ngram"), ("seed", "seed"),
-                     ("scheme", "scheme"), ("text_col", "text_column"), ("mode", "mode"), ("normalize", "normalize")]:
-        assert sig.parameters[arg].default == DEFAULTS[key]
+    config = DedupConfig()  # what deduplicate() runs with when given no settings
+    for key in ("threshold", "num_perm", "ngram", "seed", "scheme", "text_column", "mode"):
+        assert getattr(config, key) == DEFAULTS[key]
+    assert config.normalize == normalization_name(DEFAULTS["normalize"])
 
 
 def test_other_column_types_pass_through(spark):

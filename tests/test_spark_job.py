@@ -174,12 +174,14 @@ def test_config_file_then_flags_csv_in_json_out(job, capsys, tmp_path, spark):
 
 
 def test_settings_precedence(job, tmp_path):
-    from lshbloom_udf.config import DEFAULTS
+    from lshbloom_udf.config import DEFAULTS, DedupConfig
+    from lshbloom_udf.job import config_from
+    from lshbloom_udf.minhash import normalization_name
 
     conf = tmp_path / "c.toml"
     conf.write_text('[dedup]\nthreshold = 0.7\nngram = 3\n')
     parser = job.build_parser()
-    s = job.settings_from(parser.parse_args(["--input", "i", "--output", "o"]))
-    assert {k: s[k] for k in DEFAULTS} == {**DEFAULTS, "order_by": None}
-    s = job.settings_from(parser.parse_args(["--input", "i", "--output", "o", "--config", str(conf), "--ngram", "2", "--normalize"]))
-    assert (s["threshold"], s["ngram"], s["normalize"]) == (0.7, 2, "all")
+    s = config_from(parser.parse_args(["--input", "i", "--output", "o"])).to_dict()
+    assert s == {**DedupConfig.from_settings(DEFAULTS).to_dict(), "order_by": None}
+    s = config_from(parser.parse_args(["--input", "i", "--output", "o", "--config", str(conf), "--ngram", "2", "--normalize"]))
+    assert (s.threshold, s.ngram, s.normalize) == (0.7, 2, normalization_name("all"))

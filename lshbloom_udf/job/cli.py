@@ -1,0 +1,79 @@
+"""The job's command line: one flag per setting of :class:`~lshbloom_udf.config.DedupConfig`, plus the job's own.
+
+Settings come from, in rising priority: the defaults (or ``--preset``),
+``--config FILE.toml`` (a ``[dedup]`` table), then the flags given. A flag
+left out stays absent (``argparse.SUPPRESS``) so that the file can supply it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from lshbloom_udf.config import DEFAULTS, PRESETS, DedupConfig, load_config, settings
+
+PROG = "lshbloom dedup"
+GROUPS = {
+    "io": "input and output",
+    "columns": "columns and mode",
+    "minhash": "MinHash / LSH (must match an existing index)",
+    "index": "index",
+    "run": "run",
+}
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    return k, v
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Remove near-duplicate documents with LSHBloom (MinHash + LSH + one Bloom filter per band).",
+        epilog="Defaults shown are lshbloom_udf.config.DEFAULTS; --preset, --config and then flags override them.",
+    )
+    groups = {key: p.add_argument_group(title) for key, title in GROUPS.items()}
+    io = groups["io"]
+    io.add_argument("--input", required=True, help="input path(s), comma separated, globs allowed")
+    io.add_argument("--output", required=True, help="output directory")
+    io.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    io.add_argument("--summary-path", help="where to write the JSON summary (default <output>.summary.json)")
+    io.add_argument("--config", help="TOML file with a [dedup] table of settings (see conf/default.toml)")
+    p.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                   help="start from a named preset instead of the defaults; 'paper' = the LSHBloom paper's settings "
+                        "(unigrams, T=0.5, 256 permutations, no normalization, legacy scheme; conf/paper.toml)")
+    for f, spec in settings():
+        if spec.flag is None:
+            continue
+        flag = spec.flag or "--" + f.name.replace("_", "-")
+        kwargs = dict(spec.cli)
+        kwargs.setdefault("help", _help(spec.help, DEFAULTS[f.name]))
+        if getattr(spec.check, "choices", None):
+            kwargs["choices"] = spec.check.choices
+        if kwargs.get("action") == "append":
+            kwargs["type"] = _key_value
+        groups[spec.group].add_argument(flag, dest=f.name, default=argparse.SUPPRESS, **kwargs)
+    return p
+
+
+def _help(text: str, default) -> str:
+    if default is None or default == {}:
+        return text
+    return f"{text} (default {default})".replace("%", "%%")
+
+
+def config_from(args: argparse.Namespace) -> DedupConfig:
+    """The run's settings: the defaults or ``--preset``, then ``--config``, then the flags given."""
+    config = DedupConfig.from_preset(args.preset) if args.preset else DedupConfig()
+    if args.config:
+        table = load_config(args.config)
+        if isinstance(table.get("order_by"), str):
+            table["order_by"] = [c.strip() for c in table["order_by"].split(",") if c.strip()]
+        config = config.replace(**table)
+    flags = {f.name: getattr(args, f.name) for f, _ in settings() if hasattr(args, f.name)}
+    for name in ("input_options", "output_options"):
+        if name in flags:
+            flags[name] = {**getattr(config, name), **dict(flags[name])}
+    return config.replace(**flags)

@@ -1,0 +1,162 @@
+"""The dedup job: read, deduplicate, write, commit — with the index and the output committed together.
+
+Exit status (:data:`lshbloom_udf.errors.EXIT_CODES`): 0 on success, 2 on bad
+input or settings or an index that refuses the run (one ``error:`` line on
+stderr, no traceback), 1 on other failures, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from typing import Optional
+
+from lshbloom_udf import hooks
+from lshbloom_udf.errors import LSHBloomError, exit_code
+from lshbloom_udf.job.cli import PROG, build_parser, config_from
+from lshbloom_udf.job.io import JobError, Output, first_line, read_input, write_text
+
+
+def main(argv=None, prog: str = PROG) -> None:
+    """Run the job and exit with its status."""
+    try:
+        code = run(argv, prog)
+    except LSHBloomError as e:
+        print(f"error: {first_line(e)}", file=sys.stderr)
+        code = exit_code(e)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)
+
+
+@contextlib.contextmanager
+def _refused(prefix: str = ""):
+    """Spark's analysis errors and the index's file errors (damaged, unwritable, full disk) as job errors."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        yield
+    except LSHBloomError:
+        raise
+    except (AnalysisException, ValueError, OSError) as e:
+        raise JobError(prefix + first_line(e)) from None
+
+
+def run(argv=None, prog: str = PROG) -> int:
+    from pyspark.sql import SparkSession
+
+    args = build_parser(prog).parse_args(argv)
+    config = config_from(args)
+    t0 = time.monotonic()
+    txn = _open_index(config.index_dir)
+    # A session that already exists (a notebook, a test) is used and left running.
+    existing = SparkSession.getActiveSession()
+    result = None
+    try:
+        spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
+        output = Output(spark, args.output)
+        with _refused():  # a corrupt manifest, named by the message
+            committed = {r.get("output") for r in txn.runs()} if txn is not None else set()
+        if output.exists() and not args.overwrite and output.qualified not in committed:
+            raise JobError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
+        df = read_input(spark, config, args.input)
+        t_read = time.monotonic()
+        with _refused():
+            result = _deduplicate(df, config, txn, args, output)
+        t_dedup = time.monotonic()
+        _write_and_commit(result, txn, output, args, config)
+        hooks.fire("after-commit")
+        seconds = {"read_schema": t_read - t0, "write": time.monotonic() - t_dedup, "job_total": time.monotonic() - t0}
+        _report(spark, result.summary, args, config, seconds)
+    finally:
+        try:
+            if result is not None:
+                result.close()
+            if txn is not None:
+                txn.close()
+        finally:
+            if existing is None and SparkSession.getActiveSession() is not None:
+                SparkSession.getActiveSession().stop()
+    return 0
+
+
+def _open_index(index_dir: Optional[str]):
+    """The index's transaction, taken before Spark starts and held until the commit (a second job fails here)."""
+    from lshbloom_udf.index import IndexTransaction
+
+    if index_dir is None:
+        return None
+    try:
+        txn = IndexTransaction(index_dir)
+    except (LSHBloomError, OSError) as e:
+        raise JobError(f"--index-dir {index_dir}: {first_line(e)}") from None
+    done = txn.recovered
+    if done["rolled_forward"]:
+        print(f"lshbloom: finished the commit of run {done['rolled_forward']} that a crashed job left half done",
+              file=sys.stderr)
+    if done["discarded"]:
+        print(f"lshbloom: discarded {len(done['discarded'])} staging copie(s) of crashed run(s)", file=sys.stderr)
+    return txn
+
+
+def _deduplicate(df, config, txn, args, output):
+    from lshbloom_udf.spark import run
+
+    run_info = {"input": args.input, "output": output.qualified, "output_format": config.output_format}
+    return run(df, config, transaction=txn, defer_commit=txn is not None, run_info=run_info)
+
+
+def _write_and_commit(result, txn, output: Output, args, config) -> None:
+    """Write the output to its temporary path and commit it with the index (or reuse a reproduced run's output)."""
+    from pyspark.errors import AnalysisException
+
+    index_info = result.summary["index"]
+    if index_info.get("reproduced", False):
+        prior = next(r for r in txn.runs() if r["run_id"] == index_info["reproduced_from"])
+        if prior.get("output") == output.qualified and output.exists():
+            # The run completed before (perhaps it was killed after its commit): its output is the result.
+            print(
+                f"lshbloom: this input was already ingested by run {index_info['reproduced_from']}, whose output "
+                f"{args.output} is in place: nothing to do (--force-new-ingest to ingest it again)",
+                file=sys.stderr,
+            )
+            result.close()
+            return
+    if output.exists() and not args.overwrite:
+        raise JobError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
+    writer = result.df.write.format(config.output_format).options(**config.output_options)
+    output.prepare_temporary(txn)
+    hooks.fire("output-write", path=output.local_tmp)
+    try:
+        writer.save(output.tmp)
+    except AnalysisException as e:
+        raise JobError(f"cannot write --output {args.output}: {first_line(e)}") from None
+    finally:
+        hooks.fire("output-written")
+    if output.local_tmp:
+        if txn is not None:
+            result.commit(outputs=[(output.local_tmp, output.local)])
+        else:
+            output.commit_local()
+    else:
+        output.commit_hadoop()
+        if txn is not None:
+            result.commit()
+
+
+def _report(spark, summary: dict, args, config, seconds: dict) -> None:
+    """The summary: printed, and written as JSON beside the output."""
+    from lshbloom_udf.spark import format_summary
+
+    summary.update(input=args.input, output=args.output, output_format=config.output_format)
+    summary["seconds"].update({k: round(v, 3) for k, v in seconds.items()})
+    summary["docs_per_second"] = summary["documents"] / max(seconds["job_total"], 1e-9)
+    summary_path = args.summary_path or args.output.rstrip("/") + ".summary.json"
+    summary["summary_path"] = summary_path
+    write_text(spark, summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    print(format_summary(summary))
+    print(f"output             {args.output} ({config.output_format}, mode {config.mode})")
+    print(f"summary            {summary_path}")

@@ -1,0 +1,119 @@
+"""The job's files: reading the input (refusing unparsable records), the output's commit, the summary file."""
+
+from __future__ import annotations
+
+import os
+
+from lshbloom_udf.errors import UsageError
+
+
+class JobError(UsageError):
+    """The job cannot run as asked (input, output, flags): one ``error:`` line, exit 2."""
+
+
+def read_input(spark, config, input_arg: str):
+    """The input DataFrame, resolved now (a missing path fails here) and checked for unparsable records."""
+    from pyspark.errors import AnalysisException
+
+    inputs = [s for s in input_arg.split(",") if s]
+    reader = spark.read.format(config.input_format).options(**config.input_options)
+    try:
+        df = reader.load(inputs if len(inputs) > 1 else inputs[0])
+        df.schema  # noqa: B018  (resolve now)
+    except AnalysisException as e:
+        raise JobError(f"cannot read --input {input_arg} as {config.input_format}: {first_line(e)}") from None
+    check_malformed(df, input_arg, config.input_format)
+    return df
+
+
+def check_malformed(df, input_path: str, input_format: str) -> None:
+    """Refuse input records the reader could not parse (PERMISSIVE mode turns them into rows of nulls).
+
+    Such a row would go through with null text and come out as a kept
+    document whose text is gone: a silent loss. The user can drop them
+    knowingly with ``--input-option mode=DROPMALFORMED``.
+    """
+    from pyspark.sql import functions as F
+
+    corrupt = "_corrupt_record"
+    if corrupt not in df.columns:
+        return
+    others = [c for c in df.columns if c != corrupt]
+    if not others:
+        raise JobError(f"--input {input_path}: no record can be parsed as {input_format}")
+    # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too.
+    row = df.where(F.col(corrupt).isNotNull()).agg(
+        F.count(F.lit(1)).alias("n"), F.count(F.col(f"`{others[0]}`")).alias("m"), F.first(F.col(corrupt)).alias("first")
+    ).collect()[0]
+    if row["n"]:
+        raise JobError(
+            f"--input {input_path}: {row['n']:,} record(s) cannot be parsed as {input_format} (first: "
+            f"{str(row['first'])[:80]!r}); fix them, or drop them knowingly with --input-option mode=DROPMALFORMED"
+        )
+
+
+class Output:
+    """The job's output: written to ``<output>.lshbloom-tmp``, then renamed into place.
+
+    On the local file system the rename is part of the index's commit (one
+    journal, see :class:`~lshbloom_udf.index.IndexTransaction`); on another
+    Hadoop file system it is a Hadoop rename just before the index commit.
+    """
+
+    SUFFIX = ".lshbloom-tmp"
+
+    def __init__(self, spark, path: str):
+        jvm = spark.sparkContext._jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        hpath = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
+        self._fs = hpath.getFileSystem(conf)
+        self._hpath = self._fs.makeQualified(hpath)
+        self.qualified = self._hpath.toString()
+        self.tmp = self.qualified + self.SUFFIX
+        self._htmp = jvm.org.apache.hadoop.fs.Path(self.tmp)
+        local = self._fs.getScheme() == "file"
+        self.local = self._hpath.toUri().getPath() if local else None
+        self.local_tmp = self.local + self.SUFFIX if local else None
+
+    def exists(self) -> bool:
+        return bool(self._fs.exists(self._hpath))
+
+    def prepare_temporary(self, txn) -> None:
+        """Remove a temporary output a crashed run left, and register this one with the index's run."""
+        if self._fs.exists(self._htmp):
+            self._fs.delete(self._htmp, True)
+        if txn is not None and self.local_tmp:
+            txn.add_output(self.local_tmp)
+
+    def commit_local(self) -> None:
+        from lshbloom_udf.index import commit_rename
+
+        commit_rename(self.local_tmp, self.local)
+
+    def commit_hadoop(self) -> None:
+        if self._fs.exists(self._hpath):
+            self._fs.delete(self._hpath, True)
+        if not self._fs.rename(self._htmp, self._hpath):
+            raise RuntimeError(f"cannot rename {self.tmp} to {self.qualified}")
+
+
+def write_text(spark, path: str, text: str) -> None:
+    """Write a small text file on any Hadoop file system (local paths included)."""
+    if "://" not in path and not path.startswith("file:"):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    out = fs.create(hpath, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

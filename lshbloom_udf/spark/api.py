@@ -1,0 +1,137 @@
+"""``deduplicate(df, config, **settings)``: LSHBloom over a Spark DataFrame, and :func:`run`, what the job calls."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional
+
+from lshbloom_udf.config import DedupConfig
+from lshbloom_udf.errors import DedupInputError
+from lshbloom_udf.index import IndexTransaction
+from lshbloom_udf.spark.keys import INTERNAL_COLS
+from lshbloom_udf.spark.pipeline import DedupRun
+from lshbloom_udf.spark.result import DedupResult
+
+
+def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: bool = False, **settings):
+    """Near-duplicate detection with LSHBloom over the string column ``text_column`` of ``df``.
+
+    ``config`` (a :class:`~lshbloom_udf.config.DedupConfig`, default the
+    product's defaults) and keyword ``settings`` on top of it: any setting of
+    :data:`~lshbloom_udf.config.DEFAULTS` by name (``threshold=0.5``,
+    ``index_dir=...``), plus the short names ``text_col``, ``id_col`` and
+    ``flag_col``. A bad value raises :class:`DedupInputError` naming it.
+
+    Decisions are "keep first" in input order (partition by partition, row by
+    row) or in ``order_by`` order: a document is a duplicate when one of its
+    ``b`` band keys was seen in an earlier kept document (or in the index at
+    ``index_dir`` from a previous run).
+
+    Modes: ``"flag"`` returns every row of ``df`` once with a boolean column
+    ``flag_col`` (default ``is_duplicate``); ``"filter"`` returns the rows kept;
+    ``"duplicates"`` returns the rows removed. Rows with null or empty text are
+    never duplicates.
+
+    ``id_col``: a unique, non-null column to join the decisions back on (checked;
+    duplicated ids are an error). Without it a deterministic internal row id is
+    used and the input's columns are checkpointed with it.
+
+    ``bloom="blocked"`` uses the blocked Bloom backend (faster, larger, not
+    readable by datasketch); the default ``"pybloomfiltermmap3"`` is the
+    datasketch-compatible file format. ``p_effective`` and ``expected_docs``
+    size a *new* index (defaults 1e-5 and the number of input rows); an
+    existing index at ``index_dir`` keeps its own sizing unless they are given,
+    in which case they must match it. Every other index setting must match an
+    existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
+
+    The driver pass runs when this function is called; the returned DataFrame
+    is lazy only in its final join. With ``return_summary=True`` returns a
+    :class:`DedupResult` ``(df, summary)``.
+
+    Reliability (docs/reliability.md): with ``index_dir`` the run holds the
+    index's exclusive lock from its start to its commit, works on a staging
+    copy of the index and commits it (with a record of the run in the
+    manifest's ``runs``) only at the end: an exception or a crash leaves the
+    index as it was. If a committed run already ingested the same documents
+    (same content fingerprint and parameters), the run does not insert them
+    again: when the processing order is the same too it reproduces that run's
+    flags from the index's ``runs/`` folder, otherwise it raises
+    :class:`~lshbloom_udf.errors.AlreadyIngestedError`;
+    ``force_new_ingest=True`` ingests them anyway (then they are all flagged
+    as duplicates of themselves).
+    """
+    config = (config or DedupConfig()).replace(**settings)
+    result = run(df, config)
+    return result if return_summary else result.df
+
+
+def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = None, defer_commit: bool = False,
+        run_info: Optional[dict] = None) -> DedupResult:
+    """Deduplicate ``df`` as ``config`` says; the job's entry, with what only the job needs.
+
+    ``transaction``: an :class:`~lshbloom_udf.index.IndexTransaction` the
+    caller opened on the index directory (and keeps). ``defer_commit``: leave
+    the commit to :meth:`DedupResult.commit`, so that an output can be
+    committed with the index. ``run_info``: extra fields for the run record
+    (e.g. the input and output paths).
+    """
+    t_start = time.monotonic()
+    index_dir = config.index_dir
+    if transaction is not None:
+        if index_dir is not None and os.path.abspath(index_dir) != os.path.abspath(transaction.path):
+            raise DedupInputError(f"index_dir {index_dir!r} is not the transaction's directory {transaction.path!r}")
+        index_dir = transaction.path
+    if defer_commit and index_dir is None:
+        raise DedupInputError("defer_commit needs an index_dir")
+    params = config.index_params()
+    check_columns(df, config)
+    # The index's lock is held from here to the commit; an incompatible index fails before any Spark work.
+    txn = transaction if transaction is not None else (IndexTransaction(index_dir) if index_dir is not None else None)
+    try:
+        if txn is not None:
+            txn.check_compatible(params, config.sizing_given, config.expected_docs, config.bloom)
+        result = DedupRun(df, config, params, txn, run_info, t_start).execute()
+        result.transaction, result._owns_transaction = txn, transaction is None
+        if txn is not None and not defer_commit:
+            result.commit()
+    except BaseException:
+        _release(txn, owned=transaction is None)
+        raise
+    return result
+
+
+def _release(txn: Optional[IndexTransaction], owned: bool) -> None:
+    """Drop what a transaction did not commit; close it (releasing the lock) if this run opened it."""
+    if txn is None:
+        return
+    if owned:
+        txn.close()
+    else:
+        txn.abort()
+
+
+def check_columns(df, config: DedupConfig) -> None:
+    """The input has the columns the settings name, of the right types, and none of the run's own."""
+    from pyspark.sql import types as T
+
+    names = df.columns
+    text_col = config.text_column
+    if text_col not in names:
+        raise DedupInputError(f"text column {text_col!r} not found; the input has columns {names}")
+    dtype = df.schema[text_col].dataType
+    if not isinstance(dtype, T.StringType):
+        raise DedupInputError(
+            f"text column {text_col!r} has type {dtype.simpleString()}, not string; "
+            "cast it or pick another column with text_col / --text-column"
+        )
+    if config.id_column is not None and config.id_column not in names:
+        raise DedupInputError(f"id column {config.id_column!r} not found; the input has columns {names}")
+    clash = [c for c in names if c in INTERNAL_COLS]
+    if clash:
+        raise DedupInputError(f"input columns {clash} clash with lshbloom's internal column names")
+    if config.flag_column in names:
+        raise DedupInputError(f"the input already has a column {config.flag_column!r}; choose another flag column name")
+    for c in config.order_by or ():
+        if isinstance(c, str) and c not in names:
+            raise DedupInputError(f"order-by column {c!r} not found; the input has columns {names}")

@@ -1,0 +1,119 @@
+"""Stage 2, on the driver: the sequential keep-first pass over every document's band keys.
+
+Each partition's keys arrive packed in chunks (:func:`~lshbloom_udf.spark.keys.packer`),
+in partition order, through ``toLocalIterator(prefetchPartitions=True)``; the
+index decides each chunk in native code (:meth:`~lshbloom_udf.index.LSHBloomIndex.query_insert`).
+Progress (documents, docs/s, ETA) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lshbloom_udf import hooks
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, PACKED_SCHEMA, ROW_COL, packer
+
+
+class Progress:
+    """Documents done, docs/s and ETA on stderr, at most every ``interval`` seconds."""
+
+    def __init__(self, total: int, enabled: bool = True, interval: float = 2.0, stream=None):
+        self.total = total
+        self.enabled = enabled
+        self.interval = interval
+        self.stream = stream if stream is not None else sys.stderr
+        self.start = time.monotonic()
+        self.last = self.start
+        self.printed = False
+
+    def update(self, done: int, duplicates: int, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < self.interval:
+            return
+        if final and not self.printed:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        if final:
+            eta = "done"
+        elif rate > 0:
+            eta = "ETA " + _hms((self.total - done) / rate)
+        else:
+            eta = "ETA ?"
+        pct = 100.0 * done / self.total if self.total else 100.0
+        print(
+            f"lshbloom: {done:,}/{self.total:,} documents ({pct:.1f}%), {duplicates:,} duplicates, "
+            f"{rate:,.0f} docs/s, {eta}",
+            file=self.stream,
+            flush=True,
+        )
+        self.printed = True
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def temporary_index_dir(params, bloom: str) -> str:
+    """A fresh directory for a temporary index: in /dev/shm when the index fits there with room to spare."""
+    from lshbloom_udf.blocked import blocked_index_bytes
+    from lshbloom_udf.sizing import bloom_file_bytes
+
+    if bloom == "blocked":  # transitional: the index package gives each backend's bytes
+        index_bytes = blocked_index_bytes(params.capacity, params.p_band, params.b)
+    else:
+        index_bytes = params.b * bloom_file_bytes(params.capacity, params.p_band)
+    base = None
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        try:
+            if index_bytes * 1.25 + (64 << 20) < shutil.disk_usage("/dev/shm").free:
+                base = "/dev/shm"
+        except OSError:
+            pass
+    return tempfile.mkdtemp(prefix="lshbloom-index-", dir=base)
+
+
+@dataclass
+class PassOutcome:
+    """What the driver pass decided: the duplicates' row ids and the counts."""
+
+    duplicate_rows: list = field(default_factory=list)
+    duplicates: int = 0
+    empty: int = 0
+    documents: int = 0
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
+
+
+def run_driver_pass(keyed, index, b: int, documents: int, chunk_rows: int, progress: bool) -> PassOutcome:
+    """Stream the keyed rows' keys to the driver in order and decide them with ``index`` (keep-first)."""
+    outcome = PassOutcome()
+    bar = Progress(documents, enabled=progress)
+    packed = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(packer(b, chunk_rows), PACKED_SCHEMA)
+    for row in packed.toLocalIterator(prefetchPartitions=True):
+        n = int(row["n"])
+        keys = np.frombuffer(row["keys"], dtype=np.uint64).reshape(n, b)
+        active = np.frombuffer(row["active"], dtype=np.bool_)
+        hits = np.flatnonzero(index.query_insert(keys, active))
+        if hits.size:
+            outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(row["start"]))
+        outcome.duplicates += int(hits.size)
+        outcome.empty += int(n - np.count_nonzero(active))
+        outcome.documents += n
+        bar.update(outcome.documents, outcome.duplicates)
+        hooks.fire("driver-pass", done=outcome.documents)
+    bar.update(outcome.documents, outcome.duplicates, final=True)
+    if outcome.documents != documents:
+        raise RuntimeError(f"internal error: driver pass saw {outcome.documents} documents, expected {documents}")
+    return outcome

@@ -1,0 +1,211 @@
+"""One deduplication run, stage by stage, with its index transaction (if any) already open.
+
+1. :meth:`DedupRun.key` — band keys and row ids on the executors, checkpointed
+   (``localCheckpoint`` by default) so that the rows the driver pass sees and
+   the rows the join sees are the same rows, even over a nondeterministic input.
+2. :meth:`DedupRun.check_input` — unique ids; whether a kept index already
+   ingested these documents (:mod:`lshbloom_udf.spark.ingest`).
+3. :meth:`DedupRun.decide` — the driver pass (:mod:`lshbloom_udf.spark.driver_pass`)
+   into a temporary index or the transaction's staging copy, or the earlier
+   run's stored flags when it is reproduced.
+4. :meth:`DedupRun.join` — the decisions joined back (:mod:`lshbloom_udf.spark.join`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import time
+from typing import Optional
+
+from lshbloom_udf import hooks
+from lshbloom_udf.errors import DedupInputError
+from lshbloom_udf.index import LSHBloomIndex, run_params
+from lshbloom_udf.spark.driver_pass import PassOutcome, run_driver_pass, temporary_index_dir
+from lshbloom_udf.spark.ingest import check_unique_ids, col, prior_run
+from lshbloom_udf.spark.join import join_decisions
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, arrow_batch_limits, keys_mapper
+from lshbloom_udf.spark.result import DedupResult, build_summary
+
+
+class DedupRun:
+    """The state one run carries from stage to stage."""
+
+    def __init__(self, df, config, params, txn, run_info: Optional[dict], t_start: float):
+        self.df, self.config, self.params, self.txn = df, config, params, txn
+        self.run_info = run_info
+        self.index_dir = txn.path if txn is not None else None
+        self.seconds: dict = {}
+        self._t = t_start
+        self._t_start = t_start
+        self.keyed = None
+        self.documents = 0
+        self.prior: Optional[dict] = None
+        self.fingerprints: Optional[tuple[str, str]] = None
+
+    def _lap(self, stage: str) -> None:
+        now = time.monotonic()
+        self.seconds[stage] = now - self._t
+        self._t = now
+
+    def execute(self) -> DedupResult:
+        self.key()
+        self.check_input()
+        outcome, index_info, stats = self.decide()
+        record = self.run_record(outcome, index_info, stats)
+        dup_rows = outcome.rows()
+        result_df = join_decisions(self.df, self.keyed, dup_rows, self.config)
+        self._lap("join_plan")
+        self.seconds["total"] = self._t - self._t_start
+        summary = build_summary(self.config, self.params, self.documents, outcome.duplicates, outcome.empty,
+                                index_info, self.seconds)
+        return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None)
+
+    # -- stage 1 -------------------------------------------------------------------
+
+    def key(self) -> None:
+        from pyspark import StorageLevel
+        from pyspark.sql import types as T
+
+        c = self.config
+        source = self.df.orderBy(*c.order_by) if c.order_by else self.df
+        keep_cols = None if c.id_column is None else [c.id_column]
+        if keep_cols is not None:
+            source = source.select(*[col(name) for name in dict.fromkeys([c.id_column, c.text_column])])
+        out_fields = [f for f in source.schema.fields if keep_cols is None or f.name in keep_cols]
+        keyed_schema = T.StructType(
+            out_fields
+            + [
+                T.StructField(ROW_COL, T.LongType(), False),
+                T.StructField(KEYS_COL, T.BinaryType(), False),
+                T.StructField(ACTIVE_COL, T.BooleanType(), False),
+            ]
+        )
+        keyed = source.mapInArrow(keys_mapper(c.text_column, self.params.signature_kwargs(), keep_cols), keyed_schema)
+        with arrow_batch_limits(self.df.sparkSession):
+            if c.checkpoint == "local":
+                # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).
+                keyed = keyed.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
+            else:
+                keyed = keyed.checkpoint(eager=True)
+        self.keyed = keyed
+        self.documents = keyed.count()
+        hooks.fire("after-keys", documents=self.documents)
+        self._lap("keys")
+
+    # -- checks on the keyed input -----------------------------------------------------
+
+    def check_input(self) -> None:
+        if self.config.id_column is not None:
+            check_unique_ids(self.keyed, self.config.id_column)
+        if self.index_dir is not None and self.documents:
+            self.prior, *fps = prior_run(self.txn, self.keyed, self.documents, self.params,
+                                         self.config.force_new_ingest)
+            self.fingerprints = tuple(fps)
+        self._lap("id_check")
+
+    @property
+    def reproduce(self) -> bool:
+        return self.prior is not None and not self.config.force_new_ingest
+
+    # -- stage 2 ---------------------------------------------------------------------
+
+    def decide(self) -> tuple[PassOutcome, dict, Optional[dict]]:
+        """(decisions, the summary's index part, the index's stats or None)."""
+        c = self.config
+        capacity = c.expected_docs if c.expected_docs is not None else max(self.documents, 1)
+        try:
+            self.params = dataclasses.replace(self.params, capacity=capacity)
+        except ValueError as e:
+            raise DedupInputError(str(e)) from None
+        temporary = self.index_dir is None
+        info: dict = {"path": self.index_dir, "kept": not temporary}
+        if self.fingerprints is not None:
+            info.update(content_fingerprint=self.fingerprints[0], sequence_fingerprint=self.fingerprints[1])
+        stats = None
+        if self.reproduce:
+            outcome = self._reproduced(info)
+        elif self.documents == 0 and not c.sizing_given and (temporary or not LSHBloomIndex.exists(self.index_dir)):
+            outcome = PassOutcome()
+            info.update(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
+        elif temporary:
+            path = temporary_index_dir(self.params, c.bloom)
+            try:
+                with LSHBloomIndex.create(path, self.params, bloom=c.bloom) as index:
+                    outcome, stats = self._pass(index, info, path)
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
+        else:
+            outcome, stats = self._pass(self.txn.stage(self.params, c.sizing_given, c.bloom), info, self.index_dir)
+        self._lap("driver_pass")
+        return outcome, info, stats
+
+    def _pass(self, index, info: dict, path: str) -> tuple[PassOutcome, dict]:
+        c = self.config
+        info.update(inserted_before=index.inserted, backend=index.bloom,
+                    reused=index.inserted > 0 and info["kept"])
+        outcome = run_driver_pass(self.keyed, index, index.params.b, self.documents, c.chunk_rows, c.progress)
+        index.sync()
+        stats = index.stats()
+        real = os.path.realpath(path)
+        info.update(
+            bytes_on_disk=stats["bytes_on_disk"],
+            inserted_total=stats["inserted"],
+            capacity=index.params.capacity,
+            p_effective=index.params.p_effective,
+            p_band=stats["p_band"],
+            expected_false_positive=stats["expected_false_positive"],
+            location="/dev/shm" if real.startswith("/dev/shm") else os.path.dirname(real),
+        )
+        if stats["inserted"] > index.params.capacity:
+            print(
+                f"lshbloom: warning: the index holds {stats['inserted']:,} documents, more than its capacity "
+                f"{index.params.capacity:,}; its false-positive rate is now {stats['expected_false_positive']:.3g} "
+                f"(sized for {index.params.p_effective:.3g}). Use a larger --expected-docs for a new index.",
+                file=sys.stderr,
+            )
+        return outcome, stats
+
+    def _reproduced(self, info: dict) -> PassOutcome:
+        """The flags of the committed run that ingested these documents in this order."""
+        prior = self.prior
+        rows = self.txn.load_duplicates(prior)
+        outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), self.documents)
+        if len(rows) != outcome.duplicates:
+            raise RuntimeError(
+                f"{self.index_dir}: run {prior['run_id']} records {outcome.duplicates} duplicates but stores {len(rows)}"
+            )
+        info.update(
+            reproduced=True,
+            run_id=prior["run_id"],
+            reproduced_from=prior["run_id"],
+            inserted_before=int(prior["inserted_total"]) - int(prior["inserted"]),
+            inserted_total=int((self.txn.manifest() or {}).get("inserted", 0)),
+            reused=True,
+        )
+        return outcome
+
+    def run_record(self, outcome: PassOutcome, info: dict, stats: Optional[dict]) -> Optional[dict]:
+        """What the index's manifest will record of this run (None: no kept index changes)."""
+        if self.index_dir is None or stats is None:
+            return None
+        c = self.config
+        content_fp, sequence_fp = self.fingerprints or (None, None)
+        return {
+            **(self.run_info or {}),
+            "content_fingerprint": content_fp,
+            "sequence_fingerprint": sequence_fp,
+            "params": run_params(self.params),
+            "documents": self.documents,
+            "duplicates": outcome.duplicates,
+            "empty_documents": outcome.empty,
+            "inserted": stats["inserted"] - info["inserted_before"],
+            "mode": c.mode,
+            "id_column": c.id_column,
+            "order_by": [str(o) for o in c.order_by] if c.order_by else None,
+            "forced_new_ingest": bool(c.force_new_ingest and self.prior is not None),
+            "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+
