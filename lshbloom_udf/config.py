@@ -208,8 +208,9 @@ class DedupConfig:
     seed: int = setting(1, "seed of the MinHash permutations", _seed, "minhash", cli={"type": int})
     scheme: str = setting("affine32", "permutation scheme: affine32 (datasketch >= 2) or legacy (datasketch < 2, "
                           "the paper's code)", _choice(*SCHEMES), "minhash")
-    band_key: str = setting("sum", "how a band's values become its key: sum (datasketch's) or mix (a 64-bit hash: "
-                            "no band-sum collisions between distinct documents at scale, docs/algorithm.md section 7)",
+    band_key: str = setting("mix", "how a band's values become its key: mix (a 64-bit hash of the band: no false "
+                            "matches between distinct documents at any scale) or sum (datasketch's: identical index "
+                            "files, but distinct documents collide at scale, docs/algorithm.md section 7)",
                             _choice(*BAND_KEYS), "minhash")
     # -- the index
     p_effective: float = setting(1e-5, "effective Bloom false-positive rate of a new index", _open_unit, "index",

@@ -15,8 +15,10 @@ THRESHOLD = 0.5
 # The product's defaults differ since the evaluation study (docs/evaluation.md): tests
 # pin this configuration on the product side too (REFERENCE / REFERENCE_FLAGS), or pass
 # ``config=`` to compare another configuration.
-REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normalize": "none", "scheme": "affine32", "seed": 1}
-REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32"]
+REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normalize": "none", "scheme": "affine32", "seed": 1,
+             "band_key": "sum"}
+REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32",
+                   "--band-key", "sum"]
 _KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed")
 
 

@@ -13,7 +13,7 @@ from spark_support import REFERENCE, datasketch_flags, sample_docs
 
 # the reference configuration (datasketch's shingling) in the Transformer's parameter names
 REFERENCE_ML = {"threshold": REFERENCE["threshold"], "numPerm": REFERENCE["num_perm"], "ngram": REFERENCE["ngram"],
-                "normalize": REFERENCE["normalize"], "scheme": REFERENCE["scheme"]}
+                "normalize": REFERENCE["normalize"], "scheme": REFERENCE["scheme"], "bandKey": REFERENCE["band_key"]}
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,8 @@ def test_in_pipeline_saved_and_loaded(spark, df, tmp_path):
 
 
 def test_band_key_and_bloom_reach_the_run(df, tmp_path):
-    dedup = LSHBloomDeduplicator(inputCol="body", orderBy=["id"], progress=False, bandKey="mix", bloom="blocked",
-                                 indexDir=str(tmp_path / "ix"), **REFERENCE_ML)
+    dedup = LSHBloomDeduplicator(inputCol="body", orderBy=["id"], progress=False, bloom="blocked",
+                                 indexDir=str(tmp_path / "ix"), **{**REFERENCE_ML, "bandKey": "mix"})
     dedup.transform(df).count()
     assert dedup.lastSummary["params"]["band_key"] == "mix" and dedup.lastSummary["index"]["backend"] == "blocked"
     dedup.write().overwrite().save(str(tmp_path / "dedup"))
@@ -101,3 +101,19 @@ def test_filter_mode_transformer(df):
     assert kept.columns == ["id", "body"]
     flags = {r["id"]: r["is_duplicate"] for r in deduplicate(df, text_col="body", order_by="id", progress=False, **REFERENCE).collect()}
     assert {r["id"] for r in kept.collect()} == {i for i, f in flags.items() if not f}
+
+
+def test_a_set_that_fails_leaves_the_transformer_as_it_was():
+    """The redesign issue's bug: the setter stored numPerm=128 before the cross-check with bands failed."""
+    t = LSHBloomDeduplicator(bands=[42, 6])
+    with pytest.raises(ValueError, match="exceeds num_perm"):
+        t.setNumPerm(128)
+    assert t.getNumPerm() == DEFAULTS["num_perm"] and t.getBands() == [42, 6]
+    with pytest.raises(ValueError, match="threshold"):
+        t.setThreshold(2.0)
+    assert t.getThreshold() == DEFAULTS["threshold"]
+    with pytest.raises(ValueError, match="exceeds num_perm"):
+        t.setParams(threshold=0.7, numPerm=128)  # one set of several: none of them stays
+    assert (t.getThreshold(), t.getNumPerm()) == (DEFAULTS["threshold"], DEFAULTS["num_perm"])
+    t.setBands(None).setNumPerm(128)  # unset bands first, then the smaller num_perm is fine
+    assert t.getBands() is None and t.getNumPerm() == 128
