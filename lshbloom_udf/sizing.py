@@ -23,7 +23,7 @@ where ``FP_lsh``/``FN_lsh`` are the S-curve integrals of :mod:`lshbloom_udf.lsh`
 
 A blocked index (``bloom="blocked"``) sets 16 bits per key in one 512-bit
 block; its block count is the smallest whose exact false-positive rate is
-within ``p`` (:mod:`lshbloom_udf.blocked`), larger than ``m`` at low rates.
+within ``p`` (:mod:`lshbloom_udf.index.backends`), larger than ``m`` at low rates.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import os
 import shutil
 from dataclasses import asdict, dataclass
 
-from lshbloom_udf import _native
-from lshbloom_udf.blocked import BLOCK_BITS, KEY_BITS_PER_BLOCK, blocked_index_bytes
+from lshbloom_udf.index.backends import BLOOM_FORMAT, BLOOM_PREAMBLE_BYTES, backend
+from lshbloom_udf.index.fs import human_bytes
+from lshbloom_udf.index.params import per_band_p, validate_capacity, validate_p_effective
 from lshbloom_udf.lsh import (
     false_negative_probability,
     false_positive_probability,
@@ -45,25 +46,19 @@ from lshbloom_udf.lsh import (
 )
 
 KEY_RANGE = (1 << 61) - 1
-# pybloomfiltermmap3's preamble: magic, bit count, header length and its
-# 1200-byte header, padded to 256 bytes.
-BLOOM_PREAMBLE_BYTES = 1280
-
-
-def validate_p_effective(p_effective: float) -> None:
-    if not isinstance(p_effective, (int, float)) or not 0.0 < p_effective < 1.0:
-        raise ValueError(f"p_effective must be in (0, 1), got {p_effective!r}")
-
-
-def validate_capacity(capacity: int) -> None:
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
-        raise ValueError(f"expected documents (capacity) must be a positive integer, got {capacity!r}")
-
-
-def per_band_p(p_effective: float, b: int) -> float:
-    """Per-band Bloom false-positive rate giving an effective rate ``p_effective`` over ``b`` bands."""
-    validate_p_effective(p_effective)
-    return -math.expm1(math.log1p(-p_effective) / b)
+# Defined with the index (which validates its own parameters) and re-exported here, the sizing module.
+__all__ = [
+    "BLOOM_PREAMBLE_BYTES",
+    "KEY_RANGE",
+    "Plan",
+    "bloom_file_bytes",
+    "human_bytes",
+    "optimal_bits",
+    "per_band_p",
+    "plan",
+    "validate_capacity",
+    "validate_p_effective",
+]
 
 
 def optimal_bits(n: int, p: float) -> float:
@@ -73,8 +68,7 @@ def optimal_bits(n: int, p: float) -> float:
 
 def bloom_file_bytes(capacity: int, p: float) -> int:
     """Exact size of one pybloomfiltermmap3 file for ``capacity`` items at rate ``p``."""
-    _, num_bits = _native.bloom_geometry(capacity, p)
-    return BLOOM_PREAMBLE_BYTES + (num_bits + 7) // 8
+    return backend(BLOOM_FORMAT).file_bytes(capacity, p)
 
 
 @dataclass(frozen=True)
@@ -124,13 +118,6 @@ class Plan:
         )
 
 
-def human_bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.4g} {unit}"
-    return f"{int(n)} B"
-
-
 def _shm_free() -> int:
     try:
         return shutil.disk_usage("/dev/shm").free
@@ -165,14 +152,9 @@ def plan(
         b, r = bands
         validate_bands(b, r, num_perm)
     p = per_band_p(p_effective, b)
-    if bloom == "blocked":
-        index_bytes = blocked_index_bytes(docs, p, b)
-        hashes, bits = KEY_BITS_PER_BLOCK, _native.blocked_num_blocks(docs, p) * BLOCK_BITS
-    elif bloom == "pybloomfiltermmap3":
-        hashes, bits = _native.bloom_geometry(docs, p)
-        index_bytes = b * (BLOOM_PREAMBLE_BYTES + (bits + 7) // 8)
-    else:
-        raise ValueError(f"bloom must be 'pybloomfiltermmap3' or 'blocked', got {bloom!r}")
+    kind = backend(bloom)
+    hashes, bits = kind.geometry(docs, p)
+    index_bytes = kind.index_bytes(docs, p, b)
     fp_lsh = false_positive_probability(threshold, b, r)
     fn_lsh = false_negative_probability(threshold, b, r)
     bloom_error = p_effective + b / KEY_RANGE

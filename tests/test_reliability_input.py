@@ -239,11 +239,15 @@ def test_no_room_for_the_staging_copy_is_a_clear_error(job, capsys, tmp_path, sm
 
 
 def test_stored_data_is_json_bloom_files_and_raw_integers_never_pickle(kept_index, tmp_path):
+    import glob
+
     import lshbloom_udf.index as index_module
     import lshbloom_udf.spark as spark_module
 
-    for module in (index_module, spark_module):
-        assert "pickle" not in open(module.__file__).read()
+    sources = glob.glob(os.path.join(os.path.dirname(index_module.__file__), "*.py")) + [spark_module.__file__]
+    assert len(sources) > 2
+    for source in sources:
+        assert "pickle" not in open(source).read(), source
     with open(kept_index / "manifest.json") as f:
         manifest = json.load(f)
     for name in os.listdir(kept_index):
