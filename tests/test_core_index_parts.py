@@ -11,6 +11,7 @@ import pytest
 from lshbloom_udf import errors, hooks
 from lshbloom_udf.index import (
     BLOOM_BACKENDS,
+    SIZING_FIELDS,
     IndexLock,
     IndexParams,
     IndexTransaction,
@@ -103,10 +104,10 @@ def test_backend_bytes_and_manifest_describe_the_index_it_creates(tmp_path, bloo
 
 def test_one_helper_drops_the_sizing_fields_for_reopen_checks_and_run_records():
     p = params(1234, p_effective=1e-6, ngram=3)
-    full = without_sizing(p, keep=("capacity", "p_effective"))
-    assert full["capacity"] == 1234 and full["p_effective"] == 1e-6
+    full = without_sizing(p, keep=SIZING_FIELDS)
+    assert full["capacity"] == 1234 and full["p_effective"] == 1e-6 and full["growth"] == "fixed"
     bare = without_sizing(p)
-    assert "capacity" not in bare and "p_effective" not in bare and bare["ngram"] == 3
+    assert not set(SIZING_FIELDS) & set(bare) and bare["ngram"] == 3
     assert expected_params(p, True) == full
     assert expected_params(p, False) == bare
     assert expected_params(p, {"p_effective"}) == {**bare, "p_effective": 1e-6}

@@ -14,7 +14,15 @@ Decisions ("keep first"): a document is a duplicate iff any of its ``b`` band
 keys is in that band's filter; only non-duplicates are inserted, in order. The
 filters are memory-mapped and driven in batches by the native module.
 
+Capacity (``IndexParams.growth``): a ``"fixed"`` index holds ``capacity``
+documents at ``p_effective`` and then refuses more (``IndexFullError``); a
+``"grow"`` index adds generations of filters (:mod:`~.growth`: capacity x2,
+rate x1/2 each, so the whole stays within ``p_effective``). datasketch reads
+generation 0 only.
+
 Modules: :mod:`~.params` (:class:`IndexParams`, what "minus sizing" means),
+:mod:`~.growth` (the rules of a growing index), :mod:`~.generations` (the
+open filters of every generation and the decisions over them),
 :mod:`~.backends` (the two Bloom backends behind one interface),
 :mod:`~.manifest` (read, validate, write, compatibility checks),
 :mod:`~.lock` (the directory's OS lock), :mod:`~.store`
@@ -36,6 +44,7 @@ from lshbloom_udf.errors import (
 )
 from lshbloom_udf.index.backends import BLOOM_BACKENDS, BLOOM_FORMAT, BloomBackend, backend, validate_bloom
 from lshbloom_udf.index.fs import commit_rename
+from lshbloom_udf.index.growth import GROWTH_FACTOR, GROWTH_MODES, TIGHTENING
 from lshbloom_udf.index.journal import JOURNAL_NAME, RUNS_DIR, STAGING_PREFIX, recover
 from lshbloom_udf.index.lock import LOCK_NAME, IndexLock
 from lshbloom_udf.index.manifest import MANIFEST_NAME, manifest_bloom, read_manifest
@@ -58,6 +67,8 @@ __all__ = [
     "BloomBackend",
     "CAPACITY_WARNING_FRACTION",
     "CapacityWarning",
+    "GROWTH_FACTOR",
+    "GROWTH_MODES",
     "IndexCorruptError",
     "IndexFilesMissingError",
     "IndexFullError",
@@ -74,6 +85,7 @@ __all__ = [
     "RUNS_DIR",
     "SIZING_FIELDS",
     "STAGING_PREFIX",
+    "TIGHTENING",
     "backend",
     "commit_rename",
     "expected_params",

@@ -22,8 +22,9 @@ an index needs and the false-positive rate expected from a fill. Callers ask
 :func:`backend` (by name) or :func:`backend_for_format` (by manifest format)
 and never compare names.
 
-Bloom hash seeds are derived from the band number, not random, so that the
-same parameters give byte-identical index files on every run.
+Bloom hash seeds are derived from the band number (and the generation of a
+growing index, :mod:`~lshbloom_udf.index.growth`), not random, so that the same
+parameters give byte-identical index files on every run.
 """
 
 from __future__ import annotations
@@ -49,9 +50,8 @@ class BloomBackend:
     """One kind of band filter file; subclasses fill in the class attributes and the sizing methods."""
 
     name: ClassVar[str]
-    # manifest "format" and the version this code reads and writes
+    # manifest "format" (its versions are the manifest's business)
     manifest_format: ClassVar[str]
-    format_version: ClassVar[int] = 1
     # manifest "bloom_format": the band files' own format
     bloom_format: ClassVar[str]
     extension: ClassVar[str]
@@ -61,8 +61,10 @@ class BloomBackend:
     # what datasketch can read
     datasketch_compatible: ClassVar[bool] = False
 
-    def file_name(self, band: int) -> str:
-        return f"band-{band}.{self.extension}"
+    def file_name(self, band: int, generation: int = 0) -> str:
+        """Generation 0 is ``band-{i}.<ext>`` (what datasketch reads); generation g > 0 ``gen{g}-band-{i}.<ext>``."""
+        name = f"band-{band}.{self.extension}"
+        return f"gen{generation}-{name}" if generation else name
 
     def geometry(self, capacity: int, p_band: float) -> tuple[int, int]:
         """``(bits set per key, bits)`` of one band's filter."""
@@ -76,8 +78,8 @@ class BloomBackend:
         """Bytes on disk of ``b`` band files (the manifest excluded)."""
         return b * self.file_bytes(capacity, p_band)
 
-    def create_file(self, path: str, capacity: int, p_band: float, band: int) -> None:
-        """Create the (empty) filter file of band ``band``."""
+    def create_file(self, path: str, capacity: int, p_band: float, band: int, generation: int = 0) -> None:
+        """Create the (empty) filter file of band ``band`` of generation ``generation``."""
         raise NotImplementedError
 
     def manifest_fields(self, capacity: int, p_band: float) -> dict:
@@ -95,8 +97,10 @@ class BloomBackend:
         """One band file, read-only (a context manager with ``capacity`` and ``error_rate``)."""
         return self.file_class.open(path, False)
 
-    def _seed_state(self, band: int, count: int, dtype) -> np.ndarray:
-        return np.random.SeedSequence([self.seed_domain, band]).generate_state(count, dtype=dtype)
+    def _seed_state(self, band: int, generation: int, count: int, dtype) -> np.ndarray:
+        # Generation 0 keeps the seeds of the indexes written before generations existed.
+        entropy = [self.seed_domain, band] + ([generation] if generation else [])
+        return np.random.SeedSequence(entropy).generate_state(count, dtype=dtype)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -121,13 +125,13 @@ class PybloomBackend(BloomBackend):
         _, num_bits = self.geometry(capacity, p_band)
         return BLOOM_PREAMBLE_BYTES + (num_bits + 7) // 8
 
-    def hash_seeds(self, band: int, num_hashes: int) -> list[int]:
-        """The deterministic pybloomfiltermmap3 hash seeds of band ``band``."""
-        return [int(s) for s in self._seed_state(band, num_hashes, np.uint32)]
+    def hash_seeds(self, band: int, num_hashes: int, generation: int = 0) -> list[int]:
+        """The deterministic pybloomfiltermmap3 hash seeds of band ``band`` of generation ``generation``."""
+        return [int(s) for s in self._seed_state(band, generation, num_hashes, np.uint32)]
 
-    def create_file(self, path: str, capacity: int, p_band: float, band: int) -> None:
+    def create_file(self, path: str, capacity: int, p_band: float, band: int, generation: int = 0) -> None:
         num_hashes, _ = self.geometry(capacity, p_band)
-        self.file_class.create(path, capacity, p_band, self.hash_seeds(band, num_hashes)).close()
+        self.file_class.create(path, capacity, p_band, self.hash_seeds(band, num_hashes, generation)).close()
 
     def band_false_positive(self, inserted: int, capacity: int, p_band: float) -> float:
         k, m = self.geometry(capacity, p_band)
@@ -154,12 +158,12 @@ class BlockedBackend(BloomBackend):
     def file_bytes(self, capacity: int, p_band: float) -> int:
         return BLOCKED_HEADER_BYTES + BLOCK_BITS // 8 * self.num_blocks(capacity, p_band)
 
-    def band_seed(self, band: int) -> int:
-        """The deterministic 64-bit hash seed of band ``band``."""
-        return int(self._seed_state(band, 1, np.uint64)[0])
+    def band_seed(self, band: int, generation: int = 0) -> int:
+        """The deterministic 64-bit hash seed of band ``band`` of generation ``generation``."""
+        return int(self._seed_state(band, generation, 1, np.uint64)[0])
 
-    def create_file(self, path: str, capacity: int, p_band: float, band: int) -> None:
-        self.file_class.create(path, capacity, p_band, self.band_seed(band)).close()
+    def create_file(self, path: str, capacity: int, p_band: float, band: int, generation: int = 0) -> None:
+        self.file_class.create(path, capacity, p_band, self.band_seed(band, generation)).close()
 
     def manifest_fields(self, capacity: int, p_band: float) -> dict:
         return {"num_blocks": self.num_blocks(capacity, p_band)}

@@ -2,9 +2,18 @@
 
 The manifest records every parameter that decides whether two runs' band keys
 are comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold,
-band key) and how the filters were sized (capacity, p_effective, per-band p),
-the backend (its ``format`` name and version, and ``bloom_format``), the
-documents inserted, and the committed runs. It is plain JSON.
+band key) and how the filters were sized (capacity, p_effective, per-band p,
+growth), the backend (its ``format`` name and ``bloom_format``), the format
+version, the documents inserted, and the committed runs. It is plain JSON.
+
+Format version 1 is an index of one generation of filters: every index
+written before growth existed, and every ``growth="fixed"`` index (its
+manifest is byte for byte what it always was, without a ``growth`` entry).
+Version 2 is a growing index (:mod:`~lshbloom_udf.index.growth`): ``params``
+has ``growth: "grow"`` and ``generations`` lists each generation's capacity,
+per-band rate and documents inserted (``p_band`` and ``inserted`` at the top
+stay generation 0's rate and the total). A reader that knows only version 1
+refuses it instead of reading generation 0 alone.
 """
 
 from __future__ import annotations
@@ -18,12 +27,16 @@ from typing import Any, Mapping, Optional
 from lshbloom_udf.errors import IndexCorruptError, IndexFilesMissingError, IndexMismatchError
 from lshbloom_udf.index.backends import MANIFEST_FORMATS, BloomBackend, backend, backend_for_format
 from lshbloom_udf.index.fs import write_json_atomically
+from lshbloom_udf.index.generations import Generation
+from lshbloom_udf.index.growth import GROWTH_MODES
 from lshbloom_udf.index.params import IndexParams
 from lshbloom_udf.minhash import normalization_name
 
 MANIFEST_NAME = "manifest.json"
+# growth -> the manifest format version that records it
+FORMAT_VERSIONS = {"fixed": 1, "grow": 2}
 # Parameters added after format version 1 was written, with the value older manifests imply.
-LATER_PARAMS = {"band_key": "sum"}
+LATER_PARAMS = {"band_key": "sum", "growth": "fixed"}
 
 
 def exists(path: str) -> bool:
@@ -43,12 +56,34 @@ def read_manifest(path: str) -> dict:
     kind = backend_for_format(manifest.get("format")) if isinstance(manifest, dict) else None
     if kind is None:
         raise IndexCorruptError(f"{manifest_path}: not an LSHBloom index manifest (format {' or '.join(MANIFEST_FORMATS)})")
-    if manifest.get("format_version") != kind.format_version:
+    version = manifest.get("format_version")
+    if version not in FORMAT_VERSIONS.values():
         raise IndexMismatchError(
-            f"{manifest_path}: {manifest['format']} format version {manifest.get('format_version')!r}, "
-            f"this version reads {kind.format_version}"
+            f"{manifest_path}: {manifest['format']} format version {version!r}, "
+            f"this version reads {' and '.join(map(str, FORMAT_VERSIONS.values()))}"
         )
+    _check_generations(manifest_path, manifest)
     return manifest
+
+
+def _check_generations(manifest_path: str, manifest: Mapping) -> None:
+    """A version-2 manifest lists its generations, a version-1 one has none; both agree with ``params.growth``."""
+    params = manifest.get("params")
+    growth = {**LATER_PARAMS, **params}.get("growth") if isinstance(params, dict) else None
+    generations = manifest.get("generations")
+    ok = growth in GROWTH_MODES and FORMAT_VERSIONS[growth] == manifest["format_version"]
+    if ok and growth == "fixed":
+        ok = generations is None
+    elif ok:
+        ok = isinstance(generations, list) and bool(generations) and all(
+            isinstance(g, dict) and isinstance(g.get("capacity"), int) and isinstance(g.get("inserted"), int)
+            and isinstance(g.get("p_band"), float) for g in generations
+        )
+    if not ok:
+        raise IndexCorruptError(
+            f"{manifest_path}: corrupt manifest (format version {manifest['format_version']} with growth {growth!r} "
+            "and generations that do not match)"
+        )
 
 
 def write_manifest(path: str, manifest: Mapping) -> None:
@@ -56,17 +91,36 @@ def write_manifest(path: str, manifest: Mapping) -> None:
 
 
 def new_manifest(kind: BloomBackend, params: IndexParams) -> dict:
-    """The manifest of a new, empty index of ``kind`` filters."""
-    p_band = params.p_band
-    return {
+    """The manifest of a new, empty index of ``kind`` filters (one generation)."""
+    first = Generation(params.capacity, params.p_band)
+    manifest = {
         "format": kind.manifest_format,
-        "format_version": kind.format_version,
+        "format_version": FORMAT_VERSIONS[params.growth],
         "bloom_format": kind.bloom_format,
         "params": asdict(params),
-        "p_band": p_band,
+        "p_band": first.p_band,
         "inserted": 0,
-        **kind.manifest_fields(params.capacity, p_band),
+        **kind.manifest_fields(first.capacity, first.p_band),
     }
+    if params.growth == "fixed":
+        del manifest["params"]["growth"]  # version 1, as before growth existed
+    else:
+        manifest["generations"] = [first.record(kind)]
+    return manifest
+
+
+def generations_from_manifest(manifest: Mapping, params: IndexParams) -> list[Generation]:
+    """The generations a (validated) manifest records."""
+    if "generations" not in manifest:
+        return [Generation(params.capacity, manifest["p_band"], manifest["inserted"])]
+    return [Generation(g["capacity"], g["p_band"], g["inserted"]) for g in manifest["generations"]]
+
+
+def record_generations(manifest: dict, generations: list[Generation], kind: BloomBackend) -> None:
+    """Write the generations' fill (and a growing index's list of them) into ``manifest``."""
+    manifest["inserted"] = sum(g.inserted for g in generations)
+    if "generations" in manifest:
+        manifest["generations"] = [g.record(kind) for g in generations]
 
 
 def manifest_backend(manifest: Mapping) -> BloomBackend:

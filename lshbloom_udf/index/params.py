@@ -1,7 +1,7 @@
 """The parameters of an index: what makes two runs' band keys comparable, and how the filters are sized.
 
-:class:`IndexParams` holds both. The *sizing* fields (:data:`SIZING_FIELDS`)
-only size new filters — an existing index keeps its own — so two questions
+:class:`IndexParams` holds both. The *sizing* fields (:data:`SIZING_FIELDS`:
+capacity, p_effective, growth) only size new filters — an existing index keeps its own — so two questions
 need the parameters without them, and :func:`without_sizing` answers both:
 which parameters an existing index must match when the caller gave no sizing
 (:func:`expected_params`), and which a committed run is matched on
@@ -15,6 +15,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Collection, Optional, Union
 
+from lshbloom_udf.index import growth as growth_rules
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
 from lshbloom_udf.minhash import normalization_name, validate_band_key, validate_ngram, validate_scheme, validate_seed
 
@@ -60,6 +61,8 @@ class IndexParams:
     p_effective: float = 1e-5
     # "sum" (datasketch's band hash) or "mix" (see minhash.band_keys)
     band_key: str = "sum"
+    # "fixed" (IndexFullError at capacity) or "grow" (filter generations, see index.growth)
+    growth: str = "fixed"
 
     @classmethod
     def for_threshold(
@@ -86,11 +89,21 @@ class IndexParams:
         validate_ngram(self.ngram)
         validate_p_effective(self.p_effective)
         validate_band_key(self.band_key)
+        growth_rules.validate_growth(self.growth)
         object.__setattr__(self, "normalize", normalization_name(self.normalize))
 
     @property
     def p_band(self) -> float:
-        return per_band_p(self.p_effective, self.b)
+        """The per-band rate of the first (for a fixed index, the only) generation of filters."""
+        return self.generation_p_band(0)
+
+    def generation_p_band(self, generation: int) -> float:
+        """The per-band rate of generation ``generation``'s filters (see :mod:`~lshbloom_udf.index.growth`)."""
+        return per_band_p(growth_rules.generation_rate(self.p_effective, self.growth, generation), self.b)
+
+    def generation_capacity(self, generation: int) -> int:
+        """The documents generation ``generation`` holds."""
+        return growth_rules.generation_capacity(self.capacity, generation)
 
     def signature_kwargs(self) -> dict:
         """The keyword arguments of :func:`~lshbloom_udf.minhash.text_band_keys` these parameters imply."""
@@ -107,7 +120,7 @@ class IndexParams:
 
 
 # Fields that only size new filters: an existing index keeps its own.
-SIZING_FIELDS = ("capacity", "p_effective")
+SIZING_FIELDS = ("capacity", "p_effective", "growth")
 
 # Which sizing fields a caller gave: all (True), none (False), or their names.
 SizingGiven = Union[bool, Collection[str]]

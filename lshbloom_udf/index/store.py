@@ -1,4 +1,9 @@
-"""LSHBloomIndex: a directory of per-band Bloom filters plus a manifest, memory-mapped and driven in batches."""
+"""LSHBloomIndex: a directory of per-band Bloom filters plus a manifest, memory-mapped and driven in batches.
+
+The filters may come in generations (a growing index, :mod:`~.growth`); the
+index keeps the manifest and the lock, :class:`~.generations.FilterStack`
+the open filters and the decisions over them.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,19 @@ import json
 import math
 import os
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import (
-    CapacityWarning,
-    IndexCorruptError,
-    IndexFilesMissingError,
-    IndexFullError,
-    IndexMismatchError,
-    IndexRecoveryNeededError,
-)
+from lshbloom_udf.errors import CapacityWarning, IndexMismatchError, IndexRecoveryNeededError
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import BLOOM_FORMAT, BACKENDS, backend
-from lshbloom_udf.index.fs import check_free_space, human_bytes, reserve_space
+from lshbloom_udf.index.generations import FilterStack, Generation, create_generation
 from lshbloom_udf.index.journal import has_journal, recover
 from lshbloom_udf.index.lock import IndexLock, LockHolder
 from lshbloom_udf.index.params import IndexParams, SizingGiven, effective_p, expected_params
 
-# Warn once the index holds this fraction of its capacity.
+# Warn once a fixed index holds this fraction of its capacity.
 CAPACITY_WARNING_FRACTION = 0.9
 
 
@@ -36,14 +34,15 @@ class LSHBloomIndex(LockHolder):
     datasketch wrote (band files without a manifest), :meth:`adopt`. The index
     is a context manager; :meth:`close` syncs the filters and the manifest.
     ``bloom`` (``"pybloomfiltermmap3"`` or ``"blocked"``) is the filters' backend,
-    chosen at creation and recorded in the manifest.
+    chosen at creation and recorded in the manifest, as is ``params.growth``:
+    a ``"fixed"`` index refuses documents past its capacity
+    (:class:`IndexFullError`), a ``"grow"`` one adds a generation of filters
+    (:mod:`lshbloom_udf.index.growth`).
     """
 
     def __init__(self, path: str, manifest: dict, read_only: bool, lock: Optional[IndexLock] = None):
         """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases it."""
         self.path = path
-        # The directory named in messages (an IndexTransaction's staging copy names its live index).
-        self.label = path
         self._manifest = manifest
         self.params = mf.params_from_manifest(manifest)
         self.backend = mf.manifest_backend(manifest)
@@ -51,10 +50,18 @@ class LSHBloomIndex(LockHolder):
         self.read_only = read_only
         self._lock = lock
         self._warned_capacity = False
-        paths = self.band_paths()
-        self._check_band_files(paths)
-        self._filters = self.backend.open_bands(paths, not read_only)
+        generations = mf.generations_from_manifest(manifest, self.params)
+        self._filters = FilterStack(path, self.backend, self.params, generations, read_only, label=path)
         self.closed = False
+
+    @property
+    def label(self) -> str:
+        """The directory named in messages (an IndexTransaction's staging copy names its live index)."""
+        return self._filters.label
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self._filters.label = value
 
     # -- construction -------------------------------------------------------
 
@@ -71,32 +78,37 @@ class LSHBloomIndex(LockHolder):
         """
         kind = backend(bloom)
         os.makedirs(path, exist_ok=True)
-        with IndexLock(path, enabled=lock) as held:
-            if lock:
-                recover(path)
+
+        def new_files() -> dict:
             if cls.exists(path) or any(os.path.exists(os.path.join(path, other.file_name(0))) for other in BACKENDS.values()):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
             manifest = mf.new_manifest(kind, params)
-            cls._create_files(path, params, kind, manifest["p_band"])
+            create_generation(path, kind, params.b, 0, Generation(params.capacity, manifest["p_band"]))
             mf.write_manifest(path, manifest)
-            index = cls(path, manifest, read_only=False, lock=held)
+            return manifest
+
+        return cls._open_locked(path, False, lock, new_files)
+
+    @classmethod
+    def _open_locked(cls, path: str, read_only: bool, lock: bool, manifest: Callable[[], dict]) -> "LSHBloomIndex":
+        """Take the lock (unless ``lock`` is False), get the ``manifest()`` under it, and open the index holding it.
+
+        A writer first finishes a commit a crashed run left half done and
+        removes stale staging copies (see :func:`recover`); a reader of an
+        index in that state gets :class:`IndexRecoveryNeededError`. On any
+        error the lock is released.
+        """
+        with IndexLock(path, read_only, enabled=lock) as held:
+            if lock and not read_only:
+                recover(path)
+            elif lock and has_journal(path):
+                raise IndexRecoveryNeededError(
+                    f"{path}: a run crashed while committing to this index; open it for writing once "
+                    "(or rerun the job) to finish that commit before reading it"
+                )
+            index = cls(path, manifest(), read_only=read_only, lock=held)
             held.keep()
         return index
-
-    @staticmethod
-    def _create_files(path: str, params: IndexParams, kind, p_band: float) -> None:
-        needed = kind.index_bytes(params.capacity, p_band, params.b)
-        check_free_space(path, needed, "the index", "see `python -m lshbloom_udf plan`")
-        paths = [os.path.join(path, kind.file_name(i)) for i in range(params.b)]
-        try:
-            for i, band_path in enumerate(paths):
-                kind.create_file(band_path, params.capacity, p_band, i)
-            reserve_space(paths)
-        except OSError as e:
-            for band_path in paths:
-                if os.path.exists(band_path):
-                    os.remove(band_path)
-            raise OSError(e.errno, f"cannot reserve {human_bytes(needed)} for the index: {e.strerror}", path) from e
 
     @classmethod
     def open(
@@ -115,27 +127,20 @@ class LSHBloomIndex(LockHolder):
         checked), and ``bloom`` the backend the caller asks for (``None``:
         either). Any difference raises :class:`IndexMismatchError`.
 
-        A writer first finishes a commit a crashed run left half done and
-        removes stale staging copies (see :func:`recover`); a reader of an
-        index in that state gets :class:`IndexRecoveryNeededError`.
-        ``lock=False`` is for a caller that already holds the lock.
+        A writer first finishes a commit a crashed run left half done (see
+        :meth:`_open_locked`). ``lock=False`` is for a caller that already
+        holds the lock.
         """
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{path}: no such index directory")
-        with IndexLock(path, read_only, enabled=lock) as held:
-            if lock and not read_only:
-                recover(path)
-            elif lock and has_journal(path):
-                raise IndexRecoveryNeededError(
-                    f"{path}: a run crashed while committing to this index; open it for writing once "
-                    "(or rerun the job) to finish that commit before reading it"
-                )
+
+        def checked() -> dict:
             # Read under the lock: a writer rewrites the manifest on sync.
             manifest = mf.read_manifest(path)
             mf.check_compatible(path, manifest, expected, bloom)
-            index = cls(path, manifest, read_only=read_only, lock=held)
-            held.keep()
-        return index
+            return manifest
+
+        return cls._open_locked(path, read_only, lock, checked)
 
     @classmethod
     def open_or_create(
@@ -171,6 +176,8 @@ class LSHBloomIndex(LockHolder):
         params = dict(params)
         if params.get("band_key", "sum") != "sum":
             raise IndexMismatchError(f"{path}: datasketch's band files are keyed by band_key 'sum', not {params['band_key']!r}")
+        if params.get("growth", "fixed") != "fixed":
+            raise IndexMismatchError(f"{path}: datasketch's band files are one fixed generation, not growth {params['growth']!r}")
         b = params.get("b")
         if b is None:
             raise ValueError("adopt needs at least b and r in params")
@@ -187,28 +194,9 @@ class LSHBloomIndex(LockHolder):
                 raise IndexMismatchError(f"{path}: band files have {name}={value}, not {params[name]}")
         params.update(capacity=capacity, p_effective=p_effective)
         manifest = {**mf.new_manifest(kind, IndexParams(**params)), "p_band": p_band, "adopted": True}
-        with IndexLock(path) as held:
-            index = cls(path, manifest, read_only=False, lock=held)
-            held.keep()
+        index = cls._open_locked(path, False, True, lambda: manifest)
         mf.write_manifest(path, manifest)
         return index
-
-    def _check_band_files(self, paths: list[str]) -> None:
-        missing = [p for p in paths if not os.path.isfile(p)]
-        if missing:
-            raise IndexFilesMissingError(f"{self.path}: band files missing: {', '.join(os.path.basename(p) for p in missing)}")
-        # Each file must be one of this index's filters, not a stray from another.
-        for band_path in paths:
-            try:
-                with self.backend.open_file(band_path) as bloom:
-                    sized = (bloom.capacity, bloom.error_rate)
-            except ValueError as e:  # truncated, bad magic, bad header: the native message names the file
-                raise IndexCorruptError(str(e)) from None
-            if sized[0] != self.params.capacity or not math.isclose(sized[1], self._manifest["p_band"], rel_tol=1e-12):
-                raise IndexMismatchError(
-                    f"{band_path}: sized for capacity {sized[0]} at rate {sized[1]:.6g}, but the manifest says "
-                    f"capacity {self.params.capacity} at rate {self._manifest['p_band']:.6g}: not this index's filter"
-                )
 
     # -- queries ------------------------------------------------------------
 
@@ -225,35 +213,16 @@ class LSHBloomIndex(LockHolder):
 
     def insert(self, keys: np.ndarray) -> None:
         """Insert every row of band keys."""
-        keys = self._keys(keys)
-        self._check_capacity(len(keys))
-        self._filters.insert(keys)
-        self._count_inserted(len(keys))
-
-    def _check_capacity(self, incoming: int) -> None:
-        if self.inserted + incoming > self.params.capacity:
-            raise IndexFullError(
-                f"{self.label}: inserting {incoming} more documents would exceed the capacity of "
-                f"{self.params.capacity:,} the filters were sized for ({self.inserted:,} inserted); past it the "
-                "false-positive rate rises above p_effective. Deduplicate into a new --index-dir sized with "
-                "--expected-docs for the whole corpus."
-            )
-
-    def _count_inserted(self, count: int) -> None:
-        self._manifest["inserted"] += count
-        if not self._warned_capacity and self.inserted >= CAPACITY_WARNING_FRACTION * self.params.capacity:
-            self._warned_capacity = True
-            warnings.warn(
-                f"{self.label}: index holds {self.inserted:,} of its {self.params.capacity:,} capacity",
-                CapacityWarning,
-                stacklevel=3,
-            )
+        self._filters.insert(self._keys(keys))
+        self._warn_near_capacity()
 
     def query_insert(self, keys: np.ndarray, active: Optional[np.ndarray] = None) -> np.ndarray:
         """Keep-first decisions: True for duplicates; each non-duplicate is inserted before the next row is queried.
 
         Rows where ``active`` is False (documents without shingles) are
-        neither queried nor inserted, and come out False.
+        neither queried nor inserted, and come out False. A fixed index fills
+        up exactly to its capacity, then raises :class:`IndexFullError` at the
+        first new document; a growing one adds a generation there.
         """
         keys = self._keys(keys)
         if active is not None:
@@ -263,44 +232,45 @@ class LSHBloomIndex(LockHolder):
             duplicate = np.zeros(len(keys), dtype=bool)
             duplicate[active] = self.query_insert(keys[active])
             return duplicate
-        room = self.params.capacity - self.inserted
-        if len(keys) <= room:
-            duplicate = self._filters.query_insert(keys)
-            self._count_inserted(int(len(keys) - np.count_nonzero(duplicate)))
-            return duplicate
-        # Near capacity: each row inserts at most once, so `room` rows at a
-        # time can never overshoot; stop at the first new document that would.
-        parts, start = [], 0
-        while start < len(keys) and room > 0:
-            part = self._filters.query_insert(keys[start : start + room])
-            self._count_inserted(int(len(part) - np.count_nonzero(part)))
-            parts.append(part)
-            start += len(part)
-            room = self.params.capacity - self.inserted
-        if start < len(keys):
-            rest = self._filters.query(keys[start:])
-            if not rest.all():
-                self._check_capacity(1)
-            parts.append(rest)
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+        try:
+            return self._filters.query_insert(keys)
+        finally:
+            self._warn_near_capacity()
+
+    def _warn_near_capacity(self) -> None:
+        if self._warned_capacity or self.params.growth != "fixed":
+            return
+        if self.inserted >= CAPACITY_WARNING_FRACTION * self.params.capacity:
+            self._warned_capacity = True
+            warnings.warn(
+                f"{self.label}: index holds {self.inserted:,} of its {self.params.capacity:,} capacity",
+                CapacityWarning,
+                stacklevel=3,
+            )
 
     # -- state --------------------------------------------------------------
 
     @property
     def inserted(self) -> int:
-        return self._manifest["inserted"]
+        return self._filters.inserted
+
+    @property
+    def generations(self) -> list[dict]:
+        """Each generation's capacity, per-band rate and documents inserted (one for a fixed index)."""
+        return [g.record(self.backend) for g in self._filters.generations]
 
     @property
     def manifest(self) -> dict:
+        mf.record_generations(self._manifest, self._filters.generations, self.backend)
         return json.loads(json.dumps(self._manifest))
 
     def band_paths(self) -> list[str]:
-        return [os.path.join(self.path, self.backend.file_name(i)) for i in range(self.params.b)]
+        """Every band file, generation after generation."""
+        return self._filters.all_paths()
 
     def stats(self) -> dict:
         """Bytes on disk, documents inserted, and the false-positive rate now expected from the fill."""
         p = self.params
-        band_fp = self.backend.band_false_positive(self.inserted, p.capacity, self._manifest["p_band"])
         return {
             "path": self.path,
             "backend": self.bloom,
@@ -310,7 +280,10 @@ class LSHBloomIndex(LockHolder):
             "b": p.b,
             "r": p.r,
             "p_band": self._manifest["p_band"],
-            "expected_false_positive": effective_p(band_fp, p.b),
+            "expected_false_positive": self._filters.expected_false_positive(),
+            "growth": p.growth,
+            "generations": len(self._filters.generations),
+            "capacity_now": sum(g.capacity for g in self._filters.generations),
         }
 
     def sync(self) -> None:
@@ -319,7 +292,7 @@ class LSHBloomIndex(LockHolder):
         if self.read_only:
             return
         self._filters.sync()
-        mf.write_manifest(self.path, self._manifest)
+        mf.write_manifest(self.path, self.manifest)
 
     def close(self) -> None:
         """Sync (a writer) and close the filters, and release the lock."""
