@@ -9,7 +9,7 @@ from typing import Optional
 
 from lshbloom_udf import sample
 from lshbloom_udf.config import DEFAULTS
-from lshbloom_udf.index import BLOOM_BACKENDS
+from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.sizing import plan
 
 
@@ -25,6 +25,9 @@ def _plan(argv: list[str]) -> None:
     parser.add_argument("--bands", type=int, nargs=2, metavar=("B", "R"), default=DEFAULTS["bands"],
                         help="explicit (b, r) instead of the optimum")
     parser.add_argument("--bloom", choices=BLOOM_BACKENDS, default=BLOOM_BACKENDS[0], help="Bloom filter backend")
+    parser.add_argument("--growth", choices=GROWTH_MODES, default="fixed",
+                        help="fixed (a run past the capacity fails) or grow (add filter generations); default %(default)s")
+    parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     if args.docs != int(args.docs):
@@ -38,6 +41,8 @@ def _plan(argv: list[str]) -> None:
             ngram=args.ngram,
             bands=tuple(args.bands) if args.bands else None,
             bloom=args.bloom,
+            growth=args.growth,
+            generations=args.generations,
         )
     except ValueError as e:
         parser.error(str(e))

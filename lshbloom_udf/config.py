@@ -166,8 +166,8 @@ class Setting:
     aliases: tuple[str, ...] = ()
     # "run": a setting of every run; "job": only the spark-submit job reads it
     scope: str = "run"
-    # sizes a new index only: an existing index keeps its own unless the setting is given
-    sizing: bool = False
+    # sizes a new index only (the IndexParams field it sets): an existing index keeps its own unless given
+    sizes: Optional[str] = None
 
 
 def setting(default: Any, help: str, check: Callable[[str, Any], Any], group: str, **spec: Any) -> Any:
@@ -214,9 +214,9 @@ class DedupConfig:
                             _choice(*BAND_KEYS), "minhash")
     # -- the index
     p_effective: float = setting(1e-5, "effective Bloom false-positive rate of a new index", _open_unit, "index",
-                                 cli={"type": float}, sizing=True)
+                                 cli={"type": float}, sizes="p_effective")
     expected_docs: Optional[int] = setting(None, "capacity of a new index (default: the number of input documents)",
-                                           _optional(_integer(1)), "index", cli={"type": int}, sizing=True)
+                                           _optional(_integer(1)), "index", cli={"type": int}, sizes="capacity")
     bloom: str = setting("pybloomfiltermmap3", "Bloom filter backend of a new index: pybloomfiltermmap3 "
                          "(datasketch-compatible files) or blocked (one cache line per key per band: faster, larger, "
                          "not readable by datasketch); an existing index must have it", _choice(*BLOOM_BACKENDS), "index")
@@ -295,14 +295,17 @@ class DedupConfig:
         return name in self.given
 
     @property
-    def sizing_given(self) -> bool:
-        """Whether a setting that sizes a new index was given (then an existing index must have it too)."""
-        return any(spec.sizing and f.name in self.given for f, spec in settings())
+    def sizing_given(self) -> frozenset:
+        """The sizing fields of the index (``capacity``, ``p_effective``) the settings give: an existing index
+        must have them; it keeps its own for the others."""
+        return frozenset(spec.sizes for f, spec in settings() if spec.sizes and f.name in self.given)
 
-    def index_params(self, capacity: int = 1):
-        """The :class:`~lshbloom_udf.index.IndexParams` these settings imply for an index of ``capacity``."""
+    def index_params(self, capacity: Optional[int] = None):
+        """The :class:`~lshbloom_udf.index.IndexParams` these settings imply (capacity: ``expected_docs`` or 1)."""
         from lshbloom_udf.index import IndexParams
 
+        if capacity is None:
+            capacity = self.expected_docs or 1
         try:
             return IndexParams.for_threshold(
                 capacity, self.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,

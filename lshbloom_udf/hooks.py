@@ -20,6 +20,9 @@ Points on the driver, fired with keyword arguments:
     the journal is written and its first rename done.
 ``after-commit``
     the commit is done, before the summary is written.
+``generation-added``
+    a growing index added a generation of filters (``generation=`` its number,
+    ``path=`` the directory it was created in: a run's staging copy).
 
 On the executors, ``task-start`` (``stage=`` "keys" or "pack", ``partition=``,
 ``attempt=``) runs at the start of each task. Executors are other processes:
@@ -34,7 +37,7 @@ from typing import Callable, Optional
 Hook = Callable[..., None]
 
 POINTS = ("after-keys", "driver-pass", "output-write", "output-written", "before-commit", "mid-commit",
-          "after-commit", "task-start")
+          "after-commit", "generation-added", "task-start")
 
 _installed: dict[str, Hook] = {}
 

@@ -125,7 +125,7 @@ class LSHBloomDeduplicator(Transformer, DefaultParamsReadable, DefaultParamsWrit
 
 
 def _sizing(param: str) -> bool:
-    return DedupConfig.__dataclass_fields__[_SETTING_OF[param]].metadata["setting"].sizing
+    return DedupConfig.__dataclass_fields__[_SETTING_OF[param]].metadata["setting"].sizes is not None
 
 
 def _declare_params() -> None:

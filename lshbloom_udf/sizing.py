@@ -23,7 +23,13 @@ where ``FP_lsh``/``FN_lsh`` are the S-curve integrals of :mod:`lshbloom_udf.lsh`
 
 A blocked index (``bloom="blocked"``) sets 16 bits per key in one 512-bit
 block; its block count is the smallest whose exact false-positive rate is
-within ``p`` (:mod:`lshbloom_udf.blocked`), larger than ``m`` at low rates.
+within ``p`` (:mod:`lshbloom_udf.index.backends`), larger than ``m`` at low rates.
+
+A growing index (``growth="grow"``, :mod:`lshbloom_udf.index.growth`) sizes
+generation ``g`` for ``n·2^g`` documents at the effective rate
+``p_eff·2^-(g+1)``; :func:`plan` gives its first generation's figures and
+:attr:`Plan.growth_table` what each further generation costs. The figures of
+a fixed index (the default) are the paper's.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-from lshbloom_udf import _native
-from lshbloom_udf.blocked import BLOCK_BITS, KEY_BITS_PER_BLOCK, blocked_index_bytes
+from lshbloom_udf.index.backends import BLOOM_FORMAT, BLOOM_PREAMBLE_BYTES, backend
+from lshbloom_udf.index.fs import human_bytes
+from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
 from lshbloom_udf.lsh import (
     false_negative_probability,
     false_positive_probability,
@@ -45,25 +52,20 @@ from lshbloom_udf.lsh import (
 )
 
 KEY_RANGE = (1 << 61) - 1
-# pybloomfiltermmap3's preamble: magic, bit count, header length and its
-# 1200-byte header, padded to 256 bytes.
-BLOOM_PREAMBLE_BYTES = 1280
-
-
-def validate_p_effective(p_effective: float) -> None:
-    if not isinstance(p_effective, (int, float)) or not 0.0 < p_effective < 1.0:
-        raise ValueError(f"p_effective must be in (0, 1), got {p_effective!r}")
-
-
-def validate_capacity(capacity: int) -> None:
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
-        raise ValueError(f"expected documents (capacity) must be a positive integer, got {capacity!r}")
-
-
-def per_band_p(p_effective: float, b: int) -> float:
-    """Per-band Bloom false-positive rate giving an effective rate ``p_effective`` over ``b`` bands."""
-    validate_p_effective(p_effective)
-    return -math.expm1(math.log1p(-p_effective) / b)
+# Defined with the index (which validates its own parameters) and re-exported here, the sizing module.
+__all__ = [
+    "BLOOM_PREAMBLE_BYTES",
+    "KEY_RANGE",
+    "Plan",
+    "bloom_file_bytes",
+    "human_bytes",
+    "optimal_bits",
+    "growth_table",
+    "per_band_p",
+    "plan",
+    "validate_capacity",
+    "validate_p_effective",
+]
 
 
 def optimal_bits(n: int, p: float) -> float:
@@ -73,8 +75,7 @@ def optimal_bits(n: int, p: float) -> float:
 
 def bloom_file_bytes(capacity: int, p: float) -> int:
     """Exact size of one pybloomfiltermmap3 file for ``capacity`` items at rate ``p``."""
-    _, num_bits = _native.bloom_geometry(capacity, p)
-    return BLOOM_PREAMBLE_BYTES + (num_bits + 7) // 8
+    return backend(BLOOM_FORMAT).file_bytes(capacity, p)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,9 @@ class Plan:
     ram_bytes: int
     fits_in_shm: bool
     fits_in_ram: bool
+    growth: str = "fixed"
+    # A growing index: one row per generation (see growth_table); empty for a fixed index.
+    growth_table: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -121,14 +125,27 @@ class Plan:
                 f"LSHBloom FP / FN         {self.lshbloom_false_positive:.6g} / {self.lshbloom_false_negative:.6g}",
                 f"fits here in             {where}  (/dev/shm free {human_bytes(self.shm_free_bytes)}, RAM {human_bytes(self.ram_bytes)})",
             ]
+            + self._growth_lines()
         )
 
-
-def human_bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.4g} {unit}"
-    return f"{int(n)} B"
+    def _growth_lines(self) -> list[str]:
+        if self.growth == "fixed":
+            return ["growth                   fixed (a run past the capacity fails with IndexFullError)"]
+        first = self.growth_table[0]
+        lines = [
+            "growth                   grow: generation g holds docs x 2^g at p_effective x 2^-(g+1) "
+            f"(generation 0 costs {human_bytes(first['bytes'] - first['fixed_bytes'])}, "
+            f"+{first['bytes'] / first['fixed_bytes'] - 1:.1%}, over a fixed index)",
+            f"  {'gen':>3s} {'capacity':>15s} {'total':>15s} {'rate':>9s} {'per band':>10s} {'bytes':>10s} "
+            f"{'total bytes':>11s} {'fixed for total':>15s}",
+        ]
+        for row in self.growth_table:
+            lines.append(
+                f"  {row['generation']:3d} {row['capacity']:15,} {row['total_capacity']:15,} {row['p_effective']:9.3g} "
+                f"{row['p_band']:10.3g} {human_bytes(row['bytes']):>10s} {human_bytes(row['total_bytes']):>11s} "
+                f"{human_bytes(row['fixed_bytes']):>15s}"
+            )
+        return lines
 
 
 def _shm_free() -> int:
@@ -153,8 +170,14 @@ def plan(
     ngram: int = 1,
     bands: tuple[int, int] | None = None,
     bloom: str = "pybloomfiltermmap3",
+    growth: str = "fixed",
+    generations: int = 5,
 ) -> Plan:
-    """Size an index of ``bloom`` filters for ``docs`` documents before running anything."""
+    """Size an index of ``bloom`` filters for ``docs`` documents before running anything.
+
+    ``growth="grow"`` sizes the first generation of a growing index and shows
+    ``generations`` of them in :attr:`Plan.growth_table`.
+    """
     validate_capacity(docs)
     validate_threshold(threshold)
     validate_num_perm(num_perm)
@@ -164,15 +187,11 @@ def plan(
     else:
         b, r = bands
         validate_bands(b, r, num_perm)
-    p = per_band_p(p_effective, b)
-    if bloom == "blocked":
-        index_bytes = blocked_index_bytes(docs, p, b)
-        hashes, bits = KEY_BITS_PER_BLOCK, _native.blocked_num_blocks(docs, p) * BLOCK_BITS
-    elif bloom == "pybloomfiltermmap3":
-        hashes, bits = _native.bloom_geometry(docs, p)
-        index_bytes = b * (BLOOM_PREAMBLE_BYTES + (bits + 7) // 8)
-    else:
-        raise ValueError(f"bloom must be 'pybloomfiltermmap3' or 'blocked', got {bloom!r}")
+    sized = IndexParams(b=b, r=r, capacity=docs, num_perm=num_perm, p_effective=p_effective, growth=growth)
+    p = sized.p_band
+    kind = backend(bloom)
+    hashes, bits = kind.geometry(docs, p)
+    index_bytes = kind.index_bytes(docs, p, b)
     fp_lsh = false_positive_probability(threshold, b, r)
     fn_lsh = false_negative_probability(threshold, b, r)
     bloom_error = p_effective + b / KEY_RANGE
@@ -200,4 +219,37 @@ def plan(
         ram_bytes=ram,
         fits_in_shm=index_bytes < shm,
         fits_in_ram=index_bytes < ram,
+        growth=growth,
+        growth_table=growth_table(sized, bloom, generations) if growth == "grow" else [],
     )
+
+
+def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict]:
+    """What the first ``generations`` generations of a growing index cost.
+
+    Per generation: its capacity and the total so far, the effective rate it
+    is sized for and its per-band rate, its bytes and the total so far, and
+    the bytes of a fixed index sized for that total at ``p_effective``.
+    """
+    if isinstance(generations, bool) or not isinstance(generations, int) or generations < 1:
+        raise ValueError(f"generations must be a positive integer, got {generations!r}")
+    kind = backend(bloom)
+    rows, total_capacity, total_bytes = [], 0, 0
+    for g in range(generations):
+        capacity, p_band = params.generation_capacity(g), params.generation_p_band(g)
+        size = kind.index_bytes(capacity, p_band, params.b)
+        total_capacity += capacity
+        total_bytes += size
+        rows.append(
+            {
+                "generation": g,
+                "capacity": capacity,
+                "total_capacity": total_capacity,
+                "p_effective": effective_p(p_band, params.b),
+                "p_band": p_band,
+                "bytes": size,
+                "total_bytes": total_bytes,
+                "fixed_bytes": kind.index_bytes(total_capacity, per_band_p(params.p_effective, params.b), params.b),
+            }
+        )
+    return rows

@@ -18,6 +18,8 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
     directory appears).
 ``kill-before-commit`` / ``kill-mid-commit`` / ``kill-after-commit``
     SIGKILL it at the commit's moments (:mod:`lshbloom_udf.hooks`).
+``kill-generation-added``
+    SIGKILL it as soon as a growing index added a generation of filters.
 ``fail-task-first-attempt``
     Every Spark task of the keys and packing stages raises on its first attempt
     (run with ``spark.task.maxFailures`` > 1, e.g. master ``local[2,4]``).
@@ -55,6 +57,7 @@ KILL_POINTS = {
     "kill-before-commit": "before-commit",
     "kill-mid-commit": "mid-commit",
     "kill-after-commit": "after-commit",
+    "kill-generation-added": "generation-added",
 }
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from lshbloom_udf import IndexParams, LSHBloomIndex, _native, text_band_keys
-from lshbloom_udf.blocked import FORMAT_NAME
-from lshbloom_udf.index import IndexMismatchError
+from lshbloom_udf.index import IndexMismatchError, backend
 from lshbloom_udf.sample import build_sample
 
 QUERIES = 10**7
+FORMAT_NAME = backend("blocked").manifest_format
 
 
 def four_sigma(p, q):

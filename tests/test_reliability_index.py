@@ -3,7 +3,8 @@
 A process stages an index, inserts band keys and commits through
 :class:`~lshbloom_udf.index.IndexTransaction`; the test-only fault switch kills
 it before the journal, or after the journal's first rename, and then kills the
-next process again *during its recovery*. Whatever the sequence, the directory
+next process again *during its recovery*; or, for a growing index, just after
+its run added a generation of filters. Whatever the sequence, the directory
 ends up equal to the one an uninterrupted process made.
 """
 
@@ -28,12 +29,13 @@ SCRIPT = textwrap.dedent(
     import fault_injection
     fault_injection.install_from_env()
     from lshbloom_udf.index import IndexParams, IndexTransaction
-    path, seed = sys.argv[1], int(sys.argv[2])
-    params = IndexParams.for_threshold(capacity=1000)
+    path, seed, growth, bloom = sys.argv[1], int(sys.argv[2]), sys.argv[4], sys.argv[5]
+    # A growing index fills its first generation (250) during the second run.
+    params = IndexParams.for_threshold(capacity=1000 if growth == "fixed" else 250, growth=growth)
     with IndexTransaction(path) as txn:
         if seed < 0:
             sys.exit(0)  # only open (and recover)
-        index = txn.stage(params)
+        index = txn.stage(params, bloom=bloom)
         keys = np.random.default_rng(seed).integers(0, (1 << 61) - 1, (200, params.b), dtype=np.uint64)
         keys[100:110] = keys[:10]  # ten duplicates
         dup = index.query_insert(keys)
@@ -44,13 +46,14 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _run(path, seed, fault=None, log=None):
+def _run(path, seed, fault=None, log=None, growth="fixed", bloom="pybloomfiltermmap3"):
     env = dict(os.environ)
     env.pop("LSHBLOOM_TEST_FAULT", None)
     if fault:
         env["LSHBLOOM_TEST_FAULT"] = f"{fault},fault-log={log}"
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), os.path.dirname(os.path.abspath(__file__))], env=env, capture_output=True, text=True,
-                          start_new_session=True, timeout=120)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), tests, growth, bloom], env=env,
+                          capture_output=True, text=True, start_new_session=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +101,44 @@ def test_killed_mid_commit_then_again_during_recovery_ends_as_one_clean_commit(t
         assert [r["run_id"] for r in txn.runs()] == ["000001", "000002"]
         assert len(txn.load_duplicates(txn.runs()[1])) == 10
     assert index_state(path) == clean
+
+
+@pytest.fixture(scope="module")
+def clean_grown(tmp_path_factory):
+    """Two uninterrupted runs into a growing index of each backend: the second adds a generation."""
+    states = {}
+    for bloom in ("pybloomfiltermmap3", "blocked"):
+        path = tmp_path_factory.mktemp("grown") / "index"
+        for seed in (1, 2):
+            assert _run(path, seed, growth="grow", bloom=bloom).returncode == 0
+        states[bloom] = index_state(path)
+    return states
+
+
+@pytest.mark.parametrize("bloom", ["pybloomfiltermmap3", "blocked"])
+def test_killed_during_a_generation_switch_then_rerun_gives_the_uninterrupted_index(tmp_path, clean_grown, bloom):
+    path = tmp_path / "index"
+    assert _run(path, 1, growth="grow", bloom=bloom).returncode == 0
+    first = index_state(path)
+    assert len(first["manifest.json"]["generations"]) == 1
+    log = tmp_path / "fault.log"
+    killed = _run(path, 2, "kill-generation-added", log, growth="grow", bloom=bloom)
+    assert killed.returncode == -9 and log.read_text() == "kill-generation-added\n"
+    # The new generation was being added to the dead run's staging copy; the live index is the first run's.
+    staging = [n for n in os.listdir(path) if n.startswith(".staging-")]
+    assert staging and any(n.startswith("gen1-band-") for n in os.listdir(path / staging[0]))
+    assert {k: v for k, v in index_state(path).items() if v != "unexpected leftover"} == first
+    assert _run(path, 2, growth="grow", bloom=bloom).returncode == 0
+    assert index_state(path) == clean_grown[bloom]
+    generations = clean_grown[bloom]["manifest.json"]["generations"]
+    assert [g["capacity"] for g in generations] == [250, 500] and generations[0]["inserted"] == 250
+
+
+def test_killed_mid_commit_of_a_new_generation_is_finished_by_the_next_writer(tmp_path, clean_grown):
+    path = tmp_path / "index"
+    assert _run(path, 1, growth="grow").returncode == 0
+    log = tmp_path / "fault.log"
+    assert _run(path, 2, "kill-mid-commit", log, growth="grow").returncode == -9
+    assert os.path.exists(path / ".commit.json")
+    assert _run(path, -1, growth="grow").returncode == 0  # the next opener rolls the journal forward
+    assert index_state(path) == clean_grown["pybloomfiltermmap3"]

@@ -90,7 +90,7 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     txn = transaction if transaction is not None else (IndexTransaction(index_dir) if index_dir is not None else None)
     try:
         if txn is not None:
-            txn.check_compatible(params, config.sizing_given, config.expected_docs, config.bloom)
+            txn.check_compatible(params, config.sizing_given, config.bloom)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
         result.transaction, result._owns_transaction = txn, transaction is None
         if txn is not None and not defer_commit:

@@ -66,13 +66,9 @@ def _hms(seconds: float) -> str:
 
 def temporary_index_dir(params, bloom: str) -> str:
     """A fresh directory for a temporary index: in /dev/shm when the index fits there with room to spare."""
-    from lshbloom_udf.blocked import blocked_index_bytes
-    from lshbloom_udf.sizing import bloom_file_bytes
+    from lshbloom_udf.index import backend
 
-    if bloom == "blocked":  # transitional: the index package gives each backend's bytes
-        index_bytes = blocked_index_bytes(params.capacity, params.p_band, params.b)
-    else:
-        index_bytes = params.b * bloom_file_bytes(params.capacity, params.p_band)
+    index_bytes = backend(bloom).index_bytes(params.capacity, params.p_band, params.b)
     base = None
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         try:

@@ -1,0 +1,239 @@
+"""IndexTransaction: one run's hold on an index directory, from its start to its all-or-nothing commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from lshbloom_udf import hooks
+from lshbloom_udf.errors import IndexCorruptError
+from lshbloom_udf.index import journal
+from lshbloom_udf.index import manifest as mf
+from lshbloom_udf.index.backends import BLOOM_FORMAT, backend
+from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
+from lshbloom_udf.index.lock import IndexLock, LockHolder
+from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
+from lshbloom_udf.index.store import LSHBloomIndex
+
+
+class IndexTransaction(LockHolder):
+    """One run's hold on an index directory, from its start to its all-or-nothing commit.
+
+    Opening takes the directory's exclusive OS lock (``.lock``, ``flock``; a
+    second run fails at once with :class:`IndexLockedError`) and keeps it
+    until :meth:`close`. It first runs :func:`recover`. The run then works on
+    a *staging copy* (:meth:`stage`: ``<index>/.staging-*/``, a copy of every
+    band file and the manifest, on the same file system): the live index is
+    never written. :meth:`commit` makes the staged index, the duplicates'
+    row ids, the run record in the manifest's ``runs`` list and the run's
+    outputs (temporary path → final path) live together: it writes a journal
+    listing the renames, then performs them (band files, then the manifest
+    last), then deletes the journal. A crash before the journal leaves the old
+    index and no output; a crash after it is finished by the next writer.
+    """
+
+    _kind = "index transaction"
+
+    def __init__(self, path: str):
+        path = os.fspath(path)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:
+            raise type(e)(e.errno, f"{path}: cannot create the index directory ({e.strerror})") from None
+        if not os.path.isdir(path):
+            raise NotADirectoryError(f"{path}: index path is not a directory")
+        self.path = path
+        with IndexLock(path) as lock:
+            self.recovered = journal.recover(path)
+            self._lock = lock.keep()
+        self.staging: Optional[str] = None
+        self.index: Optional[LSHBloomIndex] = None
+        self._outputs: list[str] = []
+        self.closed = False
+
+    # -- what is committed ---------------------------------------------------
+
+    def manifest(self) -> Optional[dict]:
+        return mf.read_manifest(self.path) if LSHBloomIndex.exists(self.path) else None
+
+    def runs(self) -> list:
+        manifest = self.manifest()
+        return list(manifest.get("runs", [])) if manifest else []
+
+    def check_compatible(
+        self, params: IndexParams, sizing_given: SizingGiven = True, bloom: Optional[str] = None
+    ) -> Optional[IndexParams]:
+        """Refuse (:class:`IndexMismatchError`) an index in this directory that ``params`` and ``bloom`` cannot use.
+
+        Cheap (the manifest only): call it before any work. ``sizing_given``:
+        which sizing fields of ``params`` the caller gave (``True``: all,
+        ``False``: none, or their names); the others are the index's own.
+        Returns the index's parameters, or ``None`` if the directory holds no index.
+        """
+        manifest = self.manifest()
+        if manifest is None:
+            return None
+        return mf.check_compatible(self.path, manifest, expected_params(params, sizing_given), bloom)
+
+    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
+        """The latest committed run that ingested documents with this content fingerprint and these parameters."""
+        want = run_params(params)
+        for run in reversed(self.runs()):
+            if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
+                return run
+        return None
+
+    def load_duplicates(self, run: Mapping) -> np.ndarray:
+        """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
+        path = os.path.join(self.path, run["duplicates_file"])
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) % 8 or hashlib.sha256(data).hexdigest() != run["duplicates_sha256"]:
+            raise IndexCorruptError(f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.get('run_id')})")
+        return np.frombuffer(data, dtype="<i8").astype(np.int64)
+
+    # -- the run's work -------------------------------------------------------
+
+    def _ensure_staging(self) -> str:
+        self._check_open()
+        if self.staging is None:
+            self.staging = tempfile.mkdtemp(prefix=journal.STAGING_PREFIX, dir=self.path)
+            journal.write_pending(self.staging, self._outputs)
+        return self.staging
+
+    def add_output(self, tmp_path: str) -> None:
+        """Register a temporary output, so that a crash before the commit has it removed by the next run."""
+        self._ensure_staging()
+        self._outputs.append(os.path.abspath(tmp_path))
+        journal.write_pending(self.staging, self._outputs)
+
+    def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = BLOOM_FORMAT) -> LSHBloomIndex:
+        """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds none)."""
+        backend(bloom)
+        staging = self._ensure_staging()
+        if self.index is not None:
+            raise RuntimeError("the index is already staged")
+        if not LSHBloomIndex.exists(self.path):
+            self.index = LSHBloomIndex.create(staging, params, bloom=bloom, lock=False)
+        else:
+            self.check_compatible(params, sizing_given, bloom)
+            self._copy_live_index(staging)
+            self.index = LSHBloomIndex.open(staging, expected=expected_params(params, sizing_given), lock=False)
+        self.index.label = self.path
+        return self.index
+
+    def _copy_live_index(self, staging: str) -> None:
+        # Validate the live files first: a bad one is named, not copied.
+        live = LSHBloomIndex(self.path, mf.read_manifest(self.path), read_only=True)
+        names = [os.path.basename(p) for p in live.band_paths()]
+        live.close()
+        need = sum(os.path.getsize(os.path.join(self.path, n)) for n in names)
+        check_free_space(
+            staging, need, "the staging copy of the index", "a run works on a copy, so the index's file system needs room for two"
+        )
+        try:
+            for name in names + [mf.MANIFEST_NAME]:
+                shutil.copyfile(os.path.join(self.path, name), os.path.join(staging, name))
+        except OSError as e:
+            raise OSError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
+
+    def commit(
+        self,
+        run: Optional[Mapping] = None,
+        duplicates: Optional[np.ndarray] = None,
+        outputs: Sequence[tuple[str, str]] = (),
+    ) -> Optional[dict]:
+        """Make the staged index, the run record and the outputs live together (see the class docs).
+
+        ``run``: the record appended to the manifest's ``runs`` (needs a staged
+        index); it gets ``run_id``, ``duplicates_file`` and its SHA-256.
+        ``outputs``: ``(temporary, final)`` local paths, renamed in the same
+        commit (an existing directory at ``final`` is replaced).
+        """
+        self._check_open()
+        if self.index is None and run is not None:
+            raise RuntimeError("a run record needs a staged index")
+        ops: list = []
+        for tmp, final in outputs:
+            tmp, final = os.path.abspath(tmp), os.path.abspath(final)
+            fsync_tree(tmp)
+            ops.append([tmp, final])
+        record = None
+        if self.index is not None:
+            record, index_ops = self._seal_staged_index(run, duplicates)
+            ops += index_ops
+        if ops:
+            hooks.fire("before-commit")
+            journal.commit(self.path, {"run_id": record["run_id"] if record else None, "ops": ops})
+        self._outputs = []
+        if self.staging is not None:
+            rmtree(self.staging)
+            self.staging = None
+        return record
+
+    def _seal_staged_index(self, run: Optional[Mapping], duplicates: Optional[np.ndarray]) -> tuple[Optional[dict], list]:
+        """Close the staged index, add the run's record and duplicates to it; the renames that make it live."""
+        staging, rel = self.staging, os.path.basename(self.staging)
+        self.index.sync()
+        manifest = self.index.manifest
+        band_names = [os.path.basename(p) for p in self.index.band_paths()]
+        self.index.close()
+        self.index = None
+        ops: list = []
+        record = None
+        if run is not None:
+            record = self._record_run(staging, manifest, run, duplicates)
+            os.makedirs(os.path.join(self.path, journal.RUNS_DIR), exist_ok=True)
+            ops.append([f"{rel}/{os.path.basename(record['duplicates_file'])}", record["duplicates_file"]])
+        for name in band_names:
+            fsync_path(os.path.join(staging, name))
+            ops.append([f"{rel}/{name}", name])
+        ops.append([f"{rel}/{mf.MANIFEST_NAME}", mf.MANIFEST_NAME])
+        return record, ops
+
+    @staticmethod
+    def _record_run(staging: str, manifest: dict, run: Mapping, duplicates: Optional[np.ndarray]) -> dict:
+        """Write the run's duplicates file and its record into the staged manifest; the record."""
+        runs = manifest.setdefault("runs", [])
+        record = json.loads(json.dumps(dict(run), default=str))
+        record["run_id"] = run_id = f"{len(runs) + 1:06d}"
+        data = np.ascontiguousarray(duplicates if duplicates is not None else [], dtype="<i8").tobytes()
+        dups_name = f"{run_id}.dups.i64"
+        with open(os.path.join(staging, dups_name), "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        record["duplicates_file"] = f"{journal.RUNS_DIR}/{dups_name}"
+        record["duplicates_sha256"] = hashlib.sha256(data).hexdigest()
+        record["inserted_total"] = manifest["inserted"]
+        runs.append(record)
+        write_json_atomically(os.path.join(staging, mf.MANIFEST_NAME), manifest)
+        return record
+
+    def abort(self) -> None:
+        """Drop the staging copy and the registered temporary outputs; the live index is untouched."""
+        if self.index is not None:
+            index, self.index = self.index, None
+            index.discard()
+        for tmp in self._outputs:
+            if os.path.lexists(tmp):
+                rmtree(tmp)
+        self._outputs = []
+        if self.staging is not None:
+            rmtree(self.staging)
+            self.staging = None
+
+    def close(self) -> None:
+        """Abort what was not committed and release the lock."""
+        if self.closed:
+            return
+        try:
+            self.abort()
+        finally:
+            self._release_lock()
