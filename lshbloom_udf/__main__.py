@@ -8,7 +8,7 @@ import sys
 from typing import Optional
 
 from lshbloom_udf import sample
-from lshbloom_udf.config import DEFAULTS
+from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.sizing import plan
 
@@ -24,7 +24,8 @@ def _plan(argv: list[str]) -> None:
     parser.add_argument("--ngram", type=int, default=DEFAULTS["ngram"], help="default %(default)s (shown, not sized)")
     parser.add_argument("--bands", type=int, nargs=2, metavar=("B", "R"), default=DEFAULTS["bands"],
                         help="explicit (b, r) instead of the optimum")
-    parser.add_argument("--bloom", choices=BLOOM_BACKENDS, default=BLOOM_BACKENDS[0], help="Bloom filter backend")
+    parser.add_argument("--bloom", choices=BLOOM_BACKENDS, default=DedupConfig().new_index_bloom,
+                        help="Bloom filter backend (default %(default)s: a new index's with the default band key)")
     parser.add_argument("--growth", choices=GROWTH_MODES, default="fixed",
                         help="fixed (a run past the capacity fails) or grow (add filter generations); default %(default)s")
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")

@@ -64,12 +64,12 @@ def test_blocked_backend_keeps_an_index_across_runs(docs_df, spark, tmp_path):
         assert index.bloom == "blocked" and index.inserted == len(rows) - sum(theirs) - empty == s2["index"]["inserted_total"]
     # Asking for the compatible backend on it is an error naming both, not a silent new index.
     with pytest.raises(IndexMismatchError, match="blocked Bloom filters, asked for pybloomfiltermmap3"):
-        _deduplicate(second, index_dir=index_dir, **REFERENCE)
+        _deduplicate(second, index_dir=index_dir, bloom="pybloomfiltermmap3", **REFERENCE)
     with pytest.raises(DedupInputError, match="bloom must be"):
         _deduplicate(docs_df, bloom="cuckoo", **REFERENCE)
-    # Capacity: a blocked index sized for too few documents refuses the run and is left unchanged.
+    # Capacity: a fixed blocked index sized for too few documents refuses the run and is left unchanged.
     small = str(tmp_path / "small")
-    _deduplicate(first, bloom="blocked", index_dir=small, expected_docs=half, progress=False, **REFERENCE)
+    _deduplicate(first, bloom="blocked", index_dir=small, expected_docs=half, growth="fixed", progress=False, **REFERENCE)
     with pytest.raises(IndexFullError):
         _deduplicate(second, bloom="blocked", index_dir=small, progress=False, **REFERENCE)
     with LSHBloomIndex.open(small, read_only=True) as index:

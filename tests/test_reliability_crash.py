@@ -223,5 +223,6 @@ def test_blocked_index_commits_through_the_same_journal(world, job, capsys, spar
     assert index_state(killed) == index_state(clean)
 
     # The backend is part of the index: asking for the other one is a clear error, before any Spark work.
-    code, _, err = run_job(job, second_args(world["second_dir"], root / "other-out", killed), capsys)
+    code, _, err = run_job(job, second_args(world["second_dir"], root / "other-out", killed) + ["--bloom", "pybloomfiltermmap3"],
+                           capsys)
     assert code != 0 and "blocked Bloom filters, asked for pybloomfiltermmap3" in err and "--bloom blocked" in err

@@ -197,7 +197,7 @@ def test_capacity_limit_fails_clearly_and_keeps_the_index(job, capsys, tmp_path,
     """At the limit the run fails (it does not grow the index); nothing of the failed run is kept."""
     index = tmp_path / "index"
     code, _, err = run_job(job, ["--input", small_input[0], "--output", str(tmp_path / "first"), "--index-dir", str(index),
-                                 "--expected-docs", "130", "--quiet", *REF_FLAGS], capsys)
+                                 "--expected-docs", "130", "--growth", "fixed", "--quiet", *REF_FLAGS], capsys)
     assert code == 0, err
     before = index_state(index)
     code, _, err = _second_run(job, capsys, tmp_path, index)

@@ -312,3 +312,23 @@ def test_other_column_types_pass_through(spark):
     out = deduplicate(df, order_by="n", progress=False).collect()
     assert [r["is_duplicate"] for r in out] == [False, True]
     assert out[0]["arr"] == [1, 2] and out[0]["m"] == {"k": 1.5} and out[1]["s"] == "x"
+
+
+def test_a_kept_index_grows_past_its_capacity(spark, docs, tmp_path):
+    """growth "grow" (the default): runs past the first run's capacity add generations instead of failing,
+    and every decision stays datasketch's keep-first over the whole stream."""
+    ordered = sorted(docs, key=lambda d: d["id"])
+    to_df = lambda ds: spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in ds], SCHEMA).repartition(2)
+    index_dir = str(tmp_path / "index")
+    capacity = len(ordered) // 6
+    flags = []
+    for i, cut in enumerate(range(0, len(ordered), 2 * capacity)):
+        sizing = {"expected_docs": capacity} if i == 0 else {}
+        out = deduplicate(to_df(ordered[cut : cut + 2 * capacity]), order_by="id", index_dir=index_dir, progress=False,
+                          **sizing)
+        flags += [r["is_duplicate"] for r in out.orderBy("id").collect()]
+    assert flags == datasketch_flags([d["text"] for d in ordered], config=REFERENCE)
+    with LSHBloomIndex.open(index_dir, read_only=True) as index:
+        assert index.params.growth == "grow" and index.params.capacity == capacity
+        assert len(index.manifest["generations"]) >= 2
+        assert index.inserted > capacity

@@ -22,7 +22,7 @@ from typing import Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import DedupInputError
-from lshbloom_udf.index import LSHBloomIndex, run_params
+from lshbloom_udf.index import LSHBloomIndex, manifest_bloom, run_params
 from lshbloom_udf.spark.driver_pass import PassOutcome, run_driver_pass, temporary_index_dir
 from lshbloom_udf.spark.ingest import check_unique_ids, col, prior_run
 from lshbloom_udf.spark.join import join_decisions
@@ -131,14 +131,18 @@ class DedupRun:
             outcome = PassOutcome()
             info.update(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
         elif temporary:
-            path = temporary_index_dir(self.params, c.bloom)
+            # Sized for exactly this input (or expected_docs): it never needs another generation.
+            self.params = dataclasses.replace(self.params, growth="fixed")
+            path = temporary_index_dir(self.params, c.new_index_bloom)
             try:
-                with LSHBloomIndex.create(path, self.params, bloom=c.bloom) as index:
+                with LSHBloomIndex.create(path, self.params, bloom=c.new_index_bloom) as index:
                     outcome, stats = self._pass(index, info, path)
             finally:
                 shutil.rmtree(path, ignore_errors=True)
         else:
-            outcome, stats = self._pass(self.txn.stage(self.params, c.sizing_given, c.bloom), info, self.index_dir)
+            manifest = self.txn.manifest()
+            bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
+            outcome, stats = self._pass(self.txn.stage(self.params, c.sizing_given, bloom), info, self.index_dir)
         self._lap("driver_pass")
         return outcome, info, stats
 

@@ -78,20 +78,26 @@ def lshbloom_decisions(keys: np.ndarray, has_shingles: np.ndarray, params: Index
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _keep_first(minhashes: Sequence, query, insert) -> np.ndarray:
+    """datasketch's keep-first loop: a document the index finds is a duplicate, any other is inserted."""
+    dup = np.zeros(len(minhashes), dtype=bool)
+    for i, m in enumerate(minhashes):
+        if m is None:
+            continue
+        if query(m):
+            dup[i] = True
+        else:
+            insert(i, m)
+    return dup
+
+
 def datasketch_lsh_decisions(minhashes: Sequence, threshold: float, num_perm: int, bands=None) -> RunResult:
     """datasketch ``MinHashLSH`` (exact hashmap index), keep-first: insert only non-duplicates."""
     from datasketch import MinHashLSH
 
     start = time.perf_counter()
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=tuple(bands) if bands else None)
-    dup = np.zeros(len(minhashes), dtype=bool)
-    for i, m in enumerate(minhashes):
-        if m is None:
-            continue
-        if lsh.query(m):
-            dup[i] = True
-        else:
-            lsh.insert(i, m, check_duplication=False)
+    dup = _keep_first(minhashes, lsh.query, lambda i, m: lsh.insert(i, m, check_duplication=False))
     seconds = time.perf_counter() - start
     size = len(pickle.dumps(lsh, protocol=pickle.HIGHEST_PROTOCOL))
     return RunResult(dup, seconds, size, {"b": lsh.b, "r": lsh.r})
@@ -110,14 +116,7 @@ def datasketch_lshbloom_decisions(
             threshold=threshold, num_perm=num_perm, n=capacity, fp=p_band, save_dir=path,
             params=tuple(bands) if bands else None,
         )
-        dup = np.zeros(len(minhashes), dtype=bool)
-        for i, m in enumerate(minhashes):
-            if m is None:
-                continue
-            if lsh.query(m):
-                dup[i] = True
-            else:
-                lsh.insert(m)
+        dup = _keep_first(minhashes, lsh.query, lambda i, m: lsh.insert(m))
         lsh.sync()
         seconds = time.perf_counter() - start
         size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
