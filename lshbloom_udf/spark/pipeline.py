@@ -163,7 +163,7 @@ class DedupRun:
             expected_false_positive=stats["expected_false_positive"],
             location="/dev/shm" if real.startswith("/dev/shm") else os.path.dirname(real),
         )
-        if stats["inserted"] > index.params.capacity:
+        if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             print(
                 f"lshbloom: warning: the index holds {stats['inserted']:,} documents, more than its capacity "
                 f"{index.params.capacity:,}; its false-positive rate is now {stats['expected_false_positive']:.3g} "
