@@ -12,6 +12,7 @@ pub mod blocked;
 pub mod bloom;
 pub mod distinct;
 pub mod minhash;
+pub mod prefetch;
 pub mod sha1x;
 mod punct_table;
 pub mod shingles;
