@@ -55,7 +55,7 @@ impl SignatureSettings {
 impl SignatureSettings {
     #[new]
     #[pyo3(signature = (perm_a, perm_b, scheme, ngram, normalize, threads = 1))]
-    pub fn new(
+    fn new(
         perm_a: &Bound<'_, PyAny>,
         perm_b: &Bound<'_, PyAny>,
         scheme: &str,
@@ -134,7 +134,7 @@ impl BandSettings {
 impl BandSettings {
     #[new]
     #[pyo3(signature = (b, r, band_key = "sum"))]
-    pub fn new(b: i64, r: i64, band_key: &str) -> PyResult<Self> {
+    fn new(b: i64, r: i64, band_key: &str) -> PyResult<Self> {
         let (b, r) = (positive("b", b)?, positive("r", r)?);
         let key = BandKey::parse(band_key).map_err(value_err)?;
         Ok(BandSettings {

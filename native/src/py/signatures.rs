@@ -38,40 +38,26 @@ fn py_shingles(text: Option<Bound<'_, PyString>>, ngram: i64, normalize: i64) ->
 
 /// MinHash signatures of `texts`, shape (N, k).
 #[pyfunction(name = "minhash")]
-#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, threads = 1))]
-#[allow(clippy::too_many_arguments)]
 fn py_minhash<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
-    perm_a: &Bound<'py, PyAny>,
-    perm_b: &Bound<'py, PyAny>,
-    scheme: &str,
-    ngram: i64,
-    normalize: i64,
-    threads: i64,
+    settings: &Bound<'py, SignatureSettings>,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let s = SignatureSettings::new(perm_a, perm_b, scheme, ngram, normalize, threads)?;
+    let s = settings.get();
     let (n, out) = detach_with_texts(py, texts, |rows| (rows.len(), s.signatures(rows)))?;
     Ok(matrix(py, n, s.hasher.num_perm(), out))
 }
 
 /// MinHash signatures of an Arrow string column given as buffers, shape (N, k).
 #[pyfunction]
-#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, threads = 1))]
-#[allow(clippy::too_many_arguments)]
 fn minhash_arrow<'py>(
     py: Python<'py>,
     offsets: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
     valid: Option<&Bound<'py, PyAny>>,
-    perm_a: &Bound<'py, PyAny>,
-    perm_b: &Bound<'py, PyAny>,
-    scheme: &str,
-    ngram: i64,
-    normalize: i64,
-    threads: i64,
+    settings: &Bound<'py, SignatureSettings>,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let s = SignatureSettings::new(perm_a, perm_b, scheme, ngram, normalize, threads)?;
+    let s = settings.get();
     let (n, out) = detach_with_arrow_rows(py, (offsets, data, valid), |rows| (rows.len(), s.signatures(rows)))?;
     Ok(matrix(py, n, s.hasher.num_perm(), out))
 }
@@ -109,48 +95,30 @@ fn band_keys<'py>(
 
 /// Fused MinHash + band keys: ((N, b) keys, (N,) has_shingles).
 #[pyfunction]
-#[pyo3(signature = (texts, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1, band_key = "sum"))]
-#[allow(clippy::too_many_arguments)]
 fn minhash_band_keys<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
-    perm_a: &Bound<'py, PyAny>,
-    perm_b: &Bound<'py, PyAny>,
-    scheme: &str,
-    ngram: i64,
-    normalize: i64,
-    b: i64,
-    r: i64,
-    threads: i64,
-    band_key: &str,
+    settings: &Bound<'py, SignatureSettings>,
+    bands: &Bound<'py, BandSettings>,
 ) -> PyResult<KeysAndFlags<'py>> {
-    let s = SignatureSettings::new(perm_a, perm_b, scheme, ngram, normalize, threads)?;
-    let banding = BandSettings::new(b, r, band_key)?.for_num_perm(s.hasher.num_perm())?;
+    let s = settings.get();
+    let banding = bands.get().for_num_perm(s.hasher.num_perm())?;
     let out = detach_with_texts(py, texts, |rows| s.band_keys(rows, banding))?;
     Ok(keys_and_flags(py, banding.b, out))
 }
 
 /// Fused MinHash + band keys over Arrow string buffers.
 #[pyfunction]
-#[pyo3(signature = (offsets, data, valid, perm_a, perm_b, scheme, ngram, normalize, b, r, threads = 1, band_key = "sum"))]
-#[allow(clippy::too_many_arguments)]
 fn minhash_band_keys_arrow<'py>(
     py: Python<'py>,
     offsets: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
     valid: Option<&Bound<'py, PyAny>>,
-    perm_a: &Bound<'py, PyAny>,
-    perm_b: &Bound<'py, PyAny>,
-    scheme: &str,
-    ngram: i64,
-    normalize: i64,
-    b: i64,
-    r: i64,
-    threads: i64,
-    band_key: &str,
+    settings: &Bound<'py, SignatureSettings>,
+    bands: &Bound<'py, BandSettings>,
 ) -> PyResult<KeysAndFlags<'py>> {
-    let s = SignatureSettings::new(perm_a, perm_b, scheme, ngram, normalize, threads)?;
-    let banding = BandSettings::new(b, r, band_key)?.for_num_perm(s.hasher.num_perm())?;
+    let s = settings.get();
+    let banding = bands.get().for_num_perm(s.hasher.num_perm())?;
     let out = detach_with_arrow_rows(py, (offsets, data, valid), |rows| s.band_keys(rows, banding))?;
     Ok(keys_and_flags(py, banding.b, out))
 }
@@ -169,6 +137,8 @@ fn simd_backend() -> &'static str {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SignatureSettings>()?;
+    m.add_class::<BandSettings>()?;
     m.add_function(wrap_pyfunction!(py_shingles, m)?)?;
     m.add_function(wrap_pyfunction!(py_minhash, m)?)?;
     m.add_function(wrap_pyfunction!(minhash_arrow, m)?)?;
