@@ -52,19 +52,60 @@ def shingles(text: str | None, ngram: int, normalize: int = 0) -> list[bytes]:
     """
 
 
-def minhash(
-    texts: Iterable[str | None],
-    perm_a: _U64Array,
-    perm_b: _U64Array,
-    scheme: _Scheme,
-    ngram: int,
-    normalize: int,
-    threads: int = 1,
-) -> npt.NDArray[np.uint32]:
-    """MinHash signatures, shape ``(N, k)`` uint32 (``k = len(perm_a)``).
+@final
+class SignatureSettings:
+    """How texts become MinHash signatures, validated once and passed whole to
+    :func:`minhash`, :func:`minhash_arrow`, :func:`minhash_band_keys` and
+    :func:`minhash_band_keys_arrow`.
 
-    Rows without shingles stay at ``2**32 - 1``. ``threads`` native threads
-    share the rows (contiguous ranges); the result never depends on it.
+    ``perm_a``/``perm_b`` are the permutation parameters of ``scheme`` (one per
+    permutation, ``k = len(perm_a)``; odd and < ``2**32`` for ``"affine32"``);
+    shingles are word ``ngram``-grams after ``normalize``; ``threads`` native
+    threads share the rows (contiguous ranges) -- the result never depends on it.
+    """
+
+    def __init__(
+        self,
+        perm_a: _U64Array,
+        perm_b: _U64Array,
+        scheme: _Scheme,
+        ngram: int,
+        normalize: int,
+        threads: int = 1,
+    ) -> None: ...
+    @property
+    def num_perm(self) -> int: ...
+    @property
+    def scheme(self) -> _Scheme: ...
+    @property
+    def ngram(self) -> int: ...
+    @property
+    def normalize(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+
+
+@final
+class BandSettings:
+    """How a signature becomes band keys: ``b`` bands of ``r`` values (``b * r``
+    must not exceed the signature length, checked where the two meet), each
+    keyed by ``band_key``: the sum of the band's values mod ``2**61 - 1``
+    (``"sum"``, datasketch's) or a 64-bit hash of them mod ``2**61 - 1`` (``"mix"``).
+    """
+
+    def __init__(self, b: int, r: int, band_key: _BandKey = "sum") -> None: ...
+    @property
+    def b(self) -> int: ...
+    @property
+    def r(self) -> int: ...
+    @property
+    def band_key(self) -> _BandKey: ...
+
+
+def minhash(texts: Iterable[str | None], settings: SignatureSettings) -> npt.NDArray[np.uint32]:
+    """MinHash signatures, shape ``(N, k)`` uint32 (``k = settings.num_perm``).
+
+    Rows without shingles stay at ``2**32 - 1``.
     """
 
 
@@ -72,12 +113,7 @@ def minhash_arrow(
     offsets: _Offsets,
     data: npt.NDArray[np.uint8],
     valid: npt.NDArray[np.bool_] | None,
-    perm_a: _U64Array,
-    perm_b: _U64Array,
-    scheme: _Scheme,
-    ngram: int,
-    normalize: int,
-    threads: int = 1,
+    settings: SignatureSettings,
 ) -> npt.NDArray[np.uint32]:
     """:func:`minhash` over an Arrow string column given as its buffers
     (zero copy: ``offsets``, UTF-8 ``data``, optional per-row ``valid``).
@@ -93,15 +129,8 @@ def band_keys(signatures: _U32Array, b: int, r: int, band_key: _BandKey = "sum")
 
 def minhash_band_keys(
     texts: Iterable[str | None],
-    perm_a: _U64Array,
-    perm_b: _U64Array,
-    scheme: _Scheme,
-    ngram: int,
-    normalize: int,
-    b: int,
-    r: int,
-    threads: int = 1,
-    band_key: _BandKey = "sum",
+    settings: SignatureSettings,
+    bands: BandSettings,
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """Fused MinHash + band keys without materializing signatures:
     ``(keys (N, b) uint64, has_shingles (N,) bool)``.
@@ -112,15 +141,8 @@ def minhash_band_keys_arrow(
     offsets: _Offsets,
     data: npt.NDArray[np.uint8],
     valid: npt.NDArray[np.bool_] | None,
-    perm_a: _U64Array,
-    perm_b: _U64Array,
-    scheme: _Scheme,
-    ngram: int,
-    normalize: int,
-    b: int,
-    r: int,
-    threads: int = 1,
-    band_key: _BandKey = "sum",
+    settings: SignatureSettings,
+    bands: BandSettings,
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
 

@@ -145,7 +145,10 @@ def signatures(
     """
     validate_ngram(ngram)
     a, b = permutations(num_perm, seed, scheme)
-    return _native.minhash(_texts_list(texts), a, b, scheme, int(ngram), normalization_mask(normalize), int(threads))
+    return _native.minhash(
+        _texts_list(texts),
+        _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads)),
+    )
 
 
 BAND_KEYS = ("sum", "mix")
@@ -199,8 +202,9 @@ def text_band_keys(
     validate_bands(b, r, num_perm)
     a, bb = permutations(num_perm, seed, scheme)
     return _native.minhash_band_keys(
-        _texts_list(texts), a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads),
-        validate_band_key(band_key),
+        _texts_list(texts),
+        _native.SignatureSettings(a, bb, scheme, int(ngram), normalization_mask(normalize), int(threads)),
+        _native.BandSettings(int(b), int(r), validate_band_key(band_key)),
     )
 
 
@@ -238,6 +242,9 @@ def arrow_band_keys(
         valid = array.is_valid().to_numpy(zero_copy_only=False)
     a, bb = permutations(num_perm, seed, scheme)
     return _native.minhash_band_keys_arrow(
-        offsets, data, valid, a, bb, scheme, int(ngram), normalization_mask(normalize), int(b), int(r), int(threads),
-        validate_band_key(band_key),
+        offsets,
+        data,
+        valid,
+        _native.SignatureSettings(a, bb, scheme, int(ngram), normalization_mask(normalize), int(threads)),
+        _native.BandSettings(int(b), int(r), validate_band_key(band_key)),
     )

@@ -40,6 +40,29 @@ impl BandKey {
             _ => Err(format!("band_key must be 'sum' or 'mix', got {name:?}")),
         }
     }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BandKey::Sum => "sum",
+            BandKey::Mix => "mix",
+        }
+    }
+}
+
+/// How a signature becomes its band keys: `b` bands of `r` values, each
+/// keyed by `key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Banding {
+    pub b: usize,
+    pub r: usize,
+    pub key: BandKey,
+}
+
+impl Banding {
+    /// Checks that the bands fit in a signature of length `k`.
+    pub fn check(&self, k: usize) -> Result<(), String> {
+        check_bands(k, self.b, self.r)
+    }
 }
 
 /// Band keys of one signature row into `out` (length `b`); `b*r <= sig.len()`.
@@ -73,12 +96,13 @@ fn key_of_sum(sum: u128) -> u64 {
 }
 
 /// Band keys of an (n, k) row-major signature matrix into an (n, b) matrix.
-pub fn band_keys(sigs: &[u32], k: usize, b: usize, r: usize, band_key: BandKey, out: &mut [u64]) {
+pub fn band_keys(sigs: &[u32], k: usize, banding: Banding, out: &mut [u64]) {
+    let Banding { b, r, key } = banding;
     assert!(k > 0 && sigs.len().is_multiple_of(k));
     let n = sigs.len() / k;
     assert_eq!(out.len(), n * b);
     for (row, keys) in sigs.chunks_exact(k).zip(out.chunks_exact_mut(b)) {
-        band_keys_row(row, r, band_key, keys);
+        band_keys_row(row, r, key, keys);
     }
 }
 
@@ -88,20 +112,19 @@ pub fn band_keys(sigs: &[u32], k: usize, b: usize, r: usize, band_key: BandKey, 
 pub fn minhash_band_keys(
     hasher: &mut MinHasher,
     texts: &[Option<&str>],
-    b: usize,
-    r: usize,
-    band_key: BandKey,
+    banding: Banding,
     keys: &mut [u64],
     has_shingles: &mut [bool],
 ) {
+    let Banding { b, r, key } = banding;
     let k = hasher.num_perm();
-    assert!(check_bands(k, b, r).is_ok());
+    assert!(banding.check(k).is_ok());
     assert_eq!(keys.len(), texts.len() * b);
     assert_eq!(has_shingles.len(), texts.len());
     let mut sig = vec![0u32; k];
     for ((text, row_keys), has) in texts.iter().zip(keys.chunks_exact_mut(b)).zip(has_shingles) {
         *has = hasher.signature(*text, &mut sig);
-        band_keys_row(&sig, r, band_key, row_keys);
+        band_keys_row(&sig, r, key, row_keys);
     }
 }
 
@@ -136,7 +159,7 @@ mod tests {
         // k = 7, b = 3, r = 2: the last value is not part of any band.
         let sigs: Vec<u32> = (0..14).collect();
         let mut out = vec![0u64; 6];
-        band_keys(&sigs, 7, 3, 2, BandKey::Sum, &mut out);
+        band_keys(&sigs, 7, Banding { b: 3, r: 2, key: BandKey::Sum }, &mut out);
         assert_eq!(out, vec![1, 5, 9, 15, 19, 23]);
     }
 
@@ -152,15 +175,17 @@ mod tests {
         let mut sigs = vec![0u32; texts.len() * k];
         signatures(&mut h, &texts, &mut sigs);
         let mut two_step = vec![0u64; texts.len() * 5];
-        band_keys(&sigs, k, 5, 2, BandKey::Sum, &mut two_step);
+        let sum = Banding { b: 5, r: 2, key: BandKey::Sum };
+        band_keys(&sigs, k, sum, &mut two_step);
         let mut fused = vec![0u64; texts.len() * 5];
         let mut has = vec![false; texts.len()];
-        minhash_band_keys(&mut h, &texts, 5, 2, BandKey::Sum, &mut fused, &mut has);
+        minhash_band_keys(&mut h, &texts, sum, &mut fused, &mut has);
         assert_eq!(fused, two_step);
         assert_eq!(has, vec![true, false, false, true]);
         assert_eq!(fused[5], 2 * u64::from(u32::MAX));
-        band_keys(&sigs, k, 5, 2, BandKey::Mix, &mut two_step);
-        minhash_band_keys(&mut h, &texts, 5, 2, BandKey::Mix, &mut fused, &mut has);
+        let mix = Banding { key: BandKey::Mix, ..sum };
+        band_keys(&sigs, k, mix, &mut two_step);
+        minhash_band_keys(&mut h, &texts, mix, &mut fused, &mut has);
         assert_eq!(fused, two_step);
     }
 
@@ -195,7 +220,7 @@ mod tests {
         let sigs: Vec<u32> = (0..n * 5).map(|_| next()).collect();
         let count_repeats = |band_key| {
             let mut keys = vec![0u64; n];
-            band_keys(&sigs, 5, 1, 5, band_key, &mut keys);
+            band_keys(&sigs, 5, Banding { b: 1, r: 5, key: band_key }, &mut keys);
             keys.sort_unstable();
             keys.windows(2).filter(|w| w[0] == w[1]).count()
         };
@@ -208,6 +233,7 @@ mod tests {
         assert_eq!(BandKey::parse("sum"), Ok(BandKey::Sum));
         assert_eq!(BandKey::parse("mix"), Ok(BandKey::Mix));
         assert!(BandKey::parse("xor").is_err());
+        assert_eq!(BandKey::parse(BandKey::Mix.name()), Ok(BandKey::Mix));
     }
 
     #[test]

@@ -1,0 +1,48 @@
+//! The one error type of the filter files (both formats). It stays free of
+//! pyo3 so the plain Rust modules can be tested alone; `py::errors` maps it to
+//! Python exceptions.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors of the filter files; the bindings map them to Python exceptions.
+#[derive(Debug)]
+pub enum BloomError {
+    /// OS error on a file (becomes `OSError` with errno and path).
+    Io { path: PathBuf, source: io::Error },
+    /// The file is not a valid filter (becomes `ValueError` naming the file).
+    Format { path: PathBuf, msg: String },
+    /// A write on a filter opened read-only (becomes `PermissionError`).
+    ReadOnly { path: PathBuf },
+    /// Bad argument (becomes `ValueError`).
+    Invalid(String),
+}
+
+impl std::fmt::Display for BloomError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BloomError::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            BloomError::Format { path, msg } => write!(f, "{}: {}", path.display(), msg),
+            BloomError::ReadOnly { path } => write!(f, "{}: opened read-only", path.display()),
+            BloomError::Invalid(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for BloomError {}
+
+/// For `map_err`: an OS error on `path`.
+pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BloomError + '_ {
+    move |source| BloomError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `path` is not a valid filter file, because of `msg`.
+pub fn format_err(path: &Path, msg: impl Into<String>) -> BloomError {
+    BloomError::Format {
+        path: path.to_path_buf(),
+        msg: msg.into(),
+    }
+}

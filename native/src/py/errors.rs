@@ -1,0 +1,44 @@
+//! Which Python exception each native error becomes.
+
+use pyo3::exceptions::{PyOSError, PyPermissionError, PyValueError};
+use pyo3::PyErr;
+
+use crate::error::BloomError;
+
+pub fn value_err(msg: impl Into<String>) -> PyErr {
+    PyValueError::new_err(msg.into())
+}
+
+impl From<BloomError> for PyErr {
+    fn from(e: BloomError) -> PyErr {
+        match e {
+            // (errno, strerror, filename): Python then picks the OSError
+            // subclass (FileNotFoundError, ...) and formats it as its own.
+            BloomError::Io { path, source } => match source.raw_os_error() {
+                Some(code) => {
+                    let text = source.to_string();
+                    let strerror = match text.rfind(" (os error") {
+                        Some(i) => text[..i].to_string(),
+                        None => text,
+                    };
+                    PyOSError::new_err((code, strerror, path.display().to_string()))
+                }
+                None => PyOSError::new_err(format!("{}: {}", path.display(), source)),
+            },
+            e @ BloomError::Format { .. } => value_err(e.to_string()),
+            e @ BloomError::ReadOnly { .. } => PyPermissionError::new_err(e.to_string()),
+            BloomError::Invalid(msg) => value_err(msg),
+        }
+    }
+}
+
+/// A shape as numpy prints it: `(3,)`, `(2, 4)`.
+pub fn shape_str(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        _ => format!(
+            "({})",
+            shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}

@@ -1,0 +1,28 @@
+//! The Python bindings: thin pyo3 wrappers over the plain Rust modules, each
+//! batch loop run with the GIL released. Everything Python sees is named here
+//! or in the submodule that defines it.
+
+mod errors;
+mod filters;
+mod input;
+mod settings;
+mod signatures;
+mod sizing;
+
+use pyo3::prelude::*;
+
+use crate::{blocked, punct_table, shingles};
+
+/// Adds every function, class and constant of `lshbloom_udf._native` to `m`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    signatures::register(m)?;
+    sizing::register(m)?;
+    filters::register(m)?;
+    m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
+    m.add("NORM_NFKC", shingles::NORM_NFKC)?;
+    m.add("NORM_LOWER", shingles::NORM_LOWER)?;
+    m.add("NORM_PUNCT", shingles::NORM_PUNCT)?;
+    m.add("PUNCT_UNICODE_VERSION", punct_table::UNICODE_VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
