@@ -143,12 +143,7 @@ def signatures(
     shingles: its row is all ``2**32 - 1``. ``threads`` native threads share
     the rows (same result for any count).
     """
-    validate_ngram(ngram)
-    a, b = permutations(num_perm, seed, scheme)
-    return _native.minhash(
-        _texts_list(texts),
-        _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads)),
-    )
+    return _native.minhash(_texts_list(texts), _signature_settings(num_perm, ngram, seed, scheme, normalize, threads))
 
 
 BAND_KEYS = ("sum", "mix")
@@ -198,14 +193,22 @@ def text_band_keys(
     array that is False for null/empty documents (whose keys are meaningless).
     ``threads`` native threads share the rows (same result for any count).
     """
+    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key)
+    return _native.minhash_band_keys(_texts_list(texts), *settings)
+
+
+def _signature_settings(num_perm: int, ngram: int, seed: int, scheme: str, normalize: Normalize, threads: int):
     validate_ngram(ngram)
+    a, b = permutations(num_perm, seed, scheme)
+    return _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads))
+
+
+def _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key):
+    """The native (signature, band) settings of a band-key computation, checked."""
+    validate_ngram(ngram)  # before the bands: the order of the checks is the error a user sees first
     validate_bands(b, r, num_perm)
-    a, bb = permutations(num_perm, seed, scheme)
-    return _native.minhash_band_keys(
-        _texts_list(texts),
-        _native.SignatureSettings(a, bb, scheme, int(ngram), normalization_mask(normalize), int(threads)),
-        _native.BandSettings(int(b), int(r), validate_band_key(band_key)),
-    )
+    signature = _signature_settings(num_perm, ngram, seed, scheme, normalize, threads)
+    return signature, _native.BandSettings(int(b), int(r), validate_band_key(band_key))
 
 
 def arrow_band_keys(
@@ -223,8 +226,7 @@ def arrow_band_keys(
     """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
     import pyarrow as pa
 
-    validate_ngram(ngram)
-    validate_bands(b, r, num_perm)
+    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_string(array.type):
@@ -240,11 +242,4 @@ def arrow_band_keys(
     valid = None
     if validity is not None and array.null_count:
         valid = array.is_valid().to_numpy(zero_copy_only=False)
-    a, bb = permutations(num_perm, seed, scheme)
-    return _native.minhash_band_keys_arrow(
-        offsets,
-        data,
-        valid,
-        _native.SignatureSettings(a, bb, scheme, int(ngram), normalization_mask(normalize), int(threads)),
-        _native.BandSettings(int(b), int(r), validate_band_key(band_key)),
-    )
+    return _native.minhash_band_keys_arrow(offsets, data, valid, *settings)
