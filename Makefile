@@ -39,7 +39,10 @@ test-rust:
 test-python:
 	$(PY) -m pytest -q
 
-test: build test-rust test-python
+# The wheel first (a zig or glibc problem fails fast); the deployment tests install it from
+# LSHBLOOM_WHEEL_DIR (tests/deploy_support.py), or run `make wheel` themselves without it.
+test: export LSHBLOOM_WHEEL_DIR := $(abspath $(DIST))
+test: build wheel test-rust test-python
 
 lint: build
 	cargo clippy --manifest-path $(CARGO_MANIFEST) --all-targets -- -D warnings
