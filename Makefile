@@ -9,8 +9,9 @@ export PYSPARK_DRIVER_PYTHON := $(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 CARGO_MANIFEST := native/Cargo.toml
 DEMO_DIR  := build/demo
+DIST      := dist
 
-.PHONY: venv build test test-rust test-python lint demo bench clean
+.PHONY: venv build wheel test test-rust test-python lint demo bench clean
 
 venv:
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -21,13 +22,27 @@ venv:
 build: venv
 	$(VENV)/bin/maturin develop --release --extras test -q
 
+# The wheel to install anywhere (docs/deployment.md): abi3 (CPython >= 3.9), linked by zig
+# against glibc 2.17 so that it is tagged manylinux2014 / manylinux_2_17 and installs on
+# older clusters (EMR on Amazon Linux 2, CentOS 7 era YARN). Its cargo build lives in
+# native/target/x86_64-unknown-linux-gnu, beside `make build`'s, so both stay incremental.
+wheel: venv
+	@$(PY) -m pip install -q "maturin[zig]>=1.5,<2" "auditwheel>=6"
+	@rm -f $(DIST)/lshbloom_spark-*.whl
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --release --zig \
+		--compatibility manylinux2014 --out $(DIST)
+	$(VENV)/bin/auditwheel show $(DIST)/lshbloom_spark-*.whl
+
 test-rust:
 	cargo test --manifest-path $(CARGO_MANIFEST) -q
 
 test-python:
 	$(PY) -m pytest -q
 
-test: build test-rust test-python
+# The wheel first (a zig or glibc problem fails fast); the deployment tests install it from
+# LSHBLOOM_WHEEL_DIR (tests/deploy_support.py), or run `make wheel` themselves without it.
+test: export LSHBLOOM_WHEEL_DIR := $(abspath $(DIST))
+test: build wheel test-rust test-python
 
 lint: build
 	cargo clippy --manifest-path $(CARGO_MANIFEST) --all-targets -- -D warnings
@@ -49,7 +64,7 @@ bench: build
 	$(PY) benchmarks/bench_all.py --docs $(BENCH_DOCS) --spark-blocked --json $(BENCH_JSON)
 
 clean:
-	rm -rf build native/target $(VENV) lshbloom_udf/_native*.so
+	rm -rf build $(DIST) native/target $(VENV) lshbloom_udf/_native*.so
 
 # The evaluation study (docs/evaluation.md): default grid, linux-docs to tune, man-pages held out.
 # CORPUS_DIR holds linux-docs.jsonl.gz and man-pages.jsonl.gz; GRID=full for the paper's bigger grid.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Optional
 
@@ -50,9 +51,24 @@ def _plan(argv: list[str]) -> None:
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_text())
 
 
+def default_worker_python() -> None:
+    """Python workers run this interpreter, unless told otherwise, when this process starts Spark itself.
+
+    PySpark's default is ``python3`` from ``PATH``: not the venv the package is
+    installed in, unless that venv is activated, so ``env/bin/lshbloom dedup``
+    would fail in its workers with "No module named 'lshbloom_udf'". Left
+    alone: an explicit ``PYSPARK_PYTHON``, ``PYSPARK_SUBMIT_ARGS`` (it may name
+    a cluster master, whose nodes need their own Python), and a process that
+    ``spark-submit`` started (``PYSPARK_GATEWAY_PORT``).
+    """
+    if not {"PYSPARK_PYTHON", "PYSPARK_SUBMIT_ARGS", "PYSPARK_GATEWAY_PORT"} & set(os.environ):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+
+
 def _dedup(argv: list[str]) -> None:
     from lshbloom_udf.job import main as dedup_main
 
+    default_worker_python()
     dedup_main(argv, prog="lshbloom dedup")
 
 

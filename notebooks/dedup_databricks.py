@@ -7,10 +7,15 @@
 # MAGIC (Jaccard threshold 0.45 over normalized word 4-grams, 512 permutations), flagged documents shown next to the kept document they
 # MAGIC duplicate, the run's summary, and a second batch deduplicated against the first by reusing the index.
 # MAGIC
-# MAGIC **Setup.** Install the `lshbloom-spark` wheel as a cluster library (it has a native extension, so it must be
-# MAGIC installed on the driver and the workers, not attached as a zip).
+# MAGIC **Setup.** Install the `lshbloom-spark` wheel (`make wheel`, uploaded to a Unity Catalog volume) as a cluster
+# MAGIC library, or for this notebook with the `%pip install` cell below (both reach the driver and the workers; it has a
+# MAGIC native extension, so not as a zip). Databricks Runtime 17+ (Spark 4); see docs/deployment.md.
 # MAGIC The index is written on the driver's local disk (the sequential pass runs there); keep it on a path that
 # MAGIC survives the cluster (copy it to a volume) if you want to deduplicate later batches against it.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/libs/lshbloom_spark-0.1.0-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 
 # COMMAND ----------
 
@@ -123,4 +128,5 @@ except IndexMismatchError as e:
 
 # MAGIC %md
 # MAGIC To write the kept documents: `deduplicate(df, id_col="id", mode="filter").write.parquet(...)`; for
-# MAGIC large inputs prefer the batch job, `spark_jobs/dedup.py`, as a Databricks job task.
+# MAGIC large inputs prefer the batch job as a Databricks Python wheel task (entry point `lshbloom-dedup`, the job's flags
+# MAGIC as parameters; docs/deployment.md).

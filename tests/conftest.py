@@ -33,3 +33,17 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """A standalone master and two workers on loopback (tests/cluster_support.py), shared by the tests that need one.
+
+    The workers' Python has PySpark but not this package: each job names its
+    executors' Python (the driver's PYSPARK_PYTHON, or a packed environment).
+    """
+    from cluster_support import pyspark_only_python, standalone_cluster
+
+    root = tmp_path_factory.mktemp("cluster")
+    with standalone_cluster(root, pyspark_only_python(root)) as running:
+        yield running

@@ -17,14 +17,13 @@ import fcntl
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 
 import pytest
 
 import fault_injection
+from cluster_support import executor_dirs
 from lshbloom_udf import LSHBloomIndex, deduplicate, hooks
 from lshbloom_udf.index import IndexLockedError, IndexTransaction
 from reliability_support import REF_FLAGS, index_state, job_env, load_job, read_flags, run_job, submit, write_jsonl
@@ -156,73 +155,6 @@ def test_without_retries_a_failing_task_fails_the_run_and_keeps_the_index(data, 
 # item 7 (and speculation, item 6): a standalone cluster on loopback
 
 
-def _free_port(host="127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _can_bind(host: str) -> bool:
-    try:
-        _free_port(host)
-        return True
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A Spark standalone master and two 1-core workers from the installed PySpark, on 127.0.0.1 (and 127.0.0.2)."""
-    import pyspark
-
-    spark_home = os.path.dirname(pyspark.__file__)
-    spark_class = os.path.join(spark_home, "bin", "spark-class")
-    root = tmp_path_factory.mktemp("cluster")
-    # Two workers on two loopback addresses are two "hosts" to Spark (speculative copies
-    # only run on another host than the original attempt).
-    hosts = ["127.0.0.1", "127.0.0.2"] if _can_bind("127.0.0.2") else ["127.0.0.1", "127.0.0.1"]
-    env = dict(
-        os.environ, SPARK_HOME=spark_home, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false", SPARK_NO_DAEMONIZE="1",
-    )
-    env.pop("LSHBLOOM_TEST_FAULT", None)
-    port = _free_port()
-    procs = []
-
-    def start(name, cmd, **extra):
-        log = open(root / f"{name}.log", "w")
-        procs.append(subprocess.Popen(cmd, env=dict(env, **extra), stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True, cwd=root))
-        return root / f"{name}.log"
-
-    try:
-        master_log = start("master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                      "--port", str(port), "--webui-port", str(_free_port())])
-        url = f"spark://127.0.0.1:{port}"
-        for i, host in enumerate(hosts):
-            start(f"worker{i}", [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", host,
-                                 "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
-                                 "--work-dir", str(root / f"work{i}")], SPARK_LOCAL_IP=host)
-        deadline = time.monotonic() + 180
-        while master_log.read_text().count("Registering worker") < 2:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                pytest.fail("standalone cluster did not start:\n" + master_log.read_text()[-3000:])
-            time.sleep(0.5)
-        yield dict(url=url, hosts=hosts, root=root)
-    finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-
-
 CLUSTER_CONF = ("spark.executor.memory=512m", "spark.executor.cores=1", "spark.cores.max=2")
 SPECULATION_CONF = (
     "spark.speculation=true", "spark.speculation.interval=100ms", "spark.speculation.multiplier=1.1",
@@ -239,12 +171,12 @@ def test_standalone_cluster_with_speculation_gives_the_same_output_and_index_as_
     """
     args = lambda out, index: _args(data, out, "--index-dir", str(index), "--expected-docs", "1000")
     attempts = tmp_path / "attempts"
+    before = executor_dirs(cluster)
     proc = submit(args(tmp_path / "cluster-out", tmp_path / "cluster-index"), master=cluster["url"],
                   conf=CLUSTER_CONF + SPECULATION_CONF, fault=f"slow-task-first-attempt=8,attempt-log={attempts}")
     assert proc.returncode == 0, _problem_lines(proc.stderr)
     # The keys were computed by executors in the workers' JVMs (they imported the native module).
-    executor_logs = [os.path.join(d, f) for d, _, fs in os.walk(cluster["root"]) for f in fs if f == "stderr"]
-    assert executor_logs, "no executor ran on the workers"
+    assert executor_dirs(cluster) - before, "no executor ran on the workers"
     if cluster["hosts"][0] != cluster["hosts"][1]:
         assert "p0-a1" in os.listdir(attempts), sorted(os.listdir(attempts))  # a speculative copy ran
     code, _, err = run_job(job, args(tmp_path / "local-out", tmp_path / "local-index"), capsys)

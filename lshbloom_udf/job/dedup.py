@@ -19,10 +19,10 @@ from lshbloom_udf.job.cli import PROG, build_parser, config_from
 from lshbloom_udf.job.io import JobError, Output, first_line, read_input, write_text
 
 
-def main(argv=None, prog: str = PROG) -> None:
+def main(argv=None, prog: str = PROG, spark=None) -> None:
     """Run the job and exit with its status."""
     try:
-        code = run(argv, prog)
+        code = run(argv, prog, spark)
     except LSHBloomError as e:
         print(f"error: {first_line(e)}", file=sys.stderr)
         code = exit_code(e)
@@ -45,15 +45,16 @@ def _refused(prefix: str = ""):
         raise JobError(prefix + first_line(e)) from None
 
 
-def run(argv=None, prog: str = PROG) -> int:
+def run(argv=None, prog: str = PROG, spark=None) -> int:
+    """The job; ``spark``: a session to use (and leave running) instead of the active one or a new one."""
     from pyspark.sql import SparkSession
 
     args = build_parser(prog).parse_args(argv)
     config = config_from(args)
     t0 = time.monotonic()
     txn = _open_index(config.index_dir)
-    # A session that already exists (a notebook, a test) is used and left running.
-    existing = SparkSession.getActiveSession()
+    # A session that already exists (given, a notebook's, a test's) is used and left running.
+    existing = spark or SparkSession.getActiveSession()
     result = None
     try:
         spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()

@@ -63,7 +63,14 @@ class Output:
     SUFFIX = ".lshbloom-tmp"
 
     def __init__(self, spark, path: str):
-        jvm = spark.sparkContext._jvm
+        try:
+            jvm = spark.sparkContext._jvm
+        except AttributeError:  # a Spark Connect session has no JVM on this side
+            raise JobError(
+                "the dedup job needs a classic Spark session: it commits its output through the driver's Hadoop "
+                "file system, which Spark Connect does not expose. Over Spark Connect (Databricks serverless or "
+                "standard access mode) call lshbloom_udf.deduplicate(df, ...) and write its result (docs/deployment.md)"
+            ) from None
         conf = spark.sparkContext._jsc.hadoopConfiguration()
         hpath = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
         self._fs = hpath.getFileSystem(conf)

@@ -1,0 +1,77 @@
+"""``python tests/connect_checks.py INPUT WORKDIR``: the API and the Transformer over Spark Connect; JSON on stdout's last line.
+
+Run in a fresh interpreter by tests/test_deploy_connect.py: ``remote("local[2]")``
+starts a Spark Connect server in this process, which needs a process without
+a classic SparkContext, and it leaves the process in Connect mode.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+
+def flags(df, flag_col="is_duplicate"):
+    return {r["id"]: r[flag_col] for r in df.select("id", flag_col).collect()}
+
+
+def main(inp: str, work: str) -> dict:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    try:
+        return checks(spark, inp, work)
+    finally:
+        spark.stop()
+
+
+def checks(spark, inp: str, work: str) -> dict:
+    from pyspark.ml import Pipeline, PipelineModel
+
+    from lshbloom_udf import deduplicate
+    from lshbloom_udf.errors import exit_code
+    from lshbloom_udf.job import run as run_job
+    from lshbloom_udf.ml import LSHBloomDeduplicator
+
+    out: dict = {"session": type(spark).__module__}
+    df = spark.read.json(inp)
+    out["without_id"] = flags(deduplicate(df, progress=False))
+    out["with_id"] = flags(deduplicate(df, id_col="id", progress=False))
+    index = f"{work}/index"
+    first = deduplicate(df, id_col="id", index_dir=index, return_summary=True, progress=False)
+    out["index_dir"] = flags(first.df)
+    # The index lives with the client (the driver pass runs here): a second run over it reproduces the first.
+    again = deduplicate(df, id_col="id", index_dir=index, return_summary=True, progress=False)
+    out["index_dir_again"] = flags(again.df)
+    out["index_reproduced"] = bool(again.summary["index"].get("reproduced"))
+    out["filter_rows"] = deduplicate(df, id_col="id", mode="filter", progress=False).count()
+    pipeline = Pipeline(stages=[LSHBloomDeduplicator(idCol="id", outputCol="dup")])
+    model = pipeline.fit(df)
+    out["pipeline"] = flags(model.transform(df), "dup")
+    model.write().overwrite().save(f"{work}/model")
+    out["pipeline_reloaded"] = flags(PipelineModel.load(f"{work}/model").transform(df), "dup")
+    # The job needs a classic session: over Spark Connect it refuses to start, saying why.
+    try:
+        run_job(["--input", inp, "--output", f"{work}/job-out", "--index-dir", f"{work}/job-index"])
+        out["job"] = "ran"
+    except Exception as e:  # noqa: BLE001  (reported to the test)
+        out["job"] = {"error": type(e).__name__, "exit_code": exit_code(e), "message": str(e)}
+    return out
+
+
+if __name__ == "__main__":
+    status = 1
+    try:
+        print(json.dumps(main(sys.argv[1], sys.argv[2])), flush=True)
+        status = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        # Threads of the in-process Connect server can keep the interpreter from exiting after a failure.
+        os._exit(status)

@@ -1,0 +1,81 @@
+"""``deduplicate`` and the Transformer over Spark Connect (issue 13): a local server from ``remote("local[2]")``.
+
+Spark Connect is how Databricks serverless and standard (shared) access mode
+clusters run PySpark: no ``sparkContext``, the DataFrame API only. The checks
+run in a fresh interpreter (tests/connect_checks.py), each against the same
+settings in this session's classic ``local[2]``: same flags, with and without
+``id_col``, with ``index_dir`` (a second run over the index reproduces the
+first), the ``filter`` mode, and the Transformer in a ``Pipeline``, fitted,
+saved and loaded. The job (``lshbloom dedup``) needs a classic session: over
+Spark Connect it refuses to start, with exit status 2 and a message saying
+what to do instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lshbloom_udf import deduplicate
+from reliability_support import write_jsonl
+from spark_support import sample_docs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def over_connect(tmp_path_factory):
+    root = tmp_path_factory.mktemp("connect")
+    inp = write_jsonl(root / "in.jsonl", sample_docs())
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
+    # The executors' Python is this one; SPARK_TESTING makes the local server take a free port (PySpark's
+    # own Connect tests do the same) instead of 15002, which another process may hold.
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", SPARK_TESTING="1")
+    done = subprocess.run([sys.executable, os.path.join(HERE, "connect_checks.py"), inp, str(root / "work")],
+                          env=env, cwd=root, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-5000:]
+    return inp, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def classic_flags(over_connect, spark):
+    inp, _ = over_connect
+    rows = deduplicate(spark.read.json(inp), id_col="id", progress=False).select("id", "is_duplicate").collect()
+    flags = {r["id"]: r["is_duplicate"] for r in rows}
+    assert any(flags.values()) and not all(flags.values())
+    return flags
+
+
+@pytest.mark.slow
+def test_the_session_is_a_spark_connect_session(over_connect):
+    assert over_connect[1]["session"] == "pyspark.sql.connect.session"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["without_id", "with_id", "index_dir", "index_dir_again"])
+def test_deduplicate_over_spark_connect_gives_the_classic_flags(over_connect, classic_flags, run):
+    assert over_connect[1][run] == classic_flags
+
+
+@pytest.mark.slow
+def test_a_second_run_over_the_index_reproduces_the_first_and_filter_keeps_the_rest(over_connect, classic_flags):
+    result = over_connect[1]
+    assert result["index_reproduced"]
+    assert result["filter_rows"] == len(classic_flags) - sum(classic_flags.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["pipeline", "pipeline_reloaded"])
+def test_the_transformer_in_a_pipeline_over_spark_connect_gives_the_classic_flags(over_connect, classic_flags, run):
+    assert over_connect[1][run] == classic_flags
+
+
+@pytest.mark.slow
+def test_the_job_over_spark_connect_refuses_to_start_and_says_why(over_connect):
+    job = over_connect[1]["job"]
+    assert job != "ran" and job["error"] == "JobError" and job["exit_code"] == 2, job
+    assert "needs a classic Spark session" in job["message"] and "deduplicate" in job["message"]
