@@ -27,7 +27,7 @@ def _plan(argv: list[str]) -> None:
                         help="explicit (b, r) instead of the optimum")
     parser.add_argument("--bloom", choices=BLOOM_BACKENDS, default=DedupConfig().new_index_bloom,
                         help="Bloom filter backend (default %(default)s: a new index's with the default band key)")
-    parser.add_argument("--growth", choices=GROWTH_MODES, default="fixed",
+    parser.add_argument("--growth", choices=GROWTH_MODES, default=DEFAULTS["growth"],
                         help="fixed (a run past the capacity fails) or grow (add filter generations); default %(default)s")
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON")

@@ -81,7 +81,7 @@ def test_plan_error_rates_follow_paper_equations():
 def test_plan_cli_json_and_text():
     # The paper's figure is for classic Bloom filters (pybloomfiltermmap3's files), not the default blocked ones.
     cmd = [sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "1e10", "--threshold", "0.8", "--num-perm", "128", "--p-effective", "1e-10",
-           "--bloom", "pybloomfiltermmap3"]
+           "--bloom", "pybloomfiltermmap3", "--growth", "fixed"]
     out = json.loads(subprocess.run(cmd + ["--json"], check=True, capture_output=True, text=True).stdout)
     assert (out["b"], out["r"]) == (9, 13)
     assert round(out["index_bytes"] / 1e9, 1) == 590.6
