@@ -164,22 +164,33 @@ def spark_command(args, job: str, data: dict, out: str, index: str) -> list:
     ]
 
 
-def wait_or_kill(proc, timeout: float):
-    """The exit status, or None after killing the process tree (a JVM in a GC spiral never exits by itself)."""
+def wait_or_kill(proc, log: str, timeout: float, stall: float) -> tuple:
+    """(exit status, None), or (None, why) after killing the process tree: past ``timeout`` seconds, or no new
+    line in the job's log for ``stall`` seconds (a JVM in a GC spiral, or a lost task result, never exits by itself)."""
     import psutil
 
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        root = psutil.Process(proc.pid)
-        tree = root.children(recursive=True) + [root]
-        for p in tree:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(tree, timeout=30)
-        return None
+    start = changed = time.monotonic()
+    size = -1
+    while True:
+        try:
+            return proc.wait(timeout=5), None
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if os.path.getsize(log) != size:
+                size, changed = os.path.getsize(log), now
+            why = (f"killed after --job-timeout {timeout:.0f} s" if now - start > timeout else
+                   f"killed: no new log line for --stall-timeout {stall:.0f} s" if now - changed > stall else None)
+            if why:
+                break
+    root = psutil.Process(proc.pid)
+    tree = root.children(recursive=True) + [root]
+    for p in tree:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(tree, timeout=30)
+    return None, why
 
 
 def run_job(args, job: str, data: dict, workdir: str) -> dict:
@@ -198,14 +209,13 @@ def run_job(args, job: str, data: dict, workdir: str) -> dict:
             proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, cwd=os.path.dirname(log))
             poller = TreePeaks(proc.pid)
             poller.start()
-            rc = wait_or_kill(proc, args.job_timeout)
+            rc, why = wait_or_kill(proc, log, args.job_timeout, args.stall_timeout)
             res["seconds"] = time.perf_counter() - t
             res["tree"] = poller.stop()
         res["load_after"] = load_avg()
         if rc != 0:
             with open(log) as f:
-                why = f"killed after --job-timeout {args.job_timeout} s" if rc is None else f"exit {rc}"
-                res["error"] = f"{why}:\n" + "".join(f.readlines()[-40:])
+                res["error"] = f"{why or f'exit {rc}'}:\n" + "".join(f.readlines()[-40:])
             return res
         with open(out + ".summary.json") as f:
             summary = json.load(f)
@@ -468,6 +478,8 @@ def parse_args(argv=None):
     p.add_argument("--index-root", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     p.add_argument("--driver-memory", help="spark.driver.memory (default 8g up to 2M documents, else 14g)")
     p.add_argument("--job-timeout", type=float, default=3600, help="kill a job (its process tree) after this many seconds")
+    p.add_argument("--stall-timeout", type=float, default=900,
+                   help="kill a job whose log has no new line for this many seconds (a hung job)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf, repeatable")
     p.add_argument("--keep-outputs", action="store_true")
     p.add_argument("--json", help="also write the results here")
