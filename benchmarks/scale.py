@@ -405,7 +405,7 @@ def print_stages(jobs: dict) -> None:
     ok = {k: v for k, v in jobs.items() if "stages" in v}
     if not ok:
         return
-    order = ["read_schema", "keys", "id_check", "driver_pass", "join_plan", "write", "job_total"]
+    order = ["read_schema", "pin", "id_check", "keys", "driver_pass", "join_plan", "write", "job_total"]
     names = order + sorted({s for v in ok.values() for s in v["stages"]} - set(order) - {"total"})
     print("  seconds per stage (the job's summary JSON; wall = spark-submit launch to exit)")
     print(f"  {'stage':14s}" + "".join(f"{k:>12s}" for k in ok))
