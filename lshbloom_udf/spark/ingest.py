@@ -57,17 +57,20 @@ def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
     from pyspark.sql import functions as F
 
     dec = "decimal(38,0)"
-    text, row = col(text_col), F.col(ROW_COL)
+    # Each text is hashed twice, once per hash function; the sequence sums hash (row id, text hash) pairs.
+    hashed = pinned.select(F.col(ROW_COL).alias("row"), F.xxhash64(col(text_col)).alias("h1"),
+                           F.hash(col(text_col)).alias("h2"), *([col(id_col).alias("id")] if id_col else []))
+    h1, h2, row = F.col("h1"), F.col("h2"), F.col("row")
     aggs = [
         F.count(F.lit(1)).alias("n"),
-        F.sum(F.xxhash64(text).cast(dec)).alias("c1"),
-        F.sum(F.hash(text).cast(dec)).alias("c2"),
-        F.sum(F.xxhash64(row, text).cast(dec)).alias("s1"),
-        F.sum(F.hash(text, row).cast(dec)).alias("s2"),
+        F.sum(h1.cast(dec)).alias("c1"),
+        F.sum(h2.cast(dec)).alias("c2"),
+        F.sum(F.xxhash64(row, h1).cast(dec)).alias("s1"),
+        F.sum(F.hash(h2, row).cast(dec)).alias("s2"),
     ]
     if id_col is not None:
-        aggs += [F.count(col(id_col)).alias("ids"), F.count_distinct(col(id_col)).alias("distinct_ids")]
-    r = pinned.agg(*aggs).collect()[0]
+        aggs += [F.count(F.col("id")).alias("ids"), F.count_distinct(F.col("id")).alias("distinct_ids")]
+    r = hashed.agg(*aggs).collect()[0]
     content = hashlib.sha256(f"lshbloom-text-content:{r['n']}:{r['c1']}:{r['c2']}".encode()).hexdigest()[:32]
     sequence = hashlib.sha256(f"lshbloom-text-sequence:{r['n']}:{r['s1']}:{r['s2']}:{content}".encode()).hexdigest()[:32]
     if id_col is None:
