@@ -1,4 +1,4 @@
-"""Stage 2, on the driver: the sequential keep-first pass over every document's band keys.
+"""Stage 2, on the driver: the sequential pass (keep-first or any-earlier) over every document's band keys.
 
 Each partition's keys arrive packed in chunks (:func:`~lshbloom_udf.spark.keys.packer`),
 in partition order, through ``toLocalIterator(prefetchPartitions=True)``; the
@@ -92,8 +92,10 @@ class PassOutcome:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
 
 
-def run_driver_pass(keyed, index, b: int, documents: int, chunk_rows: int, progress: bool) -> PassOutcome:
-    """Stream the keyed rows' keys to the driver in order and decide them with ``index`` (keep-first)."""
+def run_driver_pass(keyed, index, b: int, documents: int, chunk_rows: int, progress: bool,
+                    insert: str = "first") -> PassOutcome:
+    """Stream the keyed rows' keys to the driver in order and decide them with ``index`` under the rule ``insert``
+    (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`)."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
     packed = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(packer(b, chunk_rows), PACKED_SCHEMA)
@@ -101,7 +103,7 @@ def run_driver_pass(keyed, index, b: int, documents: int, chunk_rows: int, progr
         n = int(row["n"])
         keys = np.frombuffer(row["keys"], dtype=np.uint64).reshape(n, b)
         active = np.frombuffer(row["active"], dtype=np.bool_)
-        hits = np.flatnonzero(index.query_insert(keys, active))
+        hits = np.flatnonzero(index.decide(keys, active, insert))
         if hits.size:
             outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(row["start"]))
         outcome.duplicates += int(hits.size)

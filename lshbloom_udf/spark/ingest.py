@@ -65,14 +65,23 @@ def fingerprints(keyed) -> tuple[str, str]:
     return content, sequence
 
 
-def prior_run(txn, keyed, documents: int, params, force_new_ingest: bool) -> tuple[Optional[dict], str, str]:
+def prior_run(txn, keyed, documents: int, params, force_new_ingest: bool,
+              insert: str = "first") -> tuple[Optional[dict], str, str]:
     """(the committed run that already ingested these documents or None, content fp, sequence fp).
 
     Raises :class:`AlreadyIngestedError` when that run's flags cannot be
-    reproduced (other order or partitioning) and ``force_new_ingest`` is off.
+    reproduced (other order or partitioning, or another decision rule
+    ``insert``) and ``force_new_ingest`` is off.
     """
     content_fp, sequence_fp = fingerprints(keyed)
     prior = txn.find_run(content_fp, params)
+    if prior is not None and not force_new_ingest and prior.get("insert", "first") != insert:
+        raise AlreadyIngestedError(
+            f"{txn.path}: these {documents:,} documents were already ingested by run {prior['run_id']} under the "
+            f"decision rule insert={prior.get('insert', 'first')!r}; its flags are not those of insert={insert!r}, "
+            "and ingesting them again would flag every one as a duplicate of itself. Use that run's output, or "
+            "force a new ingestion with --force-new-ingest (force_new_ingest=True)."
+        )
     if prior is not None and not force_new_ingest and prior.get("sequence_fingerprint") != sequence_fp:
         raise AlreadyIngestedError(
             f"{txn.path}: these {documents:,} documents were already ingested by run {prior['run_id']} "

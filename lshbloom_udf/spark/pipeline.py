@@ -102,7 +102,7 @@ class DedupRun:
             check_unique_ids(self.keyed, self.config.id_column)
         if self.index_dir is not None and self.documents:
             self.prior, *fps = prior_run(self.txn, self.keyed, self.documents, self.params,
-                                         self.config.force_new_ingest)
+                                         self.config.force_new_ingest, self.config.decision_rule)
             self.fingerprints = tuple(fps)
         self._lap("id_check")
 
@@ -150,7 +150,8 @@ class DedupRun:
         c = self.config
         info.update(inserted_before=index.inserted, backend=index.bloom,
                     reused=index.inserted > 0 and info["kept"])
-        outcome = run_driver_pass(self.keyed, index, index.params.b, self.documents, c.chunk_rows, c.progress)
+        outcome = run_driver_pass(self.keyed, index, index.params.b, self.documents, c.chunk_rows, c.progress,
+                                  c.decision_rule)
         index.sync()
         stats = index.stats()
         real = os.path.realpath(path)
@@ -207,6 +208,8 @@ class DedupRun:
             "empty_documents": outcome.empty,
             "inserted": stats["inserted"] - info["inserted_before"],
             "mode": c.mode,
+            "insert": c.decision_rule,
+            "pass": c.pass_mode,
             "id_column": c.id_column,
             "order_by": [str(o) for o in c.order_by] if c.order_by else None,
             "forced_new_ingest": bool(c.force_new_ingest and self.prior is not None),
