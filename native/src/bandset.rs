@@ -187,6 +187,7 @@ impl<F: BandFilter> BandSet<F> {
 
 #[cfg(test)]
 mod tests {
+    use crate::bandset::FilterFile;
     use crate::blocked::{BlockedBands, BlockedFile};
     use crate::bloom::{BandFilters, BloomFile};
     use crate::mapped::test_dir;
