@@ -87,7 +87,8 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     params = config.index_params()
     check_columns(df, config)
     # The index's lock is held from here to the commit; an incompatible index fails before any Spark work.
-    txn = transaction if transaction is not None else (IndexTransaction(index_dir) if index_dir is not None else None)
+    txn = transaction if transaction is not None else (open_index(index_dir, config, df.sparkSession)
+                                                       if index_dir is not None else None)
     try:
         if txn is not None:
             txn.check_compatible(params, config.sizing_given, config.bloom)
@@ -99,6 +100,17 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
         _release(txn, owned=transaction is None)
         raise
     return result
+
+
+def open_index(index_dir: str, config: DedupConfig, spark=None):
+    """The run's transaction on ``index_dir``: a sharded index's (pass_mode "sharded") or the driver pass's, which
+    refuses a directory holding a sharded index."""
+    from lshbloom_udf.spark.sharded_index import ShardedTransaction, refuse_sharded
+
+    if config.pass_mode == "sharded":
+        return ShardedTransaction(index_dir, spark)
+    refuse_sharded(index_dir)
+    return IndexTransaction(index_dir)
 
 
 def _release(txn: Optional[IndexTransaction], owned: bool) -> None:

@@ -130,6 +130,10 @@ class DedupRun:
         elif self.documents == 0 and not c.sizing_given and (temporary or not LSHBloomIndex.exists(self.index_dir)):
             outcome = PassOutcome()
             info.update(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
+        elif c.pass_mode == "sharded":
+            from lshbloom_udf.spark.sharded import run_sharded
+
+            outcome, stats, self.params = run_sharded(self.keyed, self.params, c, self.documents, self.txn, info)
         elif temporary:
             # Sized for exactly this input (or expected_docs): it never needs another generation.
             self.params = dataclasses.replace(self.params, growth="fixed")

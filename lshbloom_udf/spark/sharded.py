@@ -1,0 +1,392 @@
+"""The sharded pass (DESIGN §6): the any-earlier decisions made on the executors, band-key shard by shard.
+
+Under any-earlier (``insert = "all"``) a document ``k`` is a duplicate when
+
+    ∃ band i, document j < k (active):  key(j, i) = key(k, i)
+
+(up to Bloom false positives). Every key is inserted, whatever its document's
+fate, so the test of key ``(k, i)`` depends only on the earlier keys of band
+``i`` that are *equal* to it: bands are independent, and so are disjoint key
+ranges within a band. The pass therefore splits band ``i``'s keys into ``S``
+shards by a well-mixed hash, ``shard = i·S + (mix(key) · S) >> 64``, shuffles
+the ``(shard, row, key)`` triples to their shard, sorts each shard by row
+(the processing order) and test-and-sets the shard's own Bloom filter in that
+order (the native blocked filter's ``add``: "was present"). A document is a
+duplicate when any of its ``b`` keys hits; the hit rows are deduplicated on
+the driver. No process holds more than one shard's filter at a time.
+
+Sizing: a band's filter for ``n`` documents at rate ``p_band`` (the same rate
+as the driver pass) is split in ``S`` filters for ``n/S`` keys each, so the
+index has the driver pass's size (up to per-shard rounding and the slack
+below); ``S`` is the least count whose shard fits ``shard_memory`` bytes. The
+keys per shard are Binomial(n, 1/S): each shard is sized for
+``n/S + 4·sqrt(n/S)`` keys, so that none overfills in practice.
+
+Executor memory per task: one shard filter (≤ ``shard_memory``) plus Spark's
+sort buffers (which spill). The driver holds only the hit row ids.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import numpy as np
+
+from lshbloom_udf import hooks
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed
+
+SHARD_COL, KEY_COL, BITS_COL = "shard", "key", "bits"
+EXPLODED_SCHEMA = f"{SHARD_COL} int, {ROW_COL} long, {KEY_COL} long"
+# kind 0: hit row ids of one shard (int64 bytes); kind 1: one generation of a shard's filter (the file's bytes)
+DECIDED_SCHEMA = "kind byte, band int, shard int, generation int, count long, data binary"
+HITS, FILTER = 0, 1
+# The blocked format's seeds are per (band, generation); shards of a band hold disjoint keys and share them.
+SHARD_BLOOM = "blocked"
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """How an index of ``params`` is sharded: ``shards_per_band`` (S) filters per band, each for ``shard_capacity``
+    keys of generation 0 (generation g of a growing index: ``shard_capacity(g)``)."""
+
+    params: object  # IndexParams
+    shards_per_band: int
+
+    @property
+    def b(self) -> int:
+        return self.params.b
+
+    @property
+    def growth(self) -> str:
+        return self.params.growth
+
+    @property
+    def shards(self) -> int:
+        return self.b * self.shards_per_band
+
+    def shard_capacity(self, generation: int = 0) -> int:
+        return shard_keys(self.params.generation_capacity(generation), self.shards_per_band)
+
+    def p_band(self, generation: int = 0) -> float:
+        return self.params.generation_p_band(generation)
+
+    def shard_bytes(self, generation: int = 0) -> int:
+        from lshbloom_udf.index import backend
+
+        return backend(SHARD_BLOOM).file_bytes(self.shard_capacity(generation), self.p_band(generation))
+
+    def index_bytes(self) -> int:
+        """Bytes of generation 0 of every shard (what a fixed index holds; a growing one adds generations)."""
+        return self.shards * self.shard_bytes(0)
+
+    def to_dict(self) -> dict:
+        return {"shards_per_band": self.shards_per_band, "shard_capacity": self.shard_capacity(0),
+                "shard_bytes": self.shard_bytes(0), "shards": self.shards, "index_bytes": self.index_bytes()}
+
+
+def shard_keys(capacity: int, shards_per_band: int) -> int:
+    """Keys one shard is sized for: its mean share plus 4 standard deviations (Binomial(capacity, 1/S))."""
+    mean = capacity / shards_per_band
+    return max(1, math.ceil(mean + 4 * math.sqrt(mean)))
+
+
+def plan_shards(params, shard_memory: int, shards_per_band: Optional[int] = None) -> ShardPlan:
+    """The least S whose generation-0 shard filter fits ``shard_memory`` bytes (or the given S of an index)."""
+    from lshbloom_udf.index import backend
+
+    if shards_per_band is not None:
+        return ShardPlan(params, shards_per_band)
+    kind = backend(SHARD_BLOOM)
+
+    def fits(s: int) -> bool:
+        return kind.file_bytes(shard_keys(params.capacity, s), params.p_band) <= shard_memory
+
+    hi = 1
+    while not fits(hi) and hi < params.capacity:
+        hi *= 2
+    lo = hi // 2  # does not fit (or 0); the shard's bytes shrink as s grows
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    s = hi
+    return ShardPlan(params, s)
+
+
+def shard_of(keys: np.ndarray, shards_per_band: int) -> np.ndarray:
+    """``(mix(key) · S) >> 64`` per key, as int32: a well-mixed hash (splitmix64's finalizer), independent of the
+    Bloom filter's own (which mixes the key with a per-band seed)."""
+    z = keys.astype(np.uint64) + _MIX[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX[1]
+    z = (z ^ (z >> np.uint64(27))) * _MIX[2]
+    z ^= z >> np.uint64(31)
+    return ((z >> np.uint64(32)) * np.uint64(shards_per_band) >> np.uint64(32)).astype(np.int32)
+
+
+def exploder(b: int, shards_per_band: int):
+    """``mapInArrow`` function: (row, keys, active) batches → one (shard, row, key) row per active document and band."""
+    width = 8 * b
+    band_base = (np.arange(b, dtype=np.int32) * shards_per_band)[None, :]
+
+    def explode(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows, data, active = _unpack_keyed(batch, width)
+            keys = np.frombuffer(data, dtype=np.uint64).reshape(-1, b)[active]
+            rows = np.asarray(rows, dtype=np.int64)[active]
+            if not len(rows):
+                continue
+            shards = band_base + shard_of(keys, shards_per_band).reshape(keys.shape)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(shards.ravel()), pa.array(np.repeat(rows, b)), pa.array(keys.ravel().view(np.int64))],
+                names=[SHARD_COL, ROW_COL, KEY_COL],
+            )
+
+    return explode
+
+
+def _local_tmp() -> Optional[str]:
+    """/dev/shm when writable (the filters are memory-mapped files), else the default temporary directory."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+class ShardFilters:
+    """One shard's filter generations, as memory-mapped files in an executor's temporary directory.
+
+    ``stored`` maps generation → (the bytes of that generation's filter file,
+    its key count), from the index; without it the shard starts empty. The newest generation
+    is writable; a growing index seals it when its keys reach its capacity.
+    """
+
+    def __init__(self, plan: ShardPlan, shard: int, directory: str, stored: dict):
+        from lshbloom_udf.index import backend
+
+        self.plan, self.shard, self.directory = plan, shard, directory
+        self.band = shard // plan.shards_per_band
+        self.kind = backend(SHARD_BLOOM)
+        self.files: list = []
+        if sorted(stored) != list(range(len(stored))):
+            raise RuntimeError(f"internal error: shard {shard} has generations {sorted(stored)}")
+        for g in range(max(len(stored), 1)):
+            self._open(g, stored[g][0] if g in stored else None, writable=g >= len(stored) - 1)
+
+    def _path(self, g: int) -> str:
+        return os.path.join(self.directory, f"shard-{self.shard}-g{g}.bbf")
+
+    def _open(self, g: int, data: Optional[bytes], writable: bool) -> None:
+        path = self._path(g)
+        if data is None:
+            self.kind.create_file(path, self.plan.shard_capacity(g), self.plan.p_band(g), self.band, g)
+        else:
+            with open(path, "wb") as f:
+                f.write(data)
+        self.files.append(self.kind.file_class.open(path, writable))
+
+    def test_set(self, keys: np.ndarray) -> np.ndarray:
+        """Per key, in order: was it present (earlier keys count)? Every key is added to the newest generation."""
+        present = np.zeros(len(keys), dtype=bool)
+        for sealed in self.files[:-1]:
+            present |= sealed.contains(keys)
+        start = 0
+        while start < len(keys):
+            g = len(self.files) - 1
+            room = self.plan.shard_capacity(g) - self.files[-1].elem_count
+            if room <= 0 and self.plan.growth == "grow":
+                present[start:] |= self.files[-1].contains(keys[start:])
+                self.files[-1].sync()
+                self._open(g + 1, None, writable=True)
+                continue
+            # A fixed index past its capacity goes on (its rate rises; the driver warns), as the driver pass's
+            # temporary index cannot be overfilled: the slack of shard_keys() makes this rare.
+            take = len(keys) - start if room <= 0 else min(room, len(keys) - start)
+            present[start : start + take] |= self.files[-1].add(keys[start : start + take])
+            start += take
+        return present
+
+    def batches(self) -> Iterator:
+        """The shard's generations as kind-1 rows (the files' bytes), for the index's next version."""
+        for g, f in enumerate(self.files):
+            f.sync()
+            with open(self._path(g), "rb") as fh:
+                yield _filter_batch(self.band, self.shard, g, f.elem_count, fh.read())
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        for g in range(len(self.files)):
+            os.remove(self._path(g))
+        self.files = []
+
+
+def _filter_batch(band: int, shard: int, generation: int, count: int, data: bytes):
+    return _batch(FILTER, band, shard, generation, count, data)
+
+
+def _batch(kind: int, band: int, shard: int, generation: int, count: int, data: bytes):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([kind], pa.int8()), pa.array([band], pa.int32()), pa.array([shard], pa.int32()),
+         pa.array([generation], pa.int32()), pa.array([count], pa.int64()), pa.array([data], pa.binary())],
+        names=["kind", "band", "shard", "generation", "count", "data"],
+    )
+
+
+def decider(plan: ShardPlan, keep_filters: bool):
+    """``mapInArrow`` function over (shard, row, key[, bits]) sorted by (shard, row): per shard, test-and-set its
+    filter in row order and yield the rows that hit (kind 0); with ``keep_filters`` also yield every shard's
+    filters (kind 1). Stored filters arrive first in their shard as rows ``-1 - generation`` with their bytes."""
+    task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
+    S = plan.shards_per_band
+
+    def decide(batches):
+        _task_start(task_hook, "shard")
+        directory = tempfile.mkdtemp(prefix="lshbloom-shards-", dir=_local_tmp())
+        state = {"shard": None, "stored": {}, "filters": None}
+
+        def finish():
+            filters, stored, shard = state["filters"], state["stored"], state["shard"]
+            if keep_filters and filters is not None:
+                yield from filters.batches()
+            elif keep_filters:  # a shard this run gave no key: its stored filters go on unchanged
+                for g, (data, count) in sorted(stored.items()):
+                    yield _filter_batch(shard // S, shard, g, count, data)
+            if filters is not None:
+                filters.close()
+            state.update(shard=None, stored={}, filters=None)
+
+        try:
+            for batch in batches:
+                n = batch.num_rows
+                if n == 0:
+                    continue
+                shards = batch.column(0).to_numpy(zero_copy_only=False)
+                rows = batch.column(1).to_numpy(zero_copy_only=False)
+                keys = batch.column(2).to_numpy(zero_copy_only=False).view(np.uint64)
+                bits = batch.column(3) if batch.num_columns > 3 else None
+                cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), n]
+                for s, e in zip(cuts[:-1], cuts[1:]):
+                    shard = int(shards[s])
+                    if shard != state["shard"]:
+                        if state["shard"] is not None:
+                            yield from finish()
+                        state["shard"] = shard
+                    first_key = s + int(np.searchsorted(rows[s:e], 0))  # stored filters (rows < 0) come first
+                    for j in range(s, first_key):  # a stored filter row carries its key count as its key
+                        state["stored"][-1 - int(rows[j])] = (bits[j].as_py(), int(keys[j]))
+                    if first_key == e:
+                        continue
+                    if state["filters"] is None:
+                        state["filters"] = ShardFilters(plan, shard, directory, state["stored"])
+                    present = state["filters"].test_set(np.ascontiguousarray(keys[first_key:e]))
+                    hits = rows[first_key:e][present]
+                    if hits.size:
+                        yield _batch(HITS, shard // S, shard, -1, int(hits.size), hits.astype(np.int64).tobytes())
+            if state["shard"] is not None:
+                yield from finish()
+        finally:
+            if state["filters"] is not None:
+                state["filters"].close()
+            shutil.rmtree(directory, ignore_errors=True)
+
+    return decide
+
+
+def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = False):
+    """The sharded pass as one lazy DataFrame of :data:`DECIDED_SCHEMA` rows over the keyed rows ``keyed``.
+
+    ``stored``: the index's filters (shard, generation, count, data), merged
+    into each shard's stream ahead of its keys. ``keep_filters``: also emit
+    every shard's filters after the run (the index's next version).
+    """
+    from pyspark.sql import functions as F
+
+    exploded = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(
+        exploder(plan.b, plan.shards_per_band), EXPLODED_SCHEMA)
+    if stored is not None:
+        filters = stored.select(
+            F.col("shard").cast("int").alias(SHARD_COL),
+            (F.lit(-1) - F.col("generation")).cast("long").alias(ROW_COL),
+            F.col("count").cast("long").alias(KEY_COL),  # a filter row carries its key count as its key
+            F.col("data").alias(BITS_COL),
+        )
+        exploded = exploded.withColumn(BITS_COL, F.lit(None).cast("binary")).unionByName(filters)
+    spark = keyed.sparkSession
+    try:
+        cores = spark.sparkContext.defaultParallelism
+    except Exception:  # Spark Connect has no SparkContext here
+        cores = int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+    # Each task decides its shards one after the other: memory is one shard's filter whatever the count.
+    partitions = max(1, min(plan.shards, 2 * cores))
+    return (
+        exploded.repartition(partitions, SHARD_COL)
+        .sortWithinPartitions(SHARD_COL, ROW_COL)
+        .mapInArrow(decider(plan, keep_filters), DECIDED_SCHEMA)
+    )
+
+
+def unique_rows(blobs) -> np.ndarray:
+    """The distinct row ids of kind-0 ``data`` blobs (a document hits in up to b shards)."""
+    parts = [np.frombuffer(b, dtype="<i8") for b in blobs]
+    return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def sharded_duplicates(keyed, params, shard_memory: int) -> np.ndarray:
+    """The rows the sharded pass flags (any-earlier) over ``keyed`` (``_lshb_row``, ``_lshb_keys``,
+    ``_lshb_active``), with a temporary index sized by ``params`` — what ``PassOutcome.rows()`` gives."""
+    plan = plan_shards(params, shard_memory)
+    return unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
+
+
+def run_sharded(keyed, params, config, documents: int, txn, info: dict):
+    """The pipeline's sharded branch: (PassOutcome, the index's stats, the parameters used).
+
+    ``txn``: a :class:`~lshbloom_udf.spark.sharded_index.ShardedTransaction`
+    (the run writes the index's next version, committed later) or None (a
+    temporary index: nothing is written, only the hit rows travel).
+    """
+    import dataclasses
+    import sys
+
+    from pyspark.sql import functions as F
+
+    from lshbloom_udf.index import backend
+    from lshbloom_udf.index.params import effective_p
+    from lshbloom_udf.sizing import human_bytes
+    from lshbloom_udf.spark.driver_pass import PassOutcome
+
+    active = keyed.where(F.col(ACTIVE_COL)).count()
+    manifest = None
+    if txn is None:
+        params = dataclasses.replace(params, growth="fixed")
+    else:
+        params, manifest = txn.index_params(params, config.sizing_given)
+    plan = plan_shards(params, config.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None)
+    if config.progress:
+        print(f"lshbloom: sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
+              f"{human_bytes(plan.shard_bytes())} per shard filter", file=sys.stderr, flush=True)
+    before = int(manifest["inserted"]) if manifest else 0
+    if txn is None:
+        rows = unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
+        fill = {"keys": None, "bytes": plan.index_bytes()}
+    else:
+        decided = decided_frame(keyed, plan, txn.stored_filters(manifest), keep_filters=True)
+        _, rows, fill = txn.write_version(decided, manifest)
+        txn.stage_manifest(params, plan.to_dict(), before + active, fill, manifest)
+    hooks.fire("sharded-pass", duplicates=len(rows))
+    mean_keys = (before + active) / plan.shards_per_band
+    band_fp = backend(SHARD_BLOOM).band_false_positive(int(mean_keys), plan.shard_capacity(), plan.p_band())
+    info.update(inserted_before=before, backend=SHARD_BLOOM, reused=before > 0 and info["kept"], shard_plan=plan.to_dict(),
+                bytes_on_disk=fill["bytes"], inserted_total=before + active, capacity=params.capacity,
+                p_effective=params.p_effective, p_band=plan.p_band(), expected_false_positive=effective_p(band_fp, plan.b),
+                location=info["path"] or "executors (temporary)")
+    outcome = PassOutcome([rows], len(rows), documents - active, documents)
+    return outcome, {"inserted": before + active}, params
