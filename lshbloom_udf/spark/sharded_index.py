@@ -277,6 +277,8 @@ class ShardedTransaction:
             hooks.fire("before-commit")
             self.dir.publish_text(manifest_name(manifest["version"]), json.dumps(manifest, indent=1) + "\n")
             self.staged = None
+            # Committed: a crash from here on leaves the new version; its rerun reproduces the run's flags.
+            hooks.fire("mid-commit")
             self._drop_old_filters(manifest["version"])
         for tmp, final in outputs:
             commit_rename(tmp, final)
