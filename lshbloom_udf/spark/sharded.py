@@ -28,16 +28,15 @@ sort buffers (which spill). The driver holds only the hit row ids.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import numpy as np
 
 from lshbloom_udf import hooks
+from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_keys  # noqa: F401 (re-exported)
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed
 
 SHARD_COL, KEY_COL, BITS_COL = "shard", "key", "bits"
@@ -45,77 +44,7 @@ EXPLODED_SCHEMA = f"{SHARD_COL} int, {ROW_COL} long, {KEY_COL} long"
 # kind 0: hit row ids of one shard (int64 bytes); kind 1: one generation of a shard's filter (the file's bytes)
 DECIDED_SCHEMA = "kind byte, band int, shard int, generation int, count long, data binary"
 HITS, FILTER = 0, 1
-# The blocked format's seeds are per (band, generation); shards of a band hold disjoint keys and share them.
-SHARD_BLOOM = "blocked"
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
-
-
-@dataclass(frozen=True)
-class ShardPlan:
-    """How an index of ``params`` is sharded: ``shards_per_band`` (S) filters per band, each for ``shard_capacity``
-    keys of generation 0 (generation g of a growing index: ``shard_capacity(g)``)."""
-
-    params: object  # IndexParams
-    shards_per_band: int
-
-    @property
-    def b(self) -> int:
-        return self.params.b
-
-    @property
-    def growth(self) -> str:
-        return self.params.growth
-
-    @property
-    def shards(self) -> int:
-        return self.b * self.shards_per_band
-
-    def shard_capacity(self, generation: int = 0) -> int:
-        return shard_keys(self.params.generation_capacity(generation), self.shards_per_band)
-
-    def p_band(self, generation: int = 0) -> float:
-        return self.params.generation_p_band(generation)
-
-    def shard_bytes(self, generation: int = 0) -> int:
-        from lshbloom_udf.index import backend
-
-        return backend(SHARD_BLOOM).file_bytes(self.shard_capacity(generation), self.p_band(generation))
-
-    def index_bytes(self) -> int:
-        """Bytes of generation 0 of every shard (what a fixed index holds; a growing one adds generations)."""
-        return self.shards * self.shard_bytes(0)
-
-    def to_dict(self) -> dict:
-        return {"shards_per_band": self.shards_per_band, "shard_capacity": self.shard_capacity(0),
-                "shard_bytes": self.shard_bytes(0), "shards": self.shards, "index_bytes": self.index_bytes()}
-
-
-def shard_keys(capacity: int, shards_per_band: int) -> int:
-    """Keys one shard is sized for: its mean share plus 4 standard deviations (Binomial(capacity, 1/S))."""
-    mean = capacity / shards_per_band
-    return max(1, math.ceil(mean + 4 * math.sqrt(mean)))
-
-
-def plan_shards(params, shard_memory: int, shards_per_band: Optional[int] = None) -> ShardPlan:
-    """The least S whose generation-0 shard filter fits ``shard_memory`` bytes (or the given S of an index)."""
-    from lshbloom_udf.index import backend
-
-    if shards_per_band is not None:
-        return ShardPlan(params, shards_per_band)
-    kind = backend(SHARD_BLOOM)
-
-    def fits(s: int) -> bool:
-        return kind.file_bytes(shard_keys(params.capacity, s), params.p_band) <= shard_memory
-
-    hi = 1
-    while not fits(hi) and hi < params.capacity:
-        hi *= 2
-    lo = hi // 2  # does not fit (or 0); the shard's bytes shrink as s grows
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    s = hi
-    return ShardPlan(params, s)
 
 
 def shard_of(keys: np.ndarray, shards_per_band: int) -> np.ndarray:
