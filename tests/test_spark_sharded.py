@@ -19,7 +19,7 @@ from lshbloom_udf import band_keys, deduplicate, signatures
 from lshbloom_udf.errors import IndexMismatchError
 from lshbloom_udf.index import IndexParams
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
-from lshbloom_udf.spark.sharded import plan_shards, shard_of, sharded_duplicates
+from lshbloom_udf.spark.sharded import plan_shards, sharded_duplicates
 from spark_support import REFERENCE, sample_docs
 from test_core_insert_rule import any_earlier_reference, planted_keys
 
@@ -40,20 +40,6 @@ def keyed_frame(spark, keys: np.ndarray, active: np.ndarray, partitions: int):
     rows = [(int(i), keys[i].astype("<u8").tobytes(), bool(a)) for i, a in enumerate(active)]
     schema = f"{ROW_COL} long, {KEYS_COL} binary, {ACTIVE_COL} boolean"
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
-
-
-def test_shard_hash_spreads_keys_evenly():
-    keys = np.arange(1, 200_001, dtype=np.uint64) * np.uint64(1 << 20)  # structured keys (sum-like)
-    counts = np.bincount(shard_of(keys, 16), minlength=16)
-    assert counts.min() > 0.95 * len(keys) / 16 and counts.max() < 1.05 * len(keys) / 16
-
-
-def test_plan_fits_shard_memory():
-    params = IndexParams.for_threshold(10**7, num_perm=50, bands=(10, 5), p_effective=1e-5)
-    plan = plan_shards(params, 1 << 20)
-    assert plan.shard_bytes() <= 1 << 20 < plan_shards(params, 1 << 20, plan.shards_per_band - 1).shard_bytes()
-    assert plan.shards == 10 * plan.shards_per_band
-    assert plan_shards(params, 1 << 40).shards_per_band == 1
 
 
 def test_sharded_duplicates_equal_exact_any_earlier(spark):
