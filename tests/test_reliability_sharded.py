@@ -16,7 +16,8 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from reliability_support import REF_FLAGS, load_job, read_flags, run_job, submit, write_jsonl
+from cluster_support import executor_dirs
+from reliability_support import REF_FLAGS, ROOT, load_job, read_flags, run_job, submit, write_jsonl
 from spark_support import sample_docs
 
 SHARDED_FLAGS = ["--pass", "sharded", "--shard-memory", "65536", "--band-key", "mix", "--id-column", "id", "--quiet"]
@@ -111,3 +112,21 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_result(world, job, capsys, s
     assert not os.path.exists(str(out) + ".lshbloom-tmp")
     # what a killed run wrote is gone: only the committed versions' directories remain
     assert sorted(n for n in os.listdir(index) if n.startswith("v-")) == ["v-00000001", "v-00000002"]
+
+
+# Two 1-core workers; their executors import this checkout (the workers' own Python has only PySpark).
+CLUSTER_CONF = ("spark.executor.memory=512m", "spark.executor.cores=1", "spark.cores.max=2",
+                f"spark.executorEnv.PYTHONPATH={ROOT}")
+
+
+@pytest.mark.slow
+def test_standalone_cluster_gives_the_flags_and_index_of_local(world, cluster, spark, tmp_path):
+    """The same incremental run on the two-worker standalone cluster: the flags and the index of local[2]."""
+    index, out = tmp_path / "cluster-index", tmp_path / "cluster-out"
+    shutil.copytree(world["base"], index)
+    before = executor_dirs(cluster)
+    proc = submit(second_args(world["second_dir"], out, index), master=cluster["url"], conf=CLUSTER_CONF)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert executor_dirs(cluster) - before, "no executor ran on the workers"
+    assert read_flags(spark, out) == world["clean_flags"]
+    assert sharded_state(index) == sharded_state(world["clean"])
