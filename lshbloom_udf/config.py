@@ -144,6 +144,18 @@ def _options(name: str, value: Any) -> Mapping[str, str]:
     return MappingProxyType({str(k): str(v) for k, v in value.items()})
 
 
+def _memory(text: str) -> int:
+    """A command-line memory size (``128m``, ``1g``, ``65536``) as bytes."""
+    import argparse
+
+    from lshbloom_udf.sizing import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _format(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{name} must be a Spark data source name, got {value!r}")
@@ -248,8 +260,8 @@ class DedupConfig:
                              "any-earlier; for indexes no single machine holds, docs/architecture.md)",
                              _choice(*PASSES), "decision", flag="--pass", aliases=("pass",))
     shard_memory: int = setting(128 << 20, "sharded pass: bytes of Bloom filter one task holds at a time (one shard); "
-                                "the shard count follows from it and the capacity", _integer(1 << 16), "decision",
-                                cli={"type": int})
+                                "the shard count follows from it and the capacity (on the command line also 64m, 1g)",
+                                _integer(1 << 12), "decision", cli={"type": _memory, "metavar": "BYTES"})
     # -- how the run goes
     progress: bool = setting(True, "show driver-pass progress (docs/s, ETA) on stderr", _boolean, "run",
                              flag="--quiet", cli={"action": "store_false", "help": "no progress lines on stderr"})

@@ -20,7 +20,7 @@ from cluster_support import executor_dirs
 from reliability_support import REF_FLAGS, ROOT, load_job, read_flags, run_job, submit, write_jsonl
 from spark_support import sample_docs
 
-SHARDED_FLAGS = ["--pass", "sharded", "--shard-memory", "65536", "--band-key", "mix", "--id-column", "id", "--quiet"]
+SHARDED_FLAGS = ["--pass", "sharded", "--shard-memory", "64k", "--band-key", "mix", "--id-column", "id", "--quiet"]
 
 
 def sharded_state(path) -> dict:

@@ -146,3 +146,18 @@ def test_reopening_with_the_other_pass_is_a_clear_error(spark, docs, tmp_path):
         deduplicate(df, **MIX, pass_mode="sharded", index_dir=driver_dir)
     with pytest.raises(IndexMismatchError, match="threshold"):
         deduplicate(df, **{**MIX, "threshold": 0.8}, pass_mode="sharded", index_dir=sharded_dir)
+
+
+def test_a_kept_sharded_index_grows_per_shard(spark, docs, tmp_path):
+    """Sized for 60 documents, growing: each shard adds generations as its keys pass its capacity; still exact."""
+    index_dir = str(tmp_path / "grow")
+    ordered = sorted(docs, key=lambda d: d["id"])
+    frame = lambda part: spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in part], SCHEMA).repartition(3)
+    got = {}
+    for part in (ordered[:250], ordered[250:]):
+        got.update(flags_by_id(deduplicate(frame(part), **MIX, pass_mode="sharded", index_dir=index_dir,
+                                           expected_docs=60, growth="grow", shard_memory=1 << 12)))
+    assert [got[d["id"]] for d in ordered] == exact_flags([d["text"] for d in ordered])
+    with open(os.path.join(index_dir, "manifest-00000002.json")) as f:
+        manifest = json.load(f)
+    assert manifest["fill"]["generations"] >= 3 and manifest["params"]["growth"] == "grow"

@@ -82,9 +82,19 @@ def exploder(b: int, shards_per_band: int):
     return explode
 
 
-def _local_tmp() -> Optional[str]:
-    """/dev/shm when writable (the filters are memory-mapped files), else the default temporary directory."""
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+def _local_tmp(needed: int) -> Optional[str]:
+    """/dev/shm when writable with room for ``needed`` bytes (the filters are memory-mapped files), else the
+    executor's local directory (Spark's ``SPARK_LOCAL_DIRS``) or the default temporary directory."""
+    import shutil as _shutil
+
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        try:
+            if _shutil.disk_usage("/dev/shm").free > 2 * needed + (64 << 20):
+                return "/dev/shm"
+        except OSError:
+            pass
+    local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
+    return local if local and os.path.isdir(local) else None
 
 
 class ShardFilters:
@@ -178,7 +188,7 @@ def decider(plan: ShardPlan, keep_filters: bool):
 
     def decide(batches):
         _task_start(task_hook, "shard")
-        directory = tempfile.mkdtemp(prefix="lshbloom-shards-", dir=_local_tmp())
+        directory = tempfile.mkdtemp(prefix="lshbloom-shards-", dir=_local_tmp(plan.shard_bytes()))
         state = {"shard": None, "stored": {}, "filters": None}
 
         def finish():
@@ -311,6 +321,10 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
         _, rows, fill = txn.write_version(decided, manifest)
         txn.stage_manifest(params, plan.to_dict(), before + active, fill, manifest)
     hooks.fire("sharded-pass", duplicates=len(rows))
+    if params.growth == "fixed" and before + active > params.capacity and txn is not None:
+        print(f"lshbloom: warning: the sharded index holds {before + active:,} documents, more than its capacity "
+              f"{params.capacity:,}; its false-positive rate is now above p_effective. Use a larger --expected-docs "
+              "for a new index, or --growth grow.", file=sys.stderr)
     mean_keys = (before + active) / plan.shards_per_band
     band_fp = backend(SHARD_BLOOM).band_false_positive(int(mean_keys), plan.shard_capacity(), plan.p_band())
     info.update(inserted_before=before, backend=SHARD_BLOOM, reused=before > 0 and info["kept"], shard_plan=plan.to_dict(),
