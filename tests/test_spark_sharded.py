@@ -43,7 +43,8 @@ def keyed_frame(spark, keys: np.ndarray, active: np.ndarray, partitions: int):
 
 
 def test_sharded_duplicates_equal_exact_any_earlier(spark):
-    """The core function over constructed keys in 9 partitions, 10 bands x many shards: exact up to Bloom FPs."""
+    """The core function over constructed keys in 9 partitions, 10 bands x many shards, many blobs per shard:
+    exact up to Bloom FPs."""
     rng = np.random.default_rng(3)
     n, b = 20_000, 10
     keys = planted_keys(rng, n, b)
@@ -52,7 +53,8 @@ def test_sharded_duplicates_equal_exact_any_earlier(spark):
     plan = plan_shards(params, 4096)
     assert plan.shards_per_band > 1
     flagged = np.zeros(n, dtype=bool)
-    flagged[sharded_duplicates(keyed_frame(spark, keys, active, 9), params, 4096)] = True
+    # blobs of at most ~3000 keys: each partition's shards arrive in several blobs, merged in row order
+    flagged[sharded_duplicates(keyed_frame(spark, keys, active, 9), params, 4096, blob_keys=3000)] = True
     exact = any_earlier_reference(keys, active)
     assert not (exact & ~flagged).any(), "a Bloom filter missed a key it holds"
     assert not (flagged & ~active).any()

@@ -9,11 +9,19 @@ fate, so the test of key ``(k, i)`` depends only on the earlier keys of band
 ``i`` that are *equal* to it: bands are independent, and so are disjoint key
 ranges within a band. The pass therefore splits band ``i``'s keys into ``S``
 shards by a well-mixed hash, ``shard = i·S + (mix(key) · S) >> 64``, shuffles
-the ``(shard, row, key)`` triples to their shard, sorts each shard by row
-(the processing order) and test-and-sets the shard's own Bloom filter in that
-order (the native blocked filter's ``add``: "was present"). A document is a
-duplicate when any of its ``b`` keys hits; the hit rows are deduplicated on
-the driver. No process holds more than one shard's filter at a time.
+the ``(row, key)`` pairs to their shard, in processing order, and
+test-and-sets the shard's own Bloom filter in that order (the native blocked
+filter's ``add``: "was present"). A document is a duplicate when any of its
+``b`` keys hits; the hit rows are deduplicated on the driver. No process holds
+more than one shard's filter at a time.
+
+The pairs travel packed: each input task cuts up to :data:`BLOB_KEYS` keys
+(several Arrow batches of consecutive rows) into one blob per shard — its
+rows (int64) then its keys (uint64), in row order — so the shuffle moves a
+few large rows instead of one Spark row per key. A partition of the keyed
+input is a contiguous range of the processing order (row ids increase with
+it), so a shard's blobs never interleave: sorted by their first row they
+are the shard's keys in processing order (checked while deciding).
 
 Sizing: a band's filter for ``n`` documents at rate ``p_band`` (the same rate
 as the driver pass) is split in ``S`` filters for ``n/S`` keys each, so the
@@ -37,10 +45,14 @@ import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_keys  # noqa: F401 (re-exported)
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed, arrow_batch_limits
 
-SHARD_COL, KEY_COL, BITS_COL = "shard", "key", "bits"
-EXPLODED_SCHEMA = f"{SHARD_COL} int, {ROW_COL} long, {KEY_COL} long"
+SHARD_COL, FIRST_COL = "shard", "first"
+# one blob: a shard's keys from one input chunk (first = its first row id, count = its keys, data = rows then keys);
+# a stored filter: first = -1 - generation, count = its key count, data = the filter file's bytes
+EXPLODED_SCHEMA = f"{SHARD_COL} int, {FIRST_COL} long, count long, data binary"
+# keys one explode task packs at a time (~40 bytes each while cutting them)
+BLOB_KEYS = 1 << 21
 # kind 0: hit row ids of one shard (int64 bytes); kind 1: one generation of a shard's filter (the file's bytes)
 DECIDED_SCHEMA = "kind byte, band int, shard int, generation int, count long, data binary"
 HITS, FILTER = 0, 1
@@ -57,29 +69,47 @@ def shard_of(keys: np.ndarray, shards_per_band: int) -> np.ndarray:
     return ((z >> np.uint64(32)) * np.uint64(shards_per_band) >> np.uint64(32)).astype(np.int32)
 
 
-def exploder(b: int, shards_per_band: int):
-    """``mapInArrow`` function: (row, keys, active) batches → one (shard, row, key) row per active document and band."""
+def exploder(b: int, shards_per_band: int, blob_keys: int = BLOB_KEYS):
+    """``mapInArrow`` function: (row, keys, active) batches → per chunk of ~``blob_keys`` keys, one blob per shard."""
     width = 8 * b
     band_base = (np.arange(b, dtype=np.int32) * shards_per_band)[None, :]
 
     def explode(batches):
-        import pyarrow as pa
-
+        chunk, pending = [], 0
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             rows, data, active = _unpack_keyed(batch, width)
             keys = np.frombuffer(data, dtype=np.uint64).reshape(-1, b)[active]
-            rows = np.asarray(rows, dtype=np.int64)[active]
-            if not len(rows):
-                continue
-            shards = band_base + shard_of(keys, shards_per_band).reshape(keys.shape)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(shards.ravel()), pa.array(np.repeat(rows, b)), pa.array(keys.ravel().view(np.int64))],
-                names=[SHARD_COL, ROW_COL, KEY_COL],
-            )
+            if len(keys):
+                chunk.append((np.asarray(rows, dtype=np.int64)[active], keys))
+                pending += keys.size
+            if pending >= blob_keys:
+                yield _blobs(chunk, b, band_base, shards_per_band)
+                chunk, pending = [], 0
+        if chunk:
+            yield _blobs(chunk, b, band_base, shards_per_band)
 
     return explode
+
+
+def _blobs(chunk: list, b: int, band_base: np.ndarray, shards_per_band: int):
+    """One Arrow batch: a blob per shard of the chunk's keys, each in row order (a stable sort by shard)."""
+    import pyarrow as pa
+
+    rows = np.concatenate([r for r, _ in chunk])
+    keys = np.concatenate([k for _, k in chunk])
+    shards = (band_base + shard_of(keys, shards_per_band).reshape(keys.shape)).ravel()
+    order = np.argsort(shards, kind="stable")
+    shards, flat_rows, flat_keys = shards[order], np.repeat(rows, b)[order], keys.ravel()[order]
+    cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), len(shards)]
+    starts, ends = cuts[:-1], cuts[1:]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(shards[starts], pa.int32()), pa.array(flat_rows[starts], pa.int64()),
+         pa.array([e - s for s, e in zip(starts, ends)], pa.int64()),
+         pa.array([flat_rows[s:e].tobytes() + flat_keys[s:e].tobytes() for s, e in zip(starts, ends)], pa.binary())],
+        names=[SHARD_COL, FIRST_COL, "count", "data"],
+    )
 
 
 def _local_tmp(needed: int) -> Optional[str]:
@@ -179,85 +209,99 @@ def _batch(kind: int, band: int, shard: int, generation: int, count: int, data: 
     )
 
 
+class _ShardTask:
+    """One decide task's state: the shard it is on, that shard's stored filters and open filters."""
+
+    def __init__(self, plan: ShardPlan, keep_filters: bool, directory: str):
+        self.plan, self.keep_filters, self.directory = plan, keep_filters, directory
+        self.S = plan.shards_per_band
+        self.shard: Optional[int] = None
+        self.stored: dict = {}
+        self.filters: Optional[ShardFilters] = None
+        self.last_row = -1
+
+    def blob(self, shard: int, first: int, count: int, data: bytes) -> Iterator:
+        """Decide one blob (or take one stored filter) of ``shard``; yields the hit rows' batch, if any."""
+        if shard != self.shard:
+            yield from self.finish()
+            self.shard, self.last_row = shard, -1
+        if first < 0:  # a stored filter: they sort ahead of the shard's keys
+            self.stored[-1 - first] = (data, count)
+            return
+        rows = np.frombuffer(data, dtype="<i8", count=count)
+        keys = np.frombuffer(data, dtype="<u8", count=count, offset=8 * count)
+        if rows[0] <= self.last_row:
+            raise RuntimeError("internal error: the keyed rows of two partitions interleave in processing order; "
+                               "the sharded pass needs each partition to be a contiguous range of row ids")
+        self.last_row = int(rows[-1])
+        if self.filters is None:
+            self.filters = ShardFilters(self.plan, shard, self.directory, self.stored)
+        hits = rows[self.filters.test_set(keys)]
+        if hits.size:
+            yield _batch(HITS, shard // self.S, shard, -1, int(hits.size), hits.astype("<i8").tobytes())
+
+    def finish(self) -> Iterator:
+        """The shard is done: with ``keep_filters`` its filters (a shard without keys: its stored ones) as rows."""
+        if self.shard is None:
+            return
+        if self.keep_filters and self.filters is not None:
+            yield from self.filters.batches()
+        elif self.keep_filters:
+            for g, (data, count) in sorted(self.stored.items()):
+                yield _filter_batch(self.shard // self.S, self.shard, g, count, data)
+        self.close()
+        self.shard, self.stored = None, {}
+
+    def close(self) -> None:
+        if self.filters is not None:
+            self.filters.close()
+            self.filters = None
+
+
 def decider(plan: ShardPlan, keep_filters: bool):
-    """``mapInArrow`` function over (shard, row, key[, bits]) sorted by (shard, row): per shard, test-and-set its
+    """``mapInArrow`` function over blobs and stored filters sorted by (shard, first): per shard, test-and-set its
     filter in row order and yield the rows that hit (kind 0); with ``keep_filters`` also yield every shard's
-    filters (kind 1). Stored filters arrive first in their shard as rows ``-1 - generation`` with their bytes."""
+    filters (kind 1). Stored filters arrive first in their shard, as ``first = -1 - generation``."""
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
-    S = plan.shards_per_band
 
     def decide(batches):
         _task_start(task_hook, "shard")
         directory = tempfile.mkdtemp(prefix="lshbloom-shards-", dir=_local_tmp(plan.shard_bytes()))
-        state = {"shard": None, "stored": {}, "filters": None}
-
-        def finish():
-            filters, stored, shard = state["filters"], state["stored"], state["shard"]
-            if keep_filters and filters is not None:
-                yield from filters.batches()
-            elif keep_filters:  # a shard this run gave no key: its stored filters go on unchanged
-                for g, (data, count) in sorted(stored.items()):
-                    yield _filter_batch(shard // S, shard, g, count, data)
-            if filters is not None:
-                filters.close()
-            state.update(shard=None, stored={}, filters=None)
-
+        task = _ShardTask(plan, keep_filters, directory)
         try:
             for batch in batches:
-                n = batch.num_rows
-                if n == 0:
-                    continue
-                shards = batch.column(0).to_numpy(zero_copy_only=False)
-                rows = batch.column(1).to_numpy(zero_copy_only=False)
-                keys = batch.column(2).to_numpy(zero_copy_only=False).view(np.uint64)
-                bits = batch.column(3) if batch.num_columns > 3 else None
-                cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), n]
-                for s, e in zip(cuts[:-1], cuts[1:]):
-                    shard = int(shards[s])
-                    if shard != state["shard"]:
-                        if state["shard"] is not None:
-                            yield from finish()
-                        state["shard"] = shard
-                    first_key = s + int(np.searchsorted(rows[s:e], 0))  # stored filters (rows < 0) come first
-                    for j in range(s, first_key):  # a stored filter row carries its key count as its key
-                        state["stored"][-1 - int(rows[j])] = (bits[j].as_py(), int(keys[j]))
-                    if first_key == e:
-                        continue
-                    if state["filters"] is None:
-                        state["filters"] = ShardFilters(plan, shard, directory, state["stored"])
-                    present = state["filters"].test_set(np.ascontiguousarray(keys[first_key:e]))
-                    hits = rows[first_key:e][present]
-                    if hits.size:
-                        yield _batch(HITS, shard // S, shard, -1, int(hits.size), hits.astype(np.int64).tobytes())
-            if state["shard"] is not None:
-                yield from finish()
+                shards, firsts, counts = (batch.column(i).to_numpy(zero_copy_only=False) for i in range(3))
+                data = batch.column(3)
+                for j in range(batch.num_rows):
+                    yield from task.blob(int(shards[j]), int(firsts[j]), int(counts[j]), data[j].as_py())
+            yield from task.finish()
         finally:
-            if state["filters"] is not None:
-                state["filters"].close()
+            task.close()
             shutil.rmtree(directory, ignore_errors=True)
 
     return decide
 
 
-def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = False):
+def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = False, blob_keys: int = BLOB_KEYS):
     """The sharded pass as one lazy DataFrame of :data:`DECIDED_SCHEMA` rows over the keyed rows ``keyed``.
 
     ``stored``: the index's filters (shard, generation, count, data), merged
     into each shard's stream ahead of its keys. ``keep_filters``: also emit
-    every shard's filters after the run (the index's next version).
+    every shard's filters after the run (the index's next version). Run its
+    action inside :class:`~lshbloom_udf.spark.keys.arrow_batch_limits` (blobs
+    and filters are large rows).
     """
     from pyspark.sql import functions as F
 
     exploded = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(
-        exploder(plan.b, plan.shards_per_band), EXPLODED_SCHEMA)
+        exploder(plan.b, plan.shards_per_band, blob_keys), EXPLODED_SCHEMA)
     if stored is not None:
-        filters = stored.select(
+        exploded = exploded.unionByName(stored.select(
             F.col("shard").cast("int").alias(SHARD_COL),
-            (F.lit(-1) - F.col("generation")).cast("long").alias(ROW_COL),
-            F.col("count").cast("long").alias(KEY_COL),  # a filter row carries its key count as its key
-            F.col("data").alias(BITS_COL),
-        )
-        exploded = exploded.withColumn(BITS_COL, F.lit(None).cast("binary")).unionByName(filters)
+            (F.lit(-1) - F.col("generation")).cast("long").alias(FIRST_COL),
+            F.col("count").cast("long").alias("count"),
+            F.col("data"),
+        ))
     spark = keyed.sparkSession
     try:
         cores = spark.sparkContext.defaultParallelism
@@ -267,7 +311,7 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
     partitions = max(1, min(plan.shards, 2 * cores))
     return (
         exploded.repartition(partitions, SHARD_COL)
-        .sortWithinPartitions(SHARD_COL, ROW_COL)
+        .sortWithinPartitions(SHARD_COL, FIRST_COL)
         .mapInArrow(decider(plan, keep_filters), DECIDED_SCHEMA)
     )
 
@@ -278,11 +322,13 @@ def unique_rows(blobs) -> np.ndarray:
     return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
-def sharded_duplicates(keyed, params, shard_memory: int) -> np.ndarray:
+def sharded_duplicates(keyed, params, shard_memory: int, blob_keys: int = BLOB_KEYS) -> np.ndarray:
     """The rows the sharded pass flags (any-earlier) over ``keyed`` (``_lshb_row``, ``_lshb_keys``,
     ``_lshb_active``), with a temporary index sized by ``params`` — what ``PassOutcome.rows()`` gives."""
     plan = plan_shards(params, shard_memory)
-    return unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
+    with arrow_batch_limits(keyed.sparkSession):
+        frame = decided_frame(keyed, plan, blob_keys=blob_keys)
+        return unique_rows(r[0] for r in frame.select("data").collect())
 
 
 def run_sharded(keyed, params, config, documents: int, txn, info: dict):
@@ -313,13 +359,14 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
         print(f"lshbloom: sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
               f"{human_bytes(plan.shard_bytes())} per shard filter", file=sys.stderr, flush=True)
     before = int(manifest["inserted"]) if manifest else 0
-    if txn is None:
-        rows = unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
-        fill = {"keys": None, "bytes": plan.index_bytes()}
-    else:
-        decided = decided_frame(keyed, plan, txn.stored_filters(manifest), keep_filters=True)
-        _, rows, fill = txn.write_version(decided, manifest)
-        txn.stage_manifest(params, plan.to_dict(), before + active, fill, manifest)
+    with arrow_batch_limits(keyed.sparkSession):
+        if txn is None:
+            rows = unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
+            fill = {"keys": None, "bytes": plan.index_bytes()}
+        else:
+            decided = decided_frame(keyed, plan, txn.stored_filters(manifest), keep_filters=True)
+            _, rows, fill = txn.write_version(decided, manifest)
+            txn.stage_manifest(params, plan.to_dict(), before + active, fill, manifest)
     hooks.fire("sharded-pass", duplicates=len(rows))
     if params.growth == "fixed" and before + active > params.capacity and txn is not None:
         print(f"lshbloom: warning: the sharded index holds {before + active:,} documents, more than its capacity "
