@@ -94,20 +94,37 @@ def exploder(b: int, shards_per_band: int, blob_keys: int = BLOB_KEYS):
 
 
 def _blobs(chunk: list, b: int, band_base: np.ndarray, shards_per_band: int):
-    """One Arrow batch: a blob per shard of the chunk's keys, each in row order (a stable sort by shard)."""
+    """One Arrow batch: a blob per shard of the chunk's keys, each in row order.
+
+    Band by band: with one shard per band the band's column is its blob; with
+    more, a stable sort of the column by shard (a linear-time radix sort on
+    16-bit shard numbers, which S nearly always fits) keeps each shard's rows
+    in order.
+    """
     import pyarrow as pa
 
     rows = np.concatenate([r for r, _ in chunk])
     keys = np.concatenate([k for _, k in chunk])
-    shards = (band_base + shard_of(keys, shards_per_band).reshape(keys.shape)).ravel()
-    order = np.argsort(shards, kind="stable")
-    shards, flat_rows, flat_keys = shards[order], np.repeat(rows, b)[order], keys.ravel()[order]
-    cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), len(shards)]
-    starts, ends = cuts[:-1], cuts[1:]
+    shard_ids, firsts, counts, blobs = [], [], [], []
+    for band in range(b):
+        column = np.ascontiguousarray(keys[:, band])
+        if shards_per_band == 1:
+            parts = [(int(band_base[0, band]), rows, column)]
+        else:
+            local = shard_of(column, shards_per_band)
+            order = np.argsort(local.astype(np.int16) if shards_per_band < 1 << 15 else local, kind="stable")
+            local, band_rows, column = local[order], rows[order], column[order]
+            cuts = [0, *(np.flatnonzero(np.diff(local)) + 1).tolist(), len(local)]
+            parts = [(int(band_base[0, band] + local[lo]), band_rows[lo:hi], column[lo:hi])
+                     for lo, hi in zip(cuts[:-1], cuts[1:])]
+        for shard, part_rows, part_keys in parts:
+            shard_ids.append(shard)
+            firsts.append(int(part_rows[0]))
+            counts.append(len(part_rows))
+            blobs.append(part_rows.tobytes() + part_keys.tobytes())
     return pa.RecordBatch.from_arrays(
-        [pa.array(shards[starts], pa.int32()), pa.array(flat_rows[starts], pa.int64()),
-         pa.array([e - s for s, e in zip(starts, ends)], pa.int64()),
-         pa.array([flat_rows[s:e].tobytes() + flat_keys[s:e].tobytes() for s, e in zip(starts, ends)], pa.binary())],
+        [pa.array(shard_ids, pa.int32()), pa.array(firsts, pa.int64()), pa.array(counts, pa.int64()),
+         pa.array(blobs, pa.binary())],
         names=[SHARD_COL, FIRST_COL, "count", "data"],
     )
 
