@@ -31,11 +31,13 @@ def sharded_state(path) -> dict:
     with open(os.path.join(path, manifests[-1])) as f:
         manifest = json.load(f)
     manifest.pop("committed_at")
+    data = manifest.pop("data")  # v-<version>-<the run's own id>
+    assert data.startswith(f"v-{manifest['version']:08d}-")
     for run in manifest["runs"]:
-        for volatile in ("committed_at", "output", "input"):
+        for volatile in ("committed_at", "output", "input", "data"):
             run.pop(volatile, None)
-    filters = pq.read_table(os.path.join(path, manifest["data"], "kind=1")).to_pylist()
-    hits_dir = os.path.join(path, manifest["data"], "kind=0")
+    filters = pq.read_table(os.path.join(path, data, "kind=1")).to_pylist()
+    hits_dir = os.path.join(path, data, "kind=0")
     hits = sorted(r["data"] for r in pq.read_table(hits_dir).to_pylist()) if os.path.isdir(hits_dir) else []
     return {"manifests": manifests, "manifest": manifest, "hits": hits,
             "filters": {(r["shard"], r["generation"]): (r["count"], r["data"]) for r in filters}}
@@ -110,8 +112,8 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_result(world, job, capsys, s
     assert read_flags(spark, out) == world["clean_flags"]
     assert sharded_state(index) == sharded_state(world["clean"])
     assert not os.path.exists(str(out) + ".lshbloom-tmp")
-    # what a killed run wrote is gone: only the committed versions' directories remain
-    assert sorted(n for n in os.listdir(index) if n.startswith("v-")) == ["v-00000001", "v-00000002"]
+    # what a killed run wrote is gone: one directory per committed version remains
+    assert sorted(n[:10] for n in os.listdir(index) if n.startswith("v-")) == ["v-00000001", "v-00000002"]
 
 
 # Two 1-core workers; their executors import this checkout (the workers' own Python has only PySpark).

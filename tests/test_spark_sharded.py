@@ -129,8 +129,10 @@ def test_kept_sharded_index_incremental_runs(spark, docs, tmp_path):
                                                                              for d in docs)
     assert manifest["params"]["capacity"] == 200_000  # the index keeps its sizing
     # only the committed version keeps its filters; every version keeps its flagged rows
-    assert not os.path.exists(os.path.join(index_dir, "v-00000001", "kind=1"))
-    assert os.path.isdir(os.path.join(index_dir, "v-00000002", "kind=1"))
+    v1, v2 = manifest["runs"][0]["data"], manifest["data"]
+    assert sorted(n for n in os.listdir(index_dir) if n.startswith("v-")) == [v1, v2]
+    assert not os.path.exists(os.path.join(index_dir, v1, "kind=1")) and os.path.isdir(os.path.join(index_dir, v1, "kind=0"))
+    assert os.path.isdir(os.path.join(index_dir, v2, "kind=1"))
     # the same input again reproduces the run that ingested it
     again = deduplicate(frame(second), **MIX, pass_mode="sharded", index_dir=index_dir)
     assert flags_by_id(again) == flags_by_id(out2)
@@ -163,3 +165,26 @@ def test_a_kept_sharded_index_grows_per_shard(spark, docs, tmp_path):
     with open(os.path.join(index_dir, "manifest-00000002.json")) as f:
         manifest = json.load(f)
     assert manifest["fill"]["generations"] >= 3 and manifest["params"]["growth"] == "grow"
+
+
+def test_a_second_commit_of_the_same_version_is_refused(spark, docs, tmp_path):
+    """Two runs started from the same committed version: the one that commits second fails, the first stands."""
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.errors import IndexLockedError
+    from lshbloom_udf.spark.api import run
+
+    index_dir = str(tmp_path / "race")
+    df = spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in docs[:60]], SCHEMA)
+    config = DedupConfig().replace(**MIX, **SHARDED, index_dir=index_dir)
+    first, second = run(df, config, defer_commit=True), run(df, config, defer_commit=True)
+    first.commit()
+    with pytest.raises(IndexLockedError, match="another run committed this version"):
+        second.commit()
+    assert manifests(index_dir) == ["manifest-00000001.json"]
+    assert not [n for n in os.listdir(index_dir) if n.startswith("_tmp-")]
+    # the loser's version is gone, the winner's is whole: a third run reads it
+    with open(os.path.join(index_dir, "manifest-00000001.json")) as f:
+        data = json.load(f)["data"]
+    assert [n for n in os.listdir(index_dir) if n.startswith("v-")] == [data]
+    again = deduplicate(df, **MIX, pass_mode="sharded", index_dir=index_dir, force_new_ingest=True)
+    assert flags_by_id(again) == {d["id"]: bool(d["text"] and d["text"].split()) for d in docs[:60]}

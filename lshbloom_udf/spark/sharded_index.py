@@ -2,33 +2,37 @@
 
 Layout of ``index_dir`` (local, NFS, HDFS, or an object store through its Hadoop filesystem)::
 
-    v-00000003/kind=1/part-*.parquet   (band, shard, generation, count, data): every shard's filters after run 3
-    v-00000003/kind=0/part-*.parquet   the row ids run 3 flagged (its duplicates, to reproduce it)
-    manifest-00000003.json             the commit of version 3: parameters, shard plan, documents, runs
+    v-00000003-<id>/kind=1/part-*.parquet  (band, shard, generation, count, data): every shard's filters after run 3
+    v-00000003-<id>/kind=0/part-*.parquet  the row ids run 3 flagged (its duplicates, to reproduce it)
+    manifest-00000003.json                 the commit of version 3: its directory, parameters, shard plan, runs
 
 Spark's executors write a version; the driver commits it by renaming one
 small JSON file into place (``manifest-<N>.json``, written under a temporary
 name first). The committed version is the highest manifest; a killed run
-leaves at most a ``v-<N+1>`` directory without a manifest, which the next run
-ignores and overwrites, so a rerun equals a clean run. Filters of versions
+leaves at most a ``v-<N+1>-<id>`` directory no manifest names, which the next
+run ignores (each run writes its own directory) and deletes once it commits
+version N+1, so a rerun equals a clean run. Filters of versions
 older than the committed one are deleted after a commit; hit rows are kept.
 Only the manifests pass through the driver, never a filter or a key.
 
-One writer at a time: on HDFS and local filesystems a second commit of the
-same version fails (a rename onto an existing file); object stores have no
-such guarantee, so do not run two jobs on one sharded index at once.
+One writer at a time: a second commit of the same version fails
+(:class:`IndexLockedError`) — atomically on HDFS, whose rename refuses an
+existing target; on local, NFS and object-store paths by a check just before
+the rename, which leaves a small race: do not run two jobs on one sharded
+index at once there.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import asdict
 from typing import Mapping, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import DedupInputError, IndexCorruptError, IndexMismatchError
+from lshbloom_udf.errors import DedupInputError, IndexCorruptError, IndexLockedError, IndexMismatchError
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params, run_params
 
@@ -98,7 +102,11 @@ class HadoopDir:
             stream.close()
 
     def publish_text(self, name: str, text: str) -> None:
-        """Write ``name`` whole or not at all: a temporary file, then a rename that fails if ``name`` exists."""
+        """Write ``name`` whole or not at all: a temporary file, then a rename (refused if ``name`` exists: HDFS's
+        rename refuses atomically; elsewhere the check before it narrows the race to that moment)."""
+        if self.exists(name):
+            raise IndexLockedError(f"{self.child(name)}: another run committed this version meanwhile; one run at a "
+                                   "time per sharded index. Run again: it starts from the newest version")
         tmp = self.path(f"_tmp-{name}")
         out = self.fs.create(tmp, True)
         try:
@@ -108,7 +116,8 @@ class HadoopDir:
             out.close()
         if not self.fs.rename(tmp, self.path(name)):
             self.fs.delete(tmp, False)
-            raise IndexCorruptError(f"{self.child(name)}: cannot commit (another run committed this version first?)")
+            raise IndexLockedError(f"{self.child(name)}: cannot commit: another run committed this version first; "
+                                   "one run at a time per sharded index. Run again: it starts from the newest version")
 
     def size(self, name: str) -> int:
         """Bytes of the files under ``name`` (the filesystem's metadata; nothing is read)."""
@@ -237,9 +246,8 @@ class ShardedTransaction:
         from pyspark.sql import functions as F
 
         version = (manifest["version"] if manifest else 0) + 1
-        data = version_dir(version)
-        if self.dir.exists(data):  # a killed run's leftover, never committed
-            self.dir.delete(data)
+        # This run's own directory: a killed or concurrent run writing the same version never shares it.
+        data = f"{version_dir(version)}-{uuid.uuid4().hex[:12]}"
         self.staged = {"version": version, "data": data}
         decided.write.partitionBy("kind").parquet(self.dir.child(data))
         spark = self._spark_session()
@@ -284,16 +292,22 @@ class ShardedTransaction:
             self.staged = None
             # Committed: a crash from here on leaves the new version; its rerun reproduces the run's flags.
             hooks.fire("mid-commit")
-            self._drop_old_filters(manifest["version"])
+            self._drop_old_filters(manifest["version"], manifest["data"])
         for tmp, final in outputs:
             commit_rename(tmp, final)
         self._outputs = []
         return record
 
-    def _drop_old_filters(self, version: int) -> None:
+    def _drop_old_filters(self, version: int, data: str) -> None:
+        """After committing ``version`` (in ``data``): drop older versions' filters (their flagged rows stay) and
+        what killed runs left for this version."""
         for name in self.dir.names():
-            if name.startswith("v-") and name[2:].isdigit() and int(name[2:]) < version and \
-                    self.dir.exists(f"{name}/kind=1"):
+            number = name[2:].split("-")[0]
+            if not (name.startswith("v-") and number.isdigit()) or name == data:
+                continue
+            if int(number) == version:
+                self.dir.delete(name)
+            elif int(number) < version and self.dir.exists(f"{name}/kind=1"):
                 self.dir.delete(f"{name}/kind=1")
 
     def abort(self) -> None:
