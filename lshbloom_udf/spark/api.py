@@ -26,7 +26,13 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     Decisions are "keep first" in input order (partition by partition, row by
     row) or in ``order_by`` order: a document is a duplicate when one of its
     ``b`` band keys was seen in an earlier kept document (or in the index at
-    ``index_dir`` from a previous run).
+    ``index_dir`` from a previous run). ``insert="all"`` decides any-earlier
+    instead: every document's keys are inserted, and a document is a duplicate
+    when one of its keys was seen in any earlier document, kept or not.
+    ``pass_mode="sharded"`` makes the any-earlier decisions on the executors,
+    band-key shard by shard (``shard_memory`` bytes of filter per task), with
+    no index on the driver; its ``index_dir`` may be any Hadoop filesystem
+    URI (docs/algorithm.md §4b, docs/architecture.md).
 
     Modes: ``"flag"`` returns every row of ``df`` once with a boolean column
     ``flag_col`` (default ``is_duplicate``); ``"filter"`` returns the rows kept;
