@@ -11,7 +11,7 @@ from typing import Optional
 from lshbloom_udf import sample
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
-from lshbloom_udf.sizing import plan
+from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
 
 
 def _plan(argv: list[str]) -> None:
@@ -30,6 +30,13 @@ def _plan(argv: list[str]) -> None:
     parser.add_argument("--growth", choices=GROWTH_MODES, default=DEFAULTS["growth"],
                         help="fixed (a run past the capacity fails) or grow (add filter generations); default %(default)s")
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
+    parser.add_argument("--pass", dest="pass_mode", choices=("driver", "sharded"), default=DEFAULTS["pass_mode"],
+                        help="driver (the index in one process) or sharded (shards on the executors); default %(default)s")
+    parser.add_argument("--executors", type=int, default=1, help="sharded: executors (default %(default)s)")
+    parser.add_argument("--executor-cores", type=int, default=4, help="sharded: cores per executor (default %(default)s)")
+    parser.add_argument("--executor-memory", default="8g", help="sharded: memory per executor (default %(default)s)")
+    parser.add_argument("--shard-memory", default=str(DEFAULTS["shard_memory"]),
+                        help="sharded: filter bytes per task, e.g. 128m (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     if args.docs != int(args.docs):
@@ -46,9 +53,22 @@ def _plan(argv: list[str]) -> None:
             growth=args.growth,
             generations=args.generations,
         )
+        sharded = _sharded(args, result) if args.pass_mode == "sharded" else None
     except ValueError as e:
         parser.error(str(e))
-    print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_text())
+    if args.json:
+        print(json.dumps({**result.to_dict(), **({"sharded": sharded} if sharded else {})}, indent=2))
+    else:
+        print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else ""))
+
+
+def _sharded(args, result) -> dict:
+    from lshbloom_udf.index import IndexParams
+
+    params = IndexParams(b=result.b, r=result.r, capacity=result.docs, num_perm=result.num_perm,
+                         p_effective=result.p_effective, growth=result.growth)
+    return sharded_plan(params, parse_bytes(args.shard_memory), args.executors, args.executor_cores,
+                        parse_bytes(args.executor_memory))
 
 
 def default_worker_python() -> None:

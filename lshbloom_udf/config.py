@@ -39,6 +39,8 @@ from lshbloom_udf.lsh import validate_bands
 from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, normalization_name
 
 MODES = ("flag", "filter", "duplicates")
+INSERT_RULES = ("first", "all")
+PASSES = ("driver", "sharded")
 CHECKPOINTS = ("local", "reliable")
 KEY_TRANSFERS = ("auto", "socket", "spark")
 
@@ -122,15 +124,17 @@ def _order_by(name: str, value: Any) -> tuple:
     return columns
 
 
-def _local_dir(name: str, value: Any) -> str:
+def _is_uri(path: str) -> bool:
+    return "://" in path or path.startswith(("dbfs:", "file:"))
+
+
+def _index_dir(name: str, value: Any) -> str:
+    """A directory: a local path (either pass), or any Hadoop filesystem URI (the sharded pass; checked together)."""
     import os
 
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         raise ConfigError(f"{name} must be a directory path, got {value!r}")
-    path = os.fspath(value)
-    if "://" in path or path.startswith(("dbfs:", "file:")):
-        raise ConfigError(f"{name} must be a local path on the driver (the index is memory-mapped there), got {value!r}")
-    return path
+    return os.fspath(value)
 
 
 def _options(name: str, value: Any) -> Mapping[str, str]:
@@ -139,6 +143,18 @@ def _options(name: str, value: Any) -> Mapping[str, str]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{name} must be a table of reader/writer options, got {value!r}")
     return MappingProxyType({str(k): str(v) for k, v in value.items()})
+
+
+def _memory(text: str) -> int:
+    """A command-line memory size (``128m``, ``1g``, ``65536``) as bytes."""
+    import argparse
+
+    from lshbloom_udf.sizing import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _format(name: str, value: Any) -> str:
@@ -226,14 +242,27 @@ class DedupConfig:
     growth: str = setting("grow", "when a kept index would pass its capacity: grow (add a generation of filters, "
                           "the whole staying within p_effective) or fixed (fail with IndexFullError); an existing "
                           "index keeps its own unless given", _choice(*GROWTH_MODES), "index", sizes="growth")
-    index_dir: Optional[str] = setting(None, "keep the index in this local directory (reused if it exists); "
-                                       "default: a temporary index", _optional(_local_dir), "index")
+    index_dir: Optional[str] = setting(None, "keep the index in this directory (reused if it exists): a local path, "
+                                       "or with the sharded pass any Hadoop filesystem URI; default: a temporary "
+                                       "index", _optional(_index_dir), "index")
     force_new_ingest: bool = setting(False, "ingest the input even if a committed run of this index already ingested "
                                      "the same documents (they will all be flagged as duplicates of themselves); "
                                      "default: reproduce that run's result", _boolean, "index",
                                      cli={"action": "store_true"})
     checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
+    # -- the decision
+    insert: str = setting("first", "which documents' keys enter the index: first (keep-first: only documents kept; a "
+                          "duplicate has a kept near-duplicate earlier) or all (any-earlier: every document; flagged "
+                          "when any band key was seen earlier, docs/algorithm.md). The sharded pass implies all",
+                          _choice(*INSERT_RULES), "decision")
+    pass_mode: str = setting("driver", "where the Bloom filters are tested and set: driver (one ordered pass in the "
+                             "driver, the whole index in one process) or sharded (band-key shards on the executors, "
+                             "any-earlier; for indexes no single machine holds, docs/architecture.md)",
+                             _choice(*PASSES), "decision", flag="--pass", aliases=("pass",))
+    shard_memory: int = setting(128 << 20, "sharded pass: bytes of Bloom filter one task holds at a time (one shard); "
+                                "the shard count follows from it and the capacity (on the command line also 64m, 1g)",
+                                _integer(1 << 12), "decision", cli={"type": _memory, "metavar": "BYTES"})
     # -- how the run goes
     progress: bool = setting(True, "show driver-pass progress (docs/s, ETA) on stderr", _boolean, "run",
                              flag="--quiet", cli={"action": "store_false", "help": "no progress lines on stderr"})
@@ -270,6 +299,18 @@ class DedupConfig:
                 validate_bands(*self.bands, self.num_perm)
             except ValueError as e:
                 raise ConfigError(str(e)) from None
+        if self.pass_mode == "sharded" and self.insert == "first" and "insert" in self.given:
+            raise ConfigError("pass_mode 'sharded' decides any-earlier only (insert 'all': its shards see one band "
+                              "each, so none can know whether a document was kept); drop insert 'first' or use "
+                              "pass_mode 'driver'")
+        if self.index_dir is not None and _is_uri(self.index_dir) and self.pass_mode != "sharded":
+            raise ConfigError(f"index_dir {self.index_dir!r}: the driver pass memory-maps its index, so it must be a "
+                              "local path on the driver; a Hadoop filesystem URI needs pass_mode 'sharded'")
+
+    @property
+    def decision_rule(self) -> str:
+        """The rule of this run: ``insert``, except that the sharded pass is always any-earlier (``all``)."""
+        return "all" if self.pass_mode == "sharded" else self.insert
 
     # -- building -----------------------------------------------------------------
 

@@ -15,18 +15,24 @@ Points on the driver, fired with keyword arguments:
     the job starts writing its output (``path=`` the local temporary output,
     or None on another file system); ``output-written`` when it is done.
 ``before-commit``
-    the output is written and the index staged, before the commit journal.
+    the output is written and the index staged, before the commit journal
+    (a sharded index: before its manifest is published).
 ``mid-commit``
-    the journal is written and its first rename done.
+    the journal is written and its first rename done (a sharded index: the
+    manifest is published, the outputs not yet renamed).
 ``after-commit``
     the commit is done, before the summary is written.
+``sharded-pass``
+    the sharded pass decided every shard (``duplicates=`` rows flagged); a
+    kept index's next version is written, not committed.
 ``generation-added``
     a growing index added a generation of filters (``generation=`` its number,
     ``path=`` the directory it was created in: a run's staging copy).
 
 On the executors, ``task-start`` runs at the start of each task computing band
-keys (``stage="keys"``, ``partition=``, ``attempt=``), and again after each
-chunk of keys such a task sent to the driver (``stage="keys-sent"``). Executors are other processes:
+keys (``stage="keys"``, ``partition=``, ``attempt=``), again after each chunk of
+keys such a task sent to the driver (``stage="keys-sent"``), and at the start of
+each task of the sharded pass (``stage="shard"``). Executors are other processes:
 the hook installed on the driver when the stage is planned is shipped with the
 task (so it must be picklable by cloudpickle).
 """
@@ -38,7 +44,7 @@ from typing import Callable, Optional
 Hook = Callable[..., None]
 
 POINTS = ("after-pin", "driver-pass", "output-write", "output-written", "before-commit", "mid-commit",
-          "after-commit", "generation-added", "task-start")
+          "after-commit", "generation-added", "sharded-pass", "task-start")
 
 _installed: dict[str, Hook] = {}
 

@@ -253,3 +253,73 @@ def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict
             }
         )
     return rows
+
+
+# Costs per core of the sharded pass, measured by benchmarks/sharded.py on local[2] (docs/benchmarks.md,
+# "The sharded pass"): the keys stage per document (shingles, 512-permutation MinHash, band keys) and the
+# decision stage per band key (explode, shuffle, sort, test-and-set, hit rows; a kept index's new version).
+# A cluster's network shuffle costs more per key than local[2]'s loopback: plan reads them as a lower bound.
+SHARDED_COSTS = {"keys_ns_per_doc_core": 400_000.0, "decide_ns_per_key_core": 4_000.0, "machine": "see docs/benchmarks.md"}
+
+
+def parse_bytes(text) -> int:
+    """``"8g"``, ``"512m"``, ``"1.5t"``, ``"65536"`` (Spark's memory notation, binary units) as bytes."""
+    s = str(text).strip().lower().removesuffix("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    try:
+        return int(float(s[:-1]) * units[s[-1]]) if s and s[-1] in units else int(s)
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (e.g. 8g, 512m)") from None
+
+
+def sharded_plan(params: IndexParams, shard_memory: int, executors: int, executor_cores: int,
+                 executor_memory: int, costs: dict = SHARDED_COSTS) -> dict:
+    """What ``--pass sharded`` needs for an index of ``params`` on ``executors`` x ``executor_cores`` cores.
+
+    S (shards per band) is the least whose shard filter fits ``shard_memory``
+    (:func:`~lshbloom_udf.index.shards.plan_shards`). A task's Python worker
+    holds one shard filter memory-mapped, plus one copy of it while a kept
+    index's new version is emitted: ``2 x shard bytes`` (+ ~64 MiB of
+    interpreter and Arrow batches); Spark counts it outside the JVM heap
+    (``spark.executor.memoryOverhead`` or ``spark.executor.pyspark.memory``).
+    Time: ``docs x (keys_ns_per_doc + b x decide_ns_per_key) / (executors x
+    cores)``, from :data:`SHARDED_COSTS`.
+    """
+    from lshbloom_udf.index.shards import plan_shards
+
+    if min(executors, executor_cores) < 1:
+        raise ValueError("executors and executor cores must be >= 1")
+    shards = plan_shards(params, shard_memory)
+    task_bytes = 2 * shards.shard_bytes() + (64 << 20)
+    cores = executors * executor_cores
+    ns = params.capacity * (costs["keys_ns_per_doc_core"] + params.b * costs["decide_ns_per_key_core"])
+    return {
+        **shards.to_dict(),
+        "shard_memory": shard_memory,
+        "python_bytes_per_task": task_bytes,
+        "python_bytes_per_executor": task_bytes * executor_cores,
+        "executor_memory": executor_memory,
+        "tasks_in_flight": cores,
+        "driver_bytes": "the hit row ids only (8 bytes per duplicate)",
+        "expected_seconds": ns / cores / 1e9,
+        "costs": dict(costs),
+    }
+
+
+def sharded_text(s: dict, executors: int, executor_cores: int) -> str:
+    fits = s["python_bytes_per_executor"] <= s["executor_memory"]
+    return "\n".join([
+        f"pass                     sharded (any-earlier) on {executors} executors x {executor_cores} cores",
+        f"shards                   {s['shards']:,} = b x {s['shards_per_band']:,} per band, "
+        f"{s['shard_capacity']:,} keys each",
+        f"shard filter             {human_bytes(s['shard_bytes'])} (--shard-memory {human_bytes(s['shard_memory'])})",
+        f"index (generation 0)     {human_bytes(s['index_bytes'])} as a Parquet dataset under --index-dir",
+        f"python memory per task   {human_bytes(s['python_bytes_per_task'])}; per executor "
+        f"{human_bytes(s['python_bytes_per_executor'])} "
+        + ("(set spark.executor.memoryOverhead to at least this)" if fits else
+           f"(MORE than --executor-memory {human_bytes(s['executor_memory'])}: lower --shard-memory)"),
+        f"driver memory            {s['driver_bytes']}",
+        f"expected time            {s['expected_seconds'] / 3600:,.2f} h of keys + decisions "
+        f"({s['costs']['keys_ns_per_doc_core'] / 1e3:,.0f} us/doc, {s['costs']['decide_ns_per_key_core']:,.0f} "
+        "ns/key per core, measured on local[2]: a lower bound on a real network)",
+    ])

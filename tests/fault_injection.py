@@ -9,6 +9,9 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``kill-in-keys``
     SIGKILL the job's process group from inside the keys stage (the executor
     task of partition 1, while it computes band keys).
+``kill-in-shards``
+    SIGKILL it from inside the sharded pass (the executor task of partition 1
+    of the shard stage, as it starts deciding its shards).
 ``kill-after-pin``
     SIGKILL it once the input is pinned (before any key reaches the index).
 ``kill-in-driver-pass=N``
@@ -102,10 +105,12 @@ class TaskFaults:
         self.slow_first = float(on.get("slow-task-first-attempt") or 0.0)
         self.attempt_log = on.get("attempt-log")
         self.kill_in_keys = "kill-in-keys" in on
+        self.kill_in_shards = "kill-in-shards" in on
         self.fault_log = on.get("fault-log")
 
     def __bool__(self) -> bool:
-        return bool(self.fail_first or self.fail_after_send or self.slow_first or self.attempt_log or self.kill_in_keys)
+        return bool(self.fail_first or self.fail_after_send or self.slow_first or self.attempt_log or self.kill_in_keys
+                    or self.kill_in_shards)
 
     def __call__(self, stage: str, partition: int, attempt: int) -> None:
         if stage == "keys-sent":
@@ -118,6 +123,8 @@ class TaskFaults:
                 pass
         if self.kill_in_keys and stage == "keys" and partition == 1:
             kill_now(f"kill-in-keys (task of partition {partition})", self.fault_log)
+        if self.kill_in_shards and stage == "shard" and partition == 1:
+            kill_now(f"kill-in-shards (task of partition {partition})", self.fault_log)
         if self.slow_first and stage == "keys" and attempt == 0 and partition == 0:
             import time
 

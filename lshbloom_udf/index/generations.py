@@ -186,6 +186,25 @@ class FilterStack:
         self.add_generation()
         duplicate[~found] = self._decide_in_newest(np.ascontiguousarray(keys[~found]))
 
+    def test_insert(self, keys: np.ndarray) -> np.ndarray:
+        """Any-earlier decisions: every row is inserted into the newest generation; a row is a duplicate when one
+        of its keys was in its band's filter of any generation before it (earlier rows of ``keys`` count)."""
+        sealed = self._query_sealed(keys)
+        duplicate = np.zeros(len(keys), dtype=bool) if sealed is None else sealed.copy()
+        start = 0
+        while start < len(keys):
+            if self.newest.room <= 0:
+                if self.params.growth == "fixed":
+                    raise self.full_error(len(keys) - start)
+                # The rows left were not yet tested against what earlier rows put into the generation now sealed.
+                duplicate[start:] |= self._sets[-1].query(np.ascontiguousarray(keys[start:]))
+                self.add_generation()
+            part = self._sets[-1].test_insert(np.ascontiguousarray(keys[start : start + self.newest.room]))
+            duplicate[start : start + len(part)] |= part
+            self.newest.inserted += len(part)
+            start += len(part)
+        return duplicate
+
     def insert(self, keys: np.ndarray) -> None:
         """Insert every row (the newest generation grows, or a fixed index refuses before inserting anything)."""
         if self.params.growth == "fixed" and len(keys) > self.newest.room:

@@ -237,6 +237,34 @@ class LSHBloomIndex(LockHolder):
         finally:
             self._warn_near_capacity()
 
+    def test_insert(self, keys: np.ndarray, active: Optional[np.ndarray] = None) -> np.ndarray:
+        """Any-earlier decisions: True when some band key of the row was present before it; every row is inserted.
+
+        For rows j < k, k is flagged when ``keys[j, i] == keys[k, i]`` for some
+        band i (or a Bloom false positive says so), whether or not j was
+        flagged itself. Inactive rows are neither tested nor inserted.
+        """
+        keys = self._keys(keys)
+        if active is not None:
+            active = np.asarray(active, dtype=bool)
+            if active.shape != (len(keys),):
+                raise ValueError(f"active must have shape ({len(keys)},), got {active.shape}")
+            duplicate = np.zeros(len(keys), dtype=bool)
+            duplicate[active] = self.test_insert(keys[active])
+            return duplicate
+        try:
+            return self._filters.test_insert(keys)
+        finally:
+            self._warn_near_capacity()
+
+    def decide(self, keys: np.ndarray, active: Optional[np.ndarray], insert: str) -> np.ndarray:
+        """:meth:`query_insert` (``insert="first"``, keep-first) or :meth:`test_insert` (``"all"``, any-earlier)."""
+        if insert == "first":
+            return self.query_insert(keys, active)
+        if insert == "all":
+            return self.test_insert(keys, active)
+        raise ValueError(f"insert must be 'first' or 'all', got {insert!r}")
+
     def _warn_near_capacity(self) -> None:
         if self._warned_capacity or self.params.growth != "fixed":
             return

@@ -17,6 +17,7 @@ GROUPS = {
     "columns": "columns and mode",
     "minhash": "MinHash / LSH (must match an existing index)",
     "index": "index",
+    "decision": "decision rule and pass",
     "run": "run",
 }
 

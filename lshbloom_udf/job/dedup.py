@@ -52,7 +52,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     args = build_parser(prog).parse_args(argv)
     config = config_from(args)
     t0 = time.monotonic()
-    txn = _open_index(config.index_dir)
+    txn = _open_index(config)
     # A session that already exists (given, a notebook's, a test's) is used and left running.
     existing = spark or SparkSession.getActiveSession()
     result = None
@@ -84,14 +84,16 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     return 0
 
 
-def _open_index(index_dir: Optional[str]):
-    """The index's transaction, taken before Spark starts and held until the commit (a second job fails here)."""
-    from lshbloom_udf.index import IndexTransaction
+def _open_index(config):
+    """The index's transaction, taken before Spark starts and held until the commit (a second job fails here);
+    a sharded index's is opened once Spark runs (its manifests are on a Hadoop filesystem)."""
+    from lshbloom_udf.spark.api import open_index
 
+    index_dir = config.index_dir
     if index_dir is None:
         return None
     try:
-        txn = IndexTransaction(index_dir)
+        txn = open_index(index_dir, config)
     except (LSHBloomError, OSError) as e:
         raise JobError(f"--index-dir {index_dir}: {first_line(e)}") from None
     done = txn.recovered

@@ -26,7 +26,13 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     Decisions are "keep first" in input order (partition by partition, row by
     row) or in ``order_by`` order: a document is a duplicate when one of its
     ``b`` band keys was seen in an earlier kept document (or in the index at
-    ``index_dir`` from a previous run).
+    ``index_dir`` from a previous run). ``insert="all"`` decides any-earlier
+    instead: every document's keys are inserted, and a document is a duplicate
+    when one of its keys was seen in any earlier document, kept or not.
+    ``pass_mode="sharded"`` makes the any-earlier decisions on the executors,
+    band-key shard by shard (``shard_memory`` bytes of filter per task), with
+    no index on the driver; its ``index_dir`` may be any Hadoop filesystem
+    URI (docs/algorithm.md §4b, docs/architecture.md).
 
     Modes: ``"flag"`` returns every row of ``df`` once with a boolean column
     ``flag_col`` (default ``is_duplicate``); ``"filter"`` returns the rows kept;
@@ -88,7 +94,8 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     params = config.index_params()
     check_columns(df, config)
     # The index's lock is held from here to the commit; an incompatible index fails before any Spark work.
-    txn = transaction if transaction is not None else (IndexTransaction(index_dir) if index_dir is not None else None)
+    txn = transaction if transaction is not None else (open_index(index_dir, config, df.sparkSession)
+                                                       if index_dir is not None else None)
     try:
         if txn is not None:
             txn.check_compatible(params, config.sizing_given, config.bloom)
@@ -100,6 +107,17 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
         _release(txn, owned=transaction is None)
         raise
     return result
+
+
+def open_index(index_dir: str, config: DedupConfig, spark=None):
+    """The run's transaction on ``index_dir``: a sharded index's (pass_mode "sharded") or the driver pass's, which
+    refuses a directory holding a sharded index."""
+    from lshbloom_udf.spark.sharded_index import ShardedTransaction, refuse_sharded
+
+    if config.pass_mode == "sharded":
+        return ShardedTransaction(index_dir, spark)
+    refuse_sharded(index_dir)
+    return IndexTransaction(index_dir)
 
 
 def _release(txn: Optional[IndexTransaction], owned: bool) -> None:

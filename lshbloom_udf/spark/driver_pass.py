@@ -1,4 +1,4 @@
-"""On the driver: the sequential keep-first pass over every document's band keys.
+"""On the driver: the sequential pass (keep-first or any-earlier) over every document's band keys.
 
 The keys arrive in chunks of consecutive rows, partition after partition, by
 one of two transfers: the socket stream (:mod:`lshbloom_udf.spark.stream`,
@@ -111,13 +111,14 @@ def spark_chunks(pinned, text_col: str, key_kwargs: dict, chunk_rows: int):
         yield int(row["start"]), keys, np.frombuffer(row["active"], dtype=np.bool_)
 
 
-def run_driver_pass(chunks, index, documents: int, progress: bool) -> PassOutcome:
-    """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index``: keep-first."""
+def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str = "first") -> PassOutcome:
+    """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
+    rule ``insert`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`)."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
     for start, keys, active in chunks:
         n = len(active)
-        hits = np.flatnonzero(index.query_insert(keys, active))
+        hits = np.flatnonzero(index.decide(keys, active, insert))
         if hits.size:
             outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
         outcome.duplicates += int(hits.size)

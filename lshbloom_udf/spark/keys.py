@@ -210,3 +210,19 @@ def packer(text_col: str, key_kwargs: dict, chunk_rows: int):
             )
 
     return pack
+
+
+def _unpack_keyed(batch, width: int):
+    """(row ids, key bytes, active flags) of a batch of :data:`KEYED_SCHEMA` rows (row, keys, active)."""
+    import pyarrow as pa
+
+    n = batch.num_rows
+    rows = batch.column(0).to_numpy(zero_copy_only=False)
+    key_arr = batch.column(1)
+    active = batch.column(2).to_numpy(zero_copy_only=False).astype(np.bool_)
+    off_type = np.int64 if pa.types.is_large_binary(key_arr.type) else np.int32
+    bufs = key_arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=key_arr.offset * np.dtype(off_type).itemsize)
+    if key_arr.null_count or not np.all(np.diff(offsets) == width):
+        raise RuntimeError("internal error: band keys of unexpected width")
+    return rows, memoryview(bufs[2])[int(offsets[0]) : int(offsets[-1])], active

@@ -100,7 +100,8 @@ class DedupRun:
         if c.id_column is not None:
             check_ids(self.pinned, c.id_column, facts)
         if self.index_dir is not None and self.documents:
-            self.prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame)
+            self.prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame,
+                                   insert=c.decision_rule)
             self.fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
         self._lap("id_check")
 
@@ -128,6 +129,17 @@ class DedupRun:
         elif self.documents == 0 and not c.sizing_given and (temporary or not LSHBloomIndex.exists(self.index_dir)):
             outcome = PassOutcome()
             info.update(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
+        elif c.pass_mode == "sharded":
+            from lshbloom_udf.spark.sharded import run_sharded
+
+            from pyspark import StorageLevel
+
+            # Computed once: the pass counts the active documents, then shuffles their keys.
+            keyed = self.keyed_frame().persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                outcome, stats, self.params = run_sharded(keyed, self.params, c, self.documents, self.txn, info)
+            finally:
+                keyed.unpersist()
         elif temporary:
             # Sized for exactly this input (or expected_docs): it never needs another generation.
             self.params = dataclasses.replace(self.params, growth="fixed")
@@ -176,12 +188,12 @@ class DedupRun:
         with arrow_batch_limits(spark):
             if not self._streams(spark):
                 return run_driver_pass(spark_chunks(self.pinned, text, kwargs, c.chunk_rows), index, self.documents,
-                                       c.progress)
+                                       c.progress, c.decision_rule)
             with KeyStream(spark, index.params.b) as stream:
                 mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
                 stream.start(self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = self.pinned.rdd.getNumPartitions()
-                outcome = run_driver_pass(stream.chunks(partitions), index, self.documents, c.progress)
+                outcome = run_driver_pass(stream.chunks(partitions), index, self.documents, c.progress, c.decision_rule)
             self.seconds["keys"] = stream.job_seconds
             return outcome
 
@@ -230,6 +242,8 @@ class DedupRun:
             "empty_documents": outcome.empty,
             "inserted": stats["inserted"] - info["inserted_before"],
             "mode": c.mode,
+            "insert": c.decision_rule,
+            "pass": c.pass_mode,
             "id_column": c.id_column,
             "order_by": [str(o) for o in c.order_by] if c.order_by else None,
             "forced_new_ingest": bool(c.force_new_ingest and self.prior is not None),

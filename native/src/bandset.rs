@@ -158,7 +158,71 @@ impl<F: BandFilter> BandSet<F> {
         Ok(())
     }
 
+    /// "Any earlier" over the rows of `keys` in order: every key of every row
+    /// is added to its band's filter, and `out[j]` = some key of row j was
+    /// already present (keys of earlier rows of `keys` count). Bands are
+    /// independent under this rule, so each band is tested and set as one
+    /// column, in row order.
+    pub fn test_insert(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+        let n = self.rows(keys);
+        assert_eq!(n, out.len());
+        self.check_writable()?;
+        let b = self.filters.len();
+        out.fill(false);
+        let mut column = Vec::with_capacity(n);
+        let mut present = vec![false; n];
+        for (i, f) in self.filters.iter_mut().enumerate() {
+            column.clear();
+            column.extend(keys.iter().skip(i).step_by(b));
+            f.add_many(&column, &mut present)?;
+            out.iter_mut().zip(&present).for_each(|(o, &p)| *o |= p);
+        }
+        Ok(())
+    }
+
     pub fn sync(&self) -> Result<(), BloomError> {
         self.filters.iter().try_for_each(|f| f.sync())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bandset::FilterFile;
+    use crate::blocked::{BlockedBands, BlockedFile};
+    use crate::bloom::{BandFilters, BloomFile};
+    use crate::mapped::test_dir;
+
+    /// Rows: 0 new; 1 shares band 1 with row 0; 2 new; 3 shares band 0 with
+    /// row 1 only (a chain: 0~1, 1~3, 0!~3); 4 repeats row 2.
+    const KEYS: [u64; 15] = [1, 2, 3, 10, 2, 30, 7, 8, 9, 10, 40, 50, 7, 8, 9];
+    const ANY_EARLIER: [bool; 5] = [false, true, false, true, true];
+
+    #[test]
+    fn test_insert_is_any_earlier_blocked() {
+        let d = test_dir("bandset-any-blocked");
+        let files = (0..3u64)
+            .map(|i| BlockedFile::create(&d.join(format!("band-{i}.bbf")), 1000, 1e-6, 9 + i).unwrap())
+            .collect();
+        let mut bands = BlockedBands::new(files).unwrap();
+        let mut out = [true; 5];
+        bands.test_insert(&KEYS, &mut out).unwrap();
+        assert_eq!(out, ANY_EARLIER);
+        // Every key went in, duplicate rows' too: band 0 holds 1, 10, 7.
+        assert_eq!(bands.filters()[0].elem_count(), 3);
+        assert_eq!(bands.filters()[2].elem_count(), 4);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn test_insert_is_any_earlier_pybloom() {
+        let d = test_dir("bandset-any-bloom");
+        let files = (0..3u32)
+            .map(|i| BloomFile::create(&d.join(format!("band-{i}.bf")), 1000, 1e-6, &[i, 7 + i]).unwrap())
+            .collect();
+        let mut bands = BandFilters::new(files).unwrap();
+        let mut out = [false; 5];
+        bands.test_insert(&KEYS, &mut out).unwrap();
+        assert_eq!(out, ANY_EARLIER);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -64,13 +64,13 @@ def minhashes_from_signatures(sigs: np.ndarray, has_shingles: np.ndarray, seed: 
     ]
 
 
-def lshbloom_decisions(keys: np.ndarray, has_shingles: np.ndarray, params: IndexParams) -> RunResult:
-    """This product's keep-first decisions with a fresh on-disk index (in /dev/shm)."""
+def lshbloom_decisions(keys: np.ndarray, has_shingles: np.ndarray, params: IndexParams, insert: str = "first") -> RunResult:
+    """This product's decisions with a fresh on-disk index (in /dev/shm): keep-first, or any-earlier (``"all"``)."""
     path = tempfile.mkdtemp(prefix="lshbloom-eval-", dir=scratch_dir())
     try:
         start = time.perf_counter()
         with LSHBloomIndex.create(os.path.join(path, "index"), params) as index:
-            dup = index.query_insert(keys, active=has_shingles)
+            dup = index.decide(keys, has_shingles, insert)
             stats = index.stats()
         seconds = time.perf_counter() - start
         return RunResult(dup, seconds, stats["bytes_on_disk"], {"b": params.b, "r": params.r})

@@ -172,6 +172,11 @@ where
         let bf = self.get_mut()?;
         per_row(py, keys, bf.num_bands(), |keys, out| bf.query_insert(keys, out))
     }
+
+    fn test_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let bf = self.get_mut()?;
+        per_row(py, keys, bf.num_bands(), |keys, out| bf.test_insert(keys, out))
+    }
 }
 
 /// Declares the class `$py` over `Handle<$inner>`: the methods every filter
@@ -226,6 +231,9 @@ macro_rules! filter_class {
             fn insert(&mut self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> { self.0.insert(py, keys) }
             fn query_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
                 self.0.query_insert(py, keys)
+            }
+            fn test_insert<'py>(&mut self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<bool>>> {
+                self.0.test_insert(py, keys)
             }
             fn __len__(&self) -> PyResult<usize> { Ok(self.0.get()?.num_bands()) }
             fn __repr__(&self) -> String { self.0.repr(|bf| format!("num_bands={}", bf.num_bands())) }

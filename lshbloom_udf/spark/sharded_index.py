@@ -1,0 +1,327 @@
+"""The sharded index: every shard's Bloom filters as a Parquet dataset on any Hadoop filesystem, versioned.
+
+Layout of ``index_dir`` (local, NFS, HDFS, or an object store through its Hadoop filesystem)::
+
+    v-00000003-<id>/kind=1/part-*.parquet  (band, shard, generation, count, data): every shard's filters after run 3
+    v-00000003-<id>/kind=0/part-*.parquet  the row ids run 3 flagged (its duplicates, to reproduce it)
+    manifest-00000003.json                 the commit of version 3: its directory, parameters, shard plan, runs
+
+Spark's executors write a version; the driver commits it by renaming one
+small JSON file into place (``manifest-<N>.json``, written under a temporary
+name first). The committed version is the highest manifest; a killed run
+leaves at most a ``v-<N+1>-<id>`` directory no manifest names, which the next
+run ignores (each run writes its own directory) and deletes once it commits
+version N+1, so a rerun equals a clean run. Filters of versions
+older than the committed one are deleted after a commit; hit rows are kept.
+Only the manifests pass through the driver, never a filter or a key.
+
+One writer at a time: a second commit of the same version fails
+(:class:`IndexLockedError`) — atomically on HDFS, whose rename refuses an
+existing target; on local, NFS and object-store paths by a check just before
+the rename, which leaves a small race: do not run two jobs on one sharded
+index at once there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict
+from typing import Mapping, Optional
+
+import numpy as np
+
+from lshbloom_udf.errors import DedupInputError, IndexCorruptError, IndexLockedError, IndexMismatchError
+from lshbloom_udf.index.manifest import check_expected, params_from_manifest
+from lshbloom_udf.index.params import IndexParams, expected_params, run_params
+
+MANIFEST_PREFIX, MANIFEST_SUFFIX = "manifest-", ".json"
+DRIVER_MANIFEST = "manifest.json"
+FORMAT = "lshbloom-sharded"
+FORMAT_VERSION = 1
+
+
+def version_dir(version: int) -> str:
+    return f"v-{version:08d}"
+
+
+def manifest_name(version: int) -> str:
+    return f"{MANIFEST_PREFIX}{version:08d}{MANIFEST_SUFFIX}"
+
+
+def refuse_sharded(path: str) -> None:
+    """Refuse (:class:`IndexMismatchError`) a local directory that holds a sharded index, for the driver pass."""
+    import os
+
+    if os.path.isdir(path) and any(n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) and n != DRIVER_MANIFEST
+                                   for n in os.listdir(path)):
+        raise IndexMismatchError(
+            f"{path}: this index was written by the sharded pass (manifest-<version>.json, filters per shard). Use "
+            "pass_mode 'sharded' (--pass sharded) with it, or a new --index-dir for the driver pass"
+        )
+
+
+class HadoopDir:
+    """A directory on the driver's Hadoop filesystem (through the JVM of a classic Spark session)."""
+
+    def __init__(self, spark, path: str):
+        try:
+            jvm = spark.sparkContext._jvm
+            conf = spark.sparkContext._jsc.hadoopConfiguration()
+        except AttributeError:  # Spark Connect: no JVM on this side
+            raise DedupInputError(
+                "the sharded index commits its manifest through the driver's Hadoop filesystem, which Spark Connect "
+                "does not expose: use a classic Spark session, or the sharded pass without index_dir"
+            ) from None
+        self._jvm = jvm
+        root = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
+        self.fs = root.getFileSystem(conf)
+        self.root = self.fs.makeQualified(root)
+        self.uri = self.root.toString()
+
+    def path(self, name: str):
+        return self._jvm.org.apache.hadoop.fs.Path(self.root, name)
+
+    def child(self, name: str) -> str:
+        return self.path(name).toString()
+
+    def names(self) -> list[str]:
+        if not self.fs.exists(self.root):
+            return []
+        return [status.getPath().getName() for status in self.fs.listStatus(self.root)]
+
+    def exists(self, name: str) -> bool:
+        return bool(self.fs.exists(self.path(name)))
+
+    def read_text(self, name: str) -> str:
+        stream = self.fs.open(self.path(name))
+        try:
+            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
+    def publish_text(self, name: str, text: str) -> None:
+        """Write ``name`` whole or not at all: a temporary file, then a rename (refused if ``name`` exists: HDFS's
+        rename refuses atomically; elsewhere the check before it narrows the race to that moment)."""
+        if self.exists(name):
+            raise IndexLockedError(f"{self.child(name)}: another run committed this version meanwhile; one run at a "
+                                   "time per sharded index. Run again: it starts from the newest version")
+        tmp = self.path(f"_tmp-{name}")
+        out = self.fs.create(tmp, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+            out.hsync()
+        finally:
+            out.close()
+        if not self.fs.rename(tmp, self.path(name)):
+            self.fs.delete(tmp, False)
+            raise IndexLockedError(f"{self.child(name)}: cannot commit: another run committed this version first; "
+                                   "one run at a time per sharded index. Run again: it starts from the newest version")
+
+    def size(self, name: str) -> int:
+        """Bytes of the files under ``name`` (the filesystem's metadata; nothing is read)."""
+        return int(self.fs.getContentSummary(self.path(name)).getLength())
+
+    def delete(self, name: str) -> None:
+        self.fs.delete(self.path(name), True)
+
+
+class ShardedTransaction:
+    """One run on a sharded index: what is committed, the version this run writes, and its commit.
+
+    The same face as :class:`~lshbloom_udf.index.IndexTransaction` where the
+    pipeline and the job use it (``manifest``, ``runs``, ``check_compatible``,
+    ``find_run``, ``load_duplicates``, ``add_output``, ``commit``, ``abort``,
+    ``close``), so that the pipeline only branches where it decides.
+    """
+
+    recovered = {"rolled_forward": None, "discarded": []}
+
+    def __init__(self, path: str, spark=None):
+        self.path = path
+        self._spark = spark
+        self._dir: Optional[HadoopDir] = None
+        self.staged: Optional[dict] = None  # the version this run wrote: its manifest before the run record
+        self._outputs: list = []
+
+    @property
+    def dir(self) -> HadoopDir:
+        if self._dir is None:
+            from pyspark.sql import SparkSession
+
+            spark = self._spark or SparkSession.getActiveSession()
+            if spark is None:
+                raise RuntimeError("the sharded index needs a Spark session")
+            self._dir = HadoopDir(spark, self.path)
+        return self._dir
+
+    # -- what is committed ------------------------------------------------------
+
+    def committed_version(self) -> Optional[int]:
+        names = self.dir.names()
+        if DRIVER_MANIFEST in names:
+            raise IndexMismatchError(
+                f"{self.path}: this index was written by the driver pass (manifest.json); its filters are one file per "
+                "band, not shards. Use pass_mode 'driver' (--pass driver) with it, or a new --index-dir for the "
+                "sharded pass"
+            )
+        versions = [int(n[len(MANIFEST_PREFIX):-len(MANIFEST_SUFFIX)]) for n in names
+                    if n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX)
+                    and n[len(MANIFEST_PREFIX):-len(MANIFEST_SUFFIX)].isdigit()]
+        return max(versions) if versions else None
+
+    def manifest(self) -> Optional[dict]:
+        version = self.committed_version()
+        if version is None:
+            return None
+        name = manifest_name(version)
+        try:
+            manifest = json.loads(self.dir.read_text(name))
+        except ValueError as e:
+            raise IndexCorruptError(f"{self.dir.child(name)}: corrupt manifest ({e})") from None
+        if manifest.get("format") != FORMAT or manifest.get("version") != version:
+            raise IndexCorruptError(f"{self.dir.child(name)}: not the manifest of version {version} of a sharded index")
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise IndexMismatchError(f"{self.dir.child(name)}: sharded index format version "
+                                     f"{manifest.get('format_version')!r}, this version reads {FORMAT_VERSION}")
+        return manifest
+
+    def runs(self) -> list:
+        manifest = self.manifest()
+        return list(manifest.get("runs", [])) if manifest else []
+
+    def check_compatible(self, params: IndexParams, sizing_given=True, bloom: Optional[str] = None):
+        """Refuse an index these parameters cannot use (:class:`IndexMismatchError`); its parameters, or None."""
+        if bloom is not None and bloom != "blocked":
+            raise IndexMismatchError(f"{self.path}: the sharded pass keeps blocked Bloom filters; drop bloom={bloom!r}")
+        manifest = self.manifest()
+        if manifest is None:
+            return None
+        have = params_from_manifest(manifest)
+        check_expected(self.path, have, expected_params(params, sizing_given))
+        return have
+
+    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
+        want = run_params(params)
+        for run in reversed(self.runs()):
+            if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
+                return run
+        return None
+
+    def load_duplicates(self, run: Mapping) -> np.ndarray:
+        from pyspark.sql import functions as F
+
+        spark = self._spark_session()
+        if not self.dir.exists(f"{run['data']}/kind=0"):  # the run flagged nothing
+            return np.zeros(0, dtype=np.int64)
+        parts = spark.read.parquet(self.dir.child(f"{run['data']}/kind=0")).select(F.col("data")).collect()
+        rows = [np.frombuffer(r[0], dtype="<i8") for r in parts]
+        return np.unique(np.concatenate(rows)).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
+
+    def _spark_session(self):
+        from pyspark.sql import SparkSession
+
+        return self._spark or SparkSession.getActiveSession()
+
+    # -- this run -----------------------------------------------------------------
+
+    def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[dict]]:
+        """(the parameters this run uses: the index's own sizing unless given, the committed manifest or None)."""
+        manifest = self.manifest()
+        if manifest is None:
+            return params, None
+        have = self.check_compatible(params, sizing_given)
+        return have, manifest
+
+    def stored_filters(self, manifest: Optional[dict]):
+        """The committed version's filters as a DataFrame (shard, generation, count, data), or None."""
+        if manifest is None:
+            return None
+        spark = self._spark_session()
+        return spark.read.parquet(self.dir.child(f"{manifest['data']}/kind=1"))
+
+    def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
+        """Write ``decided`` (the sharded pass's output) as the next version; (its directory, hit rows, fill)."""
+        from pyspark.sql import functions as F
+
+        version = (manifest["version"] if manifest else 0) + 1
+        # This run's own directory: a killed or concurrent run writing the same version never shares it.
+        data = f"{version_dir(version)}-{uuid.uuid4().hex[:12]}"
+        self.staged = {"version": version, "data": data}
+        decided.write.partitionBy("kind").parquet(self.dir.child(data))
+        spark = self._spark_session()
+        hits = spark.read.parquet(self.dir.child(f"{data}/kind=0")) if self.dir.exists(f"{data}/kind=0") else None
+        rows = [np.frombuffer(r[0], dtype="<i8") for r in hits.select("data").collect()] if hits is not None else []
+        # Parquet reads only the small columns here; the filters' bytes are the files' sizes (metadata).
+        fill = spark.read.parquet(self.dir.child(f"{data}/kind=1")).agg(
+            F.sum("count").alias("keys"), F.count(F.lit(1)).alias("files"),
+            F.max("generation").alias("generation")).collect()[0]
+        unique = np.unique(np.concatenate(rows)).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
+        return data, unique, {"keys": int(fill["keys"] or 0), "bytes": self.dir.size(f"{data}/kind=1"),
+                              "files": int(fill["files"]), "generations": int(fill["generation"] or 0) + 1}
+
+    def stage_manifest(self, params: IndexParams, plan: dict, inserted: int, fill: dict,
+                       previous: Optional[dict]) -> None:
+        """The manifest of the version this run wrote, before its run record (:meth:`commit` adds it)."""
+        self.staged.update({
+            "format": FORMAT, "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": "blocked",
+            "params": asdict(params), "shard_plan": plan, "inserted": inserted, "fill": fill,
+            "runs": list(previous.get("runs", [])) if previous else [],
+        })
+
+    def add_output(self, tmp_path: str) -> None:
+        self._outputs.append(tmp_path)
+
+    def commit(self, run: Optional[Mapping] = None, duplicates=None, outputs=()) -> Optional[dict]:
+        """Publish the staged version's manifest (the commit), then rename the outputs, then drop old filters."""
+        from lshbloom_udf import hooks
+        from lshbloom_udf.index import commit_rename
+
+        record = None
+        if self.staged is not None and "format" in self.staged:
+            manifest = dict(self.staged)
+            if run is not None:
+                record = json.loads(json.dumps(dict(run), default=str))
+                record.update(run_id=f"{len(manifest['runs']) + 1:06d}", data=manifest["data"],
+                              inserted_total=manifest["inserted"])
+                manifest["runs"] = manifest["runs"] + [record]
+            manifest["committed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            hooks.fire("before-commit")
+            self.dir.publish_text(manifest_name(manifest["version"]), json.dumps(manifest, indent=1) + "\n")
+            self.staged = None
+            # Committed: a crash from here on leaves the new version; its rerun reproduces the run's flags.
+            hooks.fire("mid-commit")
+            self._drop_old_filters(manifest["version"], manifest["data"])
+        for tmp, final in outputs:
+            commit_rename(tmp, final)
+        self._outputs = []
+        return record
+
+    def _drop_old_filters(self, version: int, data: str) -> None:
+        """After committing ``version`` (in ``data``): drop older versions' filters (their flagged rows stay) and
+        what killed runs left for this version."""
+        for name in self.dir.names():
+            number = name[2:].split("-")[0]
+            if not (name.startswith("v-") and number.isdigit()) or name == data:
+                continue
+            if int(number) == version:
+                self.dir.delete(name)
+            elif int(number) < version and self.dir.exists(f"{name}/kind=1"):
+                self.dir.delete(f"{name}/kind=1")
+
+    def abort(self) -> None:
+        """Drop the version this run wrote (never committed) and its temporary outputs."""
+        import shutil
+
+        if self.staged is not None:
+            try:
+                self.dir.delete(self.staged["data"])
+            finally:
+                self.staged = None
+        for tmp in self._outputs:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self._outputs = []
+
+    def close(self) -> None:
+        self.abort()
