@@ -17,6 +17,7 @@ GROUPS = {
     "columns": "columns and mode",
     "minhash": "MinHash / LSH (must match an existing index)",
     "index": "index",
+    "verify": "verification of the pass's flags (docs/algorithm.md, verification)",
     "run": "run",
 }
 
