@@ -45,21 +45,34 @@ def jaccard(a: str, b: str, config: DedupConfig) -> float:
 
 
 def reference_verify(texts, pass_flags, config: DedupConfig, threshold: float) -> dict:
-    """position of each flag verification keeps -> (earliest verified kept position, Jaccard): the module's rule."""
+    """position of each flag verification keeps -> (the kept position it names, Jaccard): the module's rule.
+
+    Round 1: the earliest earlier pass-kept document sharing a (band, key) with
+    Jaccard >= threshold. Else, in processing order: the earliest earlier document
+    that verification unflagged and that stays kept, sharing a key, Jaccard >= threshold.
+    """
     keys, active = text_band_keys(texts, **config.index_params().signature_kwargs())
     owner: dict = {}
     for i in range(len(texts)):
         if active[i] and not pass_flags[i]:
             for band, k in enumerate(keys[i]):
                 assert owner.setdefault((band, int(k)), i) == i, "keep-first inserts each kept key once"
+    unflagged: dict = {}  # (band, key) -> documents verification unflagged (kept)
     expected = {}
     for i in np.flatnonzero(pass_flags):
-        cands = sorted({owner[(band, int(k))] for band, k in enumerate(keys[i]) if owner.get((band, int(k)), i) < i})
-        for c in cands:
-            j = jaccard(texts[i], texts[c], config)
-            if j >= threshold:
-                expected[int(i)] = (c, j)
+        i = int(i)
+        for pool in ({owner[(band, int(k))] for band, k in enumerate(keys[i]) if owner.get((band, int(k)), i) < i},
+                     {e for band, k in enumerate(keys[i]) for e in unflagged.get((band, int(k)), ())}):
+            for c in sorted(pool):
+                j = jaccard(texts[i], texts[c], config)
+                if j >= threshold:
+                    expected[i] = (c, j)
+                    break
+            if i in expected:
                 break
+        else:
+            for band, k in enumerate(keys[i]):
+                unflagged.setdefault((band, int(k)), []).append(i)
     return expected
 
 
@@ -245,3 +258,28 @@ def test_the_job_takes_verify_and_writes_duplicate_of(spark, pool, tmp_path, cap
     flagged = [r for r in rows if r["is_duplicate"]]
     assert len(flagged) == summary["duplicates"] > 0
     assert all(r["duplicate_of"] in ids and r["similarity"] >= 0.5 for r in flagged)
+
+
+def test_a_document_verification_unflagged_is_kept_and_verifies_later_ones(spark):
+    """b collides with a below T (unflagged, so kept); y, a near-copy of b, collides with a too: b verifies it."""
+    config = DedupConfig().replace(**SMALL)
+    a, b, _ = colliding_pair(config)
+    kw = config.index_params().signature_kwargs()
+    ka = text_band_keys([a], **kw)[0]
+    toks = b.split()
+    for pos in range(len(toks)):
+        y = " ".join(toks[:pos] + ["y"] + toks[pos + 1:])
+        if (text_band_keys([y], **kw)[0] == ka).any() and jaccard(y, a, config) < 0.5:
+            break
+    else:
+        raise AssertionError("no near-copy of b colliding with a")
+    assert jaccard(y, b, config) >= 0.5
+    df = spark.createDataFrame([(0, "a", a), (1, "b", b), (2, "y", y)], "pos long, id string, text string").coalesce(1)
+    plain = [r["is_duplicate"] for r in deduplicate(df, id_col="id", progress=False, **SMALL).orderBy("pos").collect()]
+    assert plain == [False, True, True]
+    out, summary = deduplicate(df, id_col="id", progress=False, verify=True, duplicate_of=True, return_summary=True,
+                               **SMALL)
+    out = out.orderBy("pos").collect()
+    assert [(r["is_duplicate"], r["duplicate_of"]) for r in out] == [(False, None), (False, None), (True, "b")]
+    assert out[2]["similarity"] == pytest.approx(jaccard(y, b, config))
+    assert summary["verify"]["unflagged"] == 1

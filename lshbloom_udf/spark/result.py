@@ -109,10 +109,10 @@ def format_summary(summary: dict) -> str:
         "seconds            " + ", ".join(f"{k} {v:.2f}" for k, v in s.items()),
         f"rate               {summary['docs_per_second']:,.0f} docs/s",
     ]
+    if math.isfinite(idx.get("expected_false_positive", 0.0) or 0.0) and idx.get("expected_false_positive"):
+        lines.insert(5, f"index FP rate now  {idx['expected_false_positive']:.3g} (sized for p_effective {idx.get('p_effective'):.3g})")
     v = summary.get("verify")
     if v:
         lines.insert(2, f"verified           {v['kept_flagged']:,} of the pass's {v['pass_flagged']:,} flags at Jaccard >= "
                         f"{v['threshold']} ({v['unflagged']:,} unflagged, {v['unverifiable']:,} from earlier runs)")
-    if math.isfinite(idx.get("expected_false_positive", 0.0) or 0.0) and idx.get("expected_false_positive"):
-        lines.insert(5, f"index FP rate now  {idx['expected_false_positive']:.3g} (sized for p_effective {idx.get('p_effective'):.3g})")
     return "\n".join(lines)

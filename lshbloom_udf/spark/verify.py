@@ -5,30 +5,35 @@ band's Bloom filter. That happens when an earlier kept document ``e`` shares
 the band (``sig_d[i·r:(i+1)·r] = sig_e[i·r:(i+1)·r]``, probability ``s^r`` per
 band at Jaccard ``s``, so ``1 - (1 - s^r)^b`` in all: the LSH S-curve, which is
 not a step at the threshold ``T``) or by a Bloom false positive. Verification
-keeps the flag only where it is earned:
+keeps the flag only where it is earned. Round 1:
 
     d stays flagged  ⇔  ∃ e kept by the pass, row(e) < row(d), e shares a (band, key) with d,
                         and J(S_d, S_e) = |S_d ∩ S_e| / |S_d ∪ S_e| >= T_v
 
 with ``S`` the shingle sets of the contract (the same shingles, n-grams and
 normalization as the signatures) and ``T_v = verify_threshold`` (default the
-threshold). ``J`` is exact, not the MinHash estimate: the estimate's standard
-error at 512 permutations is ``sqrt(s(1-s)/512) ≈ 0.022`` at ``s = 0.45``, so an
-estimate would unflag a real duplicate (or keep a false one) near ``T`` one time
-in a few; the exact set is also cheaper to compute than two signatures of 512
-permutations (docs/algorithm.md, "verification", has the measurement).
+threshold). ``J`` is exact, not the MinHash estimate: decisions are the
+definition's (a user can recompute them from the two texts), as MLlib's
+``approxSimilarityJoin`` verifies with the exact distance. Measured on 450
+candidate-like pairs of the evaluation streams (2.5 kB documents, defaults): the
+estimate from 512 permutations costs 93 µs per pair and decides 1 of 450 pairs
+differently at ``T = 0.45``; the exact sets 245 µs (docs/algorithm.md, "verification").
+
+Round 2: a document round 1 unflagged is kept, so it is a candidate for the
+later ones: among the round-1-unflagged documents, in processing order, ``d``
+is flagged when an earlier one that stays kept shares a (band, key) with it at
+``J >= T_v``. (Without round 2 a permissive candidate stage loses recall: the
+first copy of a source, falsely flagged by a collision and then unflagged, was
+never inserted, and its later copies could find no kept source.)
 
 Guarantees (tests/test_spark_verify.py):
 
 - verification never adds a flag (only the pass's flagged rows are examined);
-- every document still flagged names in ``duplicate_of`` the *earliest* (smallest
-  row id, the processing order) document kept by the pass among its verified
-  candidates, and ``similarity`` is their exact Jaccard, ``>= T_v``. Candidates are
-  the documents the *pass* kept, which all stay kept (verification only removes
-  flags), so the named document is always in the output's kept rows. A document
-  unflagged by verification is kept, but it is not a candidate for later
-  documents (its keys were never inserted into the index, so the pass could not
-  have flagged anything because of it).
+- every document still flagged has an earlier document that is kept in the
+  output with ``J >= T_v``: ``duplicate_of`` names it — the earliest (smallest row
+  id, the processing order) verified one among those the pass kept, or if none,
+  the earliest verified one among those round 2 kept — and ``similarity`` is
+  their exact Jaccard.
 - With a kept index that held documents before this run, a flagged document
   that shares no band key with any document this run kept was flagged by an
   earlier run's document (or a Bloom false positive): neither its keys nor its
@@ -42,12 +47,15 @@ positives); the kept documents' keys are scanned through it on the executors, an
 only the pairs that pass are joined with the flagged documents' pairs. Keep-first
 inserts each kept key once, so each flagged pair meets at most one kept document:
 the join's output is at most ``b`` rows per flagged document. Then only the texts
-of the documents in a candidate pair are read. Work and shuffle grow with the
-flagged documents (``F·b`` pairs), not with ``N²``.
+of the documents in a candidate pair are read. Round 2 joins the pairs of the
+``U`` round-1-unflagged documents with themselves (``U·b`` pairs; ``U`` is the
+S-curve's tail, a small share of ``F``). Work and shuffle grow with the flagged
+documents (``F·b`` pairs), not with ``N²``.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -251,14 +259,55 @@ def verify_flags(keyed, texts_of, flagged_rows, *, b: int, ngram: int, normalize
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
     if len(flagged):
+        spark = keyed.sparkSession
         keys = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL)
+        similar = functools.partial(_similarities, spark, texts_of=texts_of, ngram=ngram, normalize_mask=normalize_mask,
+                                    threshold=threshold, broadcast_limit=broadcast_limit)
+        # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
         bloom = _flagged_bloom(keys, flagged, b)
-        cand = _candidates(keys, flagged, bloom, b)
+        cand = _candidates(keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA),
+                           keys.mapInArrow(pairs_mapper(flagged, b, bloom), PAIRS_SCHEMA))
         out.candidate_pairs = len(cand[0])
-        sims = _similarities(keyed.sparkSession, cand, texts_of, ngram, normalize_mask, threshold, broadcast_limit)
-        _decide(out, flagged, cand[0], sims, prior_documents)
+        _decide(out, flagged, cand[0], similar(cand), prior_documents)
+        # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
+        unflagged = flagged[~_is_in(flagged, out.rows)]
+        if len(unflagged) > 1:
+            pairs = keys.mapInArrow(pairs_mapper(unflagged, b), PAIRS_SCHEMA)
+            cand = _candidates(pairs, pairs)
+            out.candidate_pairs += len(cand[0])
+            _chain(out, similar(cand))
     out.seconds = time.monotonic() - t0
     return out
+
+
+def _chain(out: Verified, sims) -> None:
+    """Add to ``out`` the round-1-unflagged documents an earlier one of them verifies, in processing order.
+
+    ``sims``: (later row, earlier row, similarity >= T) among the round-1-unflagged
+    documents. A document is flagged when an earlier one *that stays kept* verifies
+    it (the earliest such names it); the others stay kept, so candidates for later ones.
+    """
+    f_rows, k_rows, sim = sims
+    if not len(f_rows):
+        return
+    order = np.lexsort((k_rows, f_rows))
+    f_rows, k_rows, sim = f_rows[order], k_rows[order], sim[order]
+    starts = np.flatnonzero(np.r_[True, f_rows[1:] != f_rows[:-1]])
+    ends = np.r_[starts[1:], len(f_rows)]
+    flagged: dict = {}
+    for lo, hi in zip(starts.tolist(), ends.tolist()):
+        for j in range(lo, hi):
+            if int(k_rows[j]) not in flagged:
+                flagged[int(f_rows[lo])] = (int(k_rows[j]), float(sim[j]))
+                break
+    if flagged:
+        rows = np.fromiter(flagged, np.int64, len(flagged))
+        of = np.array([v[0] for v in flagged.values()], np.int64)
+        sm = np.array([v[1] for v in flagged.values()], np.float64)
+        rows, of_rows, similarity = (np.concatenate([a, c]) for a, c in
+                                     ((out.rows, rows), (out.of_rows, of), (out.similarity, sm)))
+        order = np.argsort(rows, kind="stable")
+        out.rows, out.of_rows, out.similarity = rows[order], of_rows[order], similarity[order]
 
 
 def _flagged_bloom(keys, flagged: np.ndarray, b: int) -> PairBloom:
@@ -269,18 +318,18 @@ def _flagged_bloom(keys, flagged: np.ndarray, b: int) -> PairBloom:
     return bloom
 
 
-def _candidates(keys, flagged: np.ndarray, bloom: PairBloom, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """(flagged row, earlier kept row) pairs sharing a (band, key): distinct, as two int64 arrays."""
+def _candidates(f, k) -> tuple[np.ndarray, np.ndarray]:
+    """(later row of ``f``, earlier row of ``k``) pairs sharing a (band, key): distinct, as two int64 arrays."""
     from pyspark.sql import functions as F
 
-    f = keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA).withColumnRenamed("row", F_ROW)
-    k = keys.mapInArrow(pairs_mapper(flagged, b, bloom), PAIRS_SCHEMA).withColumnRenamed("row", K_ROW)
+    f = f.withColumnRenamed("row", F_ROW)
+    k = k.withColumnRenamed("row", K_ROW)
     pairs = f.join(k, ["band", "key"]).where(F.col(F_ROW) > F.col(K_ROW)).select(F_ROW, K_ROW).distinct()
     table = collect_arrow(pairs)
     return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64))
 
 
-def _similarities(spark, cand, texts_of, ngram: int, normalize_mask: int, threshold: float, broadcast_limit: int):
+def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, threshold: float, broadcast_limit: int):
     """(flagged row, kept row, similarity) arrays of the candidate pairs whose similarity is >= threshold."""
     import pyarrow as pa
     from pyspark.sql import functions as F
