@@ -47,8 +47,8 @@ scale.JOBS["mix-verify"] = ("defaults", ["--band-key", "mix", "--verify"])
 def shuffle_bytes(event_dir: str, since: float) -> dict:
     """Shuffle bytes written and read, summed over the tasks of the event logs written after ``since``."""
     written = read = 0
-    for path in glob.glob(os.path.join(event_dir, "*")):
-        if os.path.getmtime(path) < since:
+    for path in glob.glob(os.path.join(event_dir, "**", "*"), recursive=True):
+        if os.path.isdir(path) or os.path.getmtime(path) < since:
             continue
         with open(path) as f:
             for line in f:
@@ -107,7 +107,8 @@ def main(argv=None) -> None:
         workdir = tempfile.mkdtemp(prefix=f"verify-{args.docs}-", dir=args.cache)
         events = os.path.join(workdir, "events")
         os.makedirs(events)
-        event_conf = ["spark.eventLog.enabled=true", f"spark.eventLog.dir=file://{events}"]
+        event_conf = ["spark.eventLog.enabled=true", f"spark.eventLog.dir=file://{events}",
+                      "spark.eventLog.compress=false", "spark.eventLog.rolling.enabled=false"]
         run_args.conf = event_conf
         print(f"data: {data['n']:,} documents, {data['planted']:,} planted ({100 * frac:g} %), "
               f"{data['mean_bytes']:.0f} bytes mean; {workdir}", flush=True)

@@ -283,3 +283,20 @@ def test_a_document_verification_unflagged_is_kept_and_verifies_later_ones(spark
     assert [(r["is_duplicate"], r["duplicate_of"]) for r in out] == [(False, None), (False, None), (True, "b")]
     assert out[2]["similarity"] == pytest.approx(jaccard(y, b, config))
     assert summary["verify"]["unflagged"] == 1
+
+
+@pytest.mark.parametrize("settings", [{}, PERMISSIVE])
+def test_the_studys_verification_is_the_jobs_rule(pool, settings):
+    """lshbloom_udf.evaluation.study.verified (one process, for the F1 study) decides as the reference here."""
+    from lshbloom_udf.evaluation.baselines import lshbloom_decisions
+    from lshbloom_udf.evaluation.study.verified import shingle_sets, verify_decisions
+
+    st = G.make_stream(pool, 240, 0.5, seed=6)
+    texts = [d.text for d in st.docs]
+    config = DedupConfig().replace(**settings)
+    params = config.index_params(capacity=len(texts))
+    keys, has = text_band_keys(texts, **params.signature_kwargs())
+    flags = lshbloom_decisions(keys, has, params).duplicate
+    expected = reference_verify(texts, flags, config, 0.45)
+    got = verify_decisions(keys, has, flags, shingle_sets(texts, config), 0.45)
+    assert set(np.flatnonzero(got).tolist()) == set(expected)
