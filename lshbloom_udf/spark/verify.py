@@ -87,6 +87,7 @@ class Verified:
     pass_flagged: int = 0
     candidate_pairs: int = 0
     seconds: float = 0.0
+    stages: dict = field(default_factory=dict)
 
     def summary(self, threshold: float) -> dict:
         return {
@@ -97,6 +98,7 @@ class Verified:
             "unverifiable": int(np.count_nonzero(self.of_rows < 0)),
             "candidate_pairs": self.candidate_pairs,
             "seconds": round(self.seconds, 3),
+            "stages": dict(self.stages),
         }
 
 
@@ -265,10 +267,14 @@ def verify_flags(keyed, texts_of, flagged_rows, *, b: int, ngram: int, normalize
                                     threshold=threshold, broadcast_limit=broadcast_limit)
         # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
         bloom = _flagged_bloom(keys, flagged, b)
+        lap = _laps(out.stages, t0)
+        lap("bloom")
         cand = _candidates(keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA),
                            keys.mapInArrow(pairs_mapper(flagged, b, bloom), PAIRS_SCHEMA))
         out.candidate_pairs = len(cand[0])
+        lap("candidates")
         _decide(out, flagged, cand[0], similar(cand), prior_documents)
+        lap("similarity")
         # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
         unflagged = flagged[~_is_in(flagged, out.rows)]
         if len(unflagged) > 1:
@@ -276,8 +282,20 @@ def verify_flags(keyed, texts_of, flagged_rows, *, b: int, ngram: int, normalize
             cand = _candidates(pairs, pairs)
             out.candidate_pairs += len(cand[0])
             _chain(out, similar(cand))
+            lap("round2")
     out.seconds = time.monotonic() - t0
     return out
+
+
+def _laps(stages: dict, t0: float):
+    last = [t0]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        stages[name] = round(now - last[0], 3)
+        last[0] = now
+
+    return lap
 
 
 def _chain(out: Verified, sims) -> None:
