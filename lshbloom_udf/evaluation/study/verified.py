@@ -144,7 +144,7 @@ def table(rows: Sequence[dict], split: str, configs: Sequence[str]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tune", required=True)
+    p.add_argument("--tune", help="the tuning corpus (the best verified configuration is chosen on it)")
     p.add_argument("--test", required=True)
     p.add_argument("--third", help="a third held-out corpus (e.g. build/docstrings.jsonl.gz)")
     p.add_argument("--docs", type=int, default=2000)
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
         return (min(f1), float(np.mean(f1)))
 
     best = {fam: max((c for c in configs if c.verify is not None and c.band.scheme == fam),
-                     key=lambda c: worst_mean(c.label())).label() for fam in ("affine32", "legacy")}
+                     key=lambda c: worst_mean(c.label())).label() for fam in ("affine32", "legacy")} if args.tune else {}
     md = [f"Streams: {args.docs} documents, levels {', '.join(f'{x:.0%}' for x in DEFAULT_LEVELS)}, seed {args.seed}; "
           f"{time.monotonic() - t0:.0f} s.", "", f"Best verified (tuning streams, worst then mean F1): {best}", ""]
     for split in ("tune", "heldout", "third"):
