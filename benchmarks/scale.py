@@ -1,6 +1,6 @@
 """The whole job at scale (10^6-10^7 documents): false flags, recall, stages, memory, and the ratio to datasketch.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/scale.py --docs 1000000 [--jobs mix,sum,mix-blocked,paper]
+    PYTHONPATH=. .venv/bin/python benchmarks/scale.py --docs 1000000 [--jobs mix,sum,paper,mix-spark,paper-spark]
                                                      [--datasketch-sample 20000] [--json build/scale.json]
 
 Method:
@@ -16,9 +16,13 @@ Method:
    ``local[2]``, wall time from launch to exit (start-up included), the band key
    always explicit; ``--index-dir`` a fresh directory under ``--index-root``
    (/dev/shm), removed afterwards. ``mix`` / ``sum``: the product defaults with
-   that band key; ``mix-blocked``: ``mix`` with ``--bloom blocked``; ``paper``:
-   ``--preset paper --scheme affine32`` (band key sum); ``paper-mix`` (on
-   request): the same with band key mix. From the output: false flags among
+   that band key (a new mix index is blocked, a sum one datasketch's format);
+   ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``;
+   ``paper``: ``--preset paper --scheme affine32`` (band key sum);
+   ``paper-mix`` (on request): the same with band key mix; ``mix-spark`` /
+   ``paper-spark``: ``mix`` / ``paper`` with ``--key-transfer spark`` (keys
+   through ``toLocalIterator``, one partition at a time, instead of the socket
+   stream). From the output: false flags among
    distinct documents, recall on planted duplicates, rows lost or repeated;
    from ``<output>.summary.json``: seconds per stage, index bytes. The
    spark-submit process tree is polled with psutil (every 0.5 s): peak RSS and
@@ -71,14 +75,17 @@ from lshbloom_udf.index import BLOOM_BACKENDS, IndexParams, LSHBloomIndex  # noq
 
 # name: (settings for datasketch, job flags)
 JOBS = {
-    "mix": ("defaults", ["--band-key", "mix"]),
+    "mix": ("defaults", ["--band-key", "mix"]),  # the defaults: a new mix index is blocked
     "sum": ("defaults", ["--band-key", "sum"]),
     "mix-blocked": ("defaults", ["--band-key", "mix", "--bloom", "blocked"]),
     "paper": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum"]),
     # not run by default: the paper's settings with the mix key, to tell the band key's false flags from the unigrams'
     "paper-mix": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "mix"]),
+    # the keys through toLocalIterator (Spark Connect's way) instead of the socket stream: the streaming's effect
+    "mix-spark": ("defaults", ["--band-key", "mix", "--key-transfer", "spark"]),
+    "paper-spark": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--key-transfer", "spark"]),
 }
-DEFAULT_JOBS = ("mix", "sum", "mix-blocked", "paper")
+DEFAULT_JOBS = ("mix", "sum", "paper", "mix-spark", "paper-spark")
 # The job whose decisions datasketch's must equal, per settings.
 SAME_DECISIONS = {"defaults": "sum", "paper": "paper"}
 KINDS = ("jvm", "py_driver", "py_workers", "other")
@@ -405,7 +412,7 @@ def print_stages(jobs: dict) -> None:
     ok = {k: v for k, v in jobs.items() if "stages" in v}
     if not ok:
         return
-    order = ["read_schema", "keys", "id_check", "driver_pass", "join_plan", "write", "job_total"]
+    order = ["read_schema", "pin", "id_check", "keys", "driver_pass", "join_plan", "write", "job_total"]
     names = order + sorted({s for v in ok.values() for s in v["stages"]} - set(order) - {"total"})
     print("  seconds per stage (the job's summary JSON; wall = spark-submit launch to exit)")
     print(f"  {'stage':14s}" + "".join(f"{k:>12s}" for k in ok))
@@ -434,7 +441,7 @@ def print_ratios(res: dict) -> None:
             print(f"    decisions on the first {ds['sample']:,} documents, datasketch vs job {SAME_DECISIONS[which]}: "
                   f"{ds['decisions_differ']} differ")
     be = res.get("backend")
-    for job, bloom in (("mix", "pybloomfiltermmap3"), ("mix-blocked", "blocked")):
+    for job, bloom in (("mix", "blocked"), ("sum", "pybloomfiltermmap3")):  # each default backend
         r = jobs.get(job, {})
         if "stages" not in r and not be:
             continue

@@ -40,6 +40,7 @@ from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, normalization_name
 
 MODES = ("flag", "filter", "duplicates")
 CHECKPOINTS = ("local", "reliable")
+KEY_TRANSFERS = ("auto", "socket", "spark")
 
 
 # ---------------------------------------------------------------------------
@@ -241,12 +242,16 @@ class DedupConfig:
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document) and similarity (needs verify; flag and duplicates modes)", _boolean, "verify",
                                  cli={"action": "store_true"})
-    checkpoint: str = setting("local", "how the keyed rows are pinned: local (localCheckpoint) or reliable "
+    checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
     # -- how the run goes
     progress: bool = setting(True, "show driver-pass progress (docs/s, ETA) on stderr", _boolean, "run",
                              flag="--quiet", cli={"action": "store_false", "help": "no progress lines on stderr"})
-    chunk_rows: int = setting(100_000, "documents per packed chunk of the driver pass", _integer(1), "run",
+    key_transfer: str = setting("auto", "how the band keys reach the driver pass: socket (executors stream them to "
+                                "the driver while they compute them), spark (toLocalIterator, one partition at a "
+                                "time: for executors that cannot open a connection to the driver), or auto (socket; "
+                                "spark under Spark Connect)", _choice(*KEY_TRANSFERS), "run")
+    chunk_rows: int = setting(100_000, "documents per chunk of keys sent to the driver pass", _integer(1), "run",
                               flag=None, param=None)
     broadcast_limit: int = setting(2_000_000, "up to this many duplicates the join broadcasts them (and keeps the "
                                    "input's order)", _integer(0), "run", flag=None, param=None)

@@ -7,8 +7,8 @@ dictionary lookup.
 
 Points on the driver, fired with keyword arguments:
 
-``after-keys``
-    the keys stage is checkpointed (``documents=``).
+``after-pin``
+    the input is pinned with its row ids, before any key reaches an index.
 ``driver-pass``
     the driver pass decided a chunk (``done=`` documents so far).
 ``output-write``
@@ -24,8 +24,9 @@ Points on the driver, fired with keyword arguments:
     a growing index added a generation of filters (``generation=`` its number,
     ``path=`` the directory it was created in: a run's staging copy).
 
-On the executors, ``task-start`` (``stage=`` "keys" or "pack", ``partition=``,
-``attempt=``) runs at the start of each task. Executors are other processes:
+On the executors, ``task-start`` runs at the start of each task computing band
+keys (``stage="keys"``, ``partition=``, ``attempt=``), and again after each
+chunk of keys such a task sent to the driver (``stage="keys-sent"``). Executors are other processes:
 the hook installed on the driver when the stage is planned is shipped with the
 task (so it must be picklable by cloudpickle).
 """
@@ -36,7 +37,7 @@ from typing import Callable, Optional
 
 Hook = Callable[..., None]
 
-POINTS = ("after-keys", "driver-pass", "output-write", "output-written", "before-commit", "mid-commit",
+POINTS = ("after-pin", "driver-pass", "output-write", "output-written", "before-commit", "mid-commit",
           "after-commit", "generation-added", "task-start")
 
 _installed: dict[str, Hook] = {}

@@ -9,8 +9,8 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``kill-in-keys``
     SIGKILL the job's process group from inside the keys stage (the executor
     task of partition 1, while it computes band keys).
-``kill-after-keys``
-    SIGKILL it once the keys stage is checkpointed.
+``kill-after-pin``
+    SIGKILL it once the input is pinned (before any key reaches the index).
 ``kill-in-driver-pass=N``
     SIGKILL it in the driver pass, once at least ``N`` documents were decided.
 ``kill-in-output-write``
@@ -21,8 +21,11 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``kill-generation-added``
     SIGKILL it as soon as a growing index added a generation of filters.
 ``fail-task-first-attempt``
-    Every Spark task of the keys and packing stages raises on its first attempt
-    (run with ``spark.task.maxFailures`` > 1, e.g. master ``local[2,4]``).
+    Every Spark task computing band keys raises on its first attempt (run with
+    ``spark.task.maxFailures`` > 1, e.g. master ``local[2,4]``).
+``fail-task-after-send``
+    Every such task raises on its first attempt after it sent its first chunk
+    of keys to the driver (the retry sends the partition again).
 ``slow-task-first-attempt=SECONDS``
     The first attempt of partition 0's keys task sleeps ``SECONDS`` first (to
     make speculative execution launch a copy).
@@ -53,7 +56,7 @@ ENV = "LSHBLOOM_TEST_FAULT"
 
 # switch -> the hook point whose every firing kills the run
 KILL_POINTS = {
-    "kill-after-keys": "after-keys",
+    "kill-after-pin": "after-pin",
     "kill-before-commit": "before-commit",
     "kill-mid-commit": "mid-commit",
     "kill-after-commit": "after-commit",
@@ -95,15 +98,20 @@ class TaskFaults:
 
     def __init__(self, on: dict):
         self.fail_first = "fail-task-first-attempt" in on
+        self.fail_after_send = "fail-task-after-send" in on
         self.slow_first = float(on.get("slow-task-first-attempt") or 0.0)
         self.attempt_log = on.get("attempt-log")
         self.kill_in_keys = "kill-in-keys" in on
         self.fault_log = on.get("fault-log")
 
     def __bool__(self) -> bool:
-        return bool(self.fail_first or self.slow_first or self.attempt_log or self.kill_in_keys)
+        return bool(self.fail_first or self.fail_after_send or self.slow_first or self.attempt_log or self.kill_in_keys)
 
     def __call__(self, stage: str, partition: int, attempt: int) -> None:
+        if stage == "keys-sent":
+            if self.fail_after_send and attempt == 0:
+                raise RuntimeError(f"lshbloom test fault: keys task of partition {partition} fails after a chunk")
+            return
         if self.attempt_log and stage == "keys":
             os.makedirs(self.attempt_log, exist_ok=True)
             with open(os.path.join(self.attempt_log, f"p{partition}-a{attempt}"), "w"):

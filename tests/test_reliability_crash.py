@@ -92,7 +92,7 @@ def _rerun_and_compare(world, job, capsys, spark, index, out):
 
 KILL_POINTS = [
     # (fault switch, what the index must look like right after the kill). Also in
-    # tests/fault_injection.py, not run here to keep the suite short: kill-after-keys and
+    # tests/fault_injection.py, not run here to keep the suite short: kill-after-pin and
     # kill-before-commit (the same "old index, no output" state as their neighbours).
     ("kill-in-keys", "old"),  # an executor task computing band keys kills the whole job
     ("kill-in-driver-pass=1", "old"),  # after the first partition, inserted into the staging copy (see below)

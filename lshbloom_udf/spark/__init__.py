@@ -1,17 +1,19 @@
 """LSHBloom deduplication of a Spark DataFrame: :func:`deduplicate`.
 
-A run has three stages (:mod:`lshbloom_udf.spark.pipeline`):
+A run has four stages (:mod:`lshbloom_udf.spark.pipeline`):
 
-1. **Keys (executors, in parallel)** — :mod:`~lshbloom_udf.spark.keys`: a
-   ``mapInArrow`` function turns the text column of each Arrow batch into
-   ``b`` band keys per document in native code and tags every row with a
-   deterministic row id; the result is checkpointed.
-2. **Driver pass (sequential)** — :mod:`~lshbloom_udf.spark.driver_pass`: the
-   keys, packed in chunks, stream to the driver in partition order and the
-   index decides them keep-first (:mod:`~lshbloom_udf.spark.ingest` first checks
-   ids and whether a kept index already ingested the input).
-3. **Join** — :mod:`~lshbloom_udf.spark.join`: the duplicates come back as a
-   small DataFrame joined to the input as the mode says.
+1. **Pin (executors, JVM only)** — the input, read once, gets a deterministic
+   row id (:func:`~lshbloom_udf.spark.keys.row_id`) and is checkpointed.
+2. **Checks** — :mod:`~lshbloom_udf.spark.ingest`: one aggregation counts,
+   fingerprints and checks the ids; a kept index may already hold the input.
+3. **Keys and driver pass, overlapped** — a ``mapInArrow`` function turns the
+   text of each Arrow batch into ``b`` band keys per document in native code
+   (:mod:`~lshbloom_udf.spark.keys`) on every executor at once, and sends them
+   to the driver as it goes (:mod:`~lshbloom_udf.spark.stream`), where the
+   index decides them keep-first in row order
+   (:mod:`~lshbloom_udf.spark.driver_pass`).
+4. **Join** — :mod:`~lshbloom_udf.spark.join`: the duplicates come back as a
+   small DataFrame joined to the pinned rows as the mode says.
 
 Documents whose text is null or empty have no shingles: they are never
 queried nor inserted and come out with ``is_duplicate = false``. The summary

@@ -34,8 +34,9 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     never duplicates.
 
     ``id_col``: a unique, non-null column to join the decisions back on (checked;
-    duplicated ids are an error). Without it a deterministic internal row id is
-    used and the input's columns are checkpointed with it.
+    duplicated ids are an error). Either way the input's rows are pinned
+    (checkpointed) with a deterministic internal row id, and the decisions are
+    joined back on it.
 
     ``bloom="blocked"`` uses the blocked Bloom backend (faster, larger, not
     readable by datasketch); the default ``"pybloomfiltermmap3"`` is the

@@ -1,9 +1,13 @@
-"""Stage 2, on the driver: the sequential keep-first pass over every document's band keys.
+"""On the driver: the sequential keep-first pass over every document's band keys.
 
-Each partition's keys arrive packed in chunks (:func:`~lshbloom_udf.spark.keys.packer`),
-in partition order, through ``toLocalIterator(prefetchPartitions=True)``; the
-index decides each chunk in native code (:meth:`~lshbloom_udf.index.LSHBloomIndex.query_insert`).
-Progress (documents, docs/s, ETA) goes to stderr.
+The keys arrive in chunks of consecutive rows, partition after partition, by
+one of two transfers: the socket stream (:mod:`lshbloom_udf.spark.stream`,
+keys computed by all executors while the pass runs) or, under Spark Connect
+and with ``key_transfer="spark"``, ``toLocalIterator`` over
+:func:`~lshbloom_udf.spark.keys.packer`'s chunks (:func:`spark_chunks`). The
+index decides each chunk in native code
+(:meth:`~lshbloom_udf.index.LSHBloomIndex.query_insert`). Progress (documents,
+docs/s, ETA) goes to stderr.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, PACKED_SCHEMA, ROW_COL, packer
+from lshbloom_udf.spark.ingest import col
+from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
 
 
 class Progress:
@@ -92,18 +97,29 @@ class PassOutcome:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
 
 
-def run_driver_pass(keyed, index, b: int, documents: int, chunk_rows: int, progress: bool) -> PassOutcome:
-    """Stream the keyed rows' keys to the driver in order and decide them with ``index`` (keep-first)."""
-    outcome = PassOutcome()
-    bar = Progress(documents, enabled=progress)
-    packed = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(packer(b, chunk_rows), PACKED_SCHEMA)
+def spark_chunks(pinned, text_col: str, key_kwargs: dict, chunk_rows: int):
+    """``(first row id, keys (n, b), active)`` chunks in row order, through ``toLocalIterator``.
+
+    Each partition's keys are computed by one task when the pass reaches it
+    (the next one is prefetched) and travel as one task result.
+    """
+    b = key_kwargs["b"]
+    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, key_kwargs, chunk_rows), PACKED_SCHEMA)
     for row in packed.toLocalIterator(prefetchPartitions=True):
         n = int(row["n"])
-        keys = np.frombuffer(row["keys"], dtype=np.uint64).reshape(n, b)
-        active = np.frombuffer(row["active"], dtype=np.bool_)
+        keys = np.frombuffer(row["keys"], dtype="<u8").reshape(n, b)
+        yield int(row["start"]), keys, np.frombuffer(row["active"], dtype=np.bool_)
+
+
+def run_driver_pass(chunks, index, documents: int, progress: bool) -> PassOutcome:
+    """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index``: keep-first."""
+    outcome = PassOutcome()
+    bar = Progress(documents, enabled=progress)
+    for start, keys, active in chunks:
+        n = len(active)
         hits = np.flatnonzero(index.query_insert(keys, active))
         if hits.size:
-            outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(row["start"]))
+            outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
         outcome.duplicates += int(hits.size)
         outcome.empty += int(n - np.count_nonzero(active))
         outcome.documents += n

@@ -1,9 +1,11 @@
 """What a run checks about its input once it is keyed: unique ids, and whether a kept index already ingested it.
 
-A kept index records each committed run with two fingerprints of its keyed
-documents (docs/reliability.md): the *content* fingerprint depends only on
-the multiset of (band keys, active) rows, the *sequence* fingerprint also on
-each document's place in the processing order. The same content with the same
+The checks cost one aggregation over the pinned input (:func:`inspect_input`),
+no pass of their own. A kept index records each committed run with two
+fingerprints of its documents (docs/reliability.md): the *content* fingerprint
+depends only on the multiset of texts, the *sequence* fingerprint also on each
+document's place in the processing order (runs recorded before this release
+fingerprinted the band keys instead; :func:`prior_run` still finds them). The same content with the same
 sequence reproduces the earlier run's flags; the same content in another
 order cannot be reproduced and is refused (:class:`AlreadyIngestedError`)
 unless the user forces a new ingestion.
@@ -12,10 +14,14 @@ unless the user forces a new ingestion.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Optional
 
 from lshbloom_udf.errors import AlreadyIngestedError, DedupInputError
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
+
+# What a run record's "fingerprint" says of its fingerprints (absent: the older key fingerprints).
+FINGERPRINT = "text"
 
 
 def quote(name: str) -> str:
@@ -28,28 +34,73 @@ def col(name: str):
     return F.col(quote(name))
 
 
-def check_unique_ids(keyed, id_col: str) -> None:
+@dataclass(frozen=True)
+class InputFacts:
+    """What one aggregation over the pinned input tells: its size, its fingerprints, its ids' health."""
+
+    documents: int
+    content_fingerprint: str
+    sequence_fingerprint: str
+    null_ids: int = 0
+    distinct_ids: Optional[int] = None
+
+
+def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
+    """Count, fingerprint and (with ``id_col``) check the ids of the pinned input, in one Spark job.
+
+    The *content* fingerprint depends only on the multiset of texts, the
+    *sequence* fingerprint also on each text's row id (its place in the
+    processing order); two 64-bit hash sums each. With the run's parameters
+    (which the run record holds) the texts decide the band keys, so equal
+    fingerprints mean the same documents.
+    """
     from pyspark.sql import functions as F
 
-    nulls = keyed.where(col(id_col).isNull()).limit(1).count()
-    if nulls:
+    dec = "decimal(38,0)"
+    # Each text is hashed twice, once per hash function; the sequence sums hash (row id, text hash) pairs.
+    hashed = pinned.select(F.col(ROW_COL).alias("row"), F.xxhash64(col(text_col)).alias("h1"),
+                           F.hash(col(text_col)).alias("h2"), *([col(id_col).alias("id")] if id_col else []))
+    h1, h2, row = F.col("h1"), F.col("h2"), F.col("row")
+    aggs = [
+        F.count(F.lit(1)).alias("n"),
+        F.sum(h1.cast(dec)).alias("c1"),
+        F.sum(h2.cast(dec)).alias("c2"),
+        F.sum(F.xxhash64(row, h1).cast(dec)).alias("s1"),
+        F.sum(F.hash(h2, row).cast(dec)).alias("s2"),
+    ]
+    if id_col is not None:
+        aggs += [F.count(F.col("id")).alias("ids"), F.count_distinct(F.col("id")).alias("distinct_ids")]
+    r = hashed.agg(*aggs).collect()[0]
+    content = hashlib.sha256(f"lshbloom-text-content:{r['n']}:{r['c1']}:{r['c2']}".encode()).hexdigest()[:32]
+    sequence = hashlib.sha256(f"lshbloom-text-sequence:{r['n']}:{r['s1']}:{r['s2']}:{content}".encode()).hexdigest()[:32]
+    if id_col is None:
+        return InputFacts(int(r["n"]), content, sequence)
+    return InputFacts(int(r["n"]), content, sequence, int(r["n"]) - int(r["ids"]), int(r["distinct_ids"]))
+
+
+def check_ids(pinned, id_col: str, facts: InputFacts) -> None:
+    """Refuse null or repeated ids (:class:`DedupInputError`), naming the repeated ones."""
+    from pyspark.sql import functions as F
+
+    if facts.null_ids:
         raise DedupInputError(f"id column {id_col!r} has null values; every row needs an id")
+    if facts.distinct_ids == facts.documents:
+        return
     dups = (
-        keyed.groupBy(col(id_col).alias("id"))
+        pinned.groupBy(col(id_col).alias("id"))
         .agg(F.count(F.lit(1)).alias("n"))
         .where(F.col("n") > 1)
         .orderBy(F.col("n").desc(), F.col("id"))
         .limit(11)
         .collect()
     )
-    if dups:
-        shown = ", ".join(f"{r['id']!r} ({r['n']} rows)" for r in dups[:10])
-        more = " and more" if len(dups) > 10 else ""
-        raise DedupInputError(f"id column {id_col!r} is not unique: duplicated ids {shown}{more}")
+    shown = ", ".join(f"{r['id']!r} ({r['n']} rows)" for r in dups[:10])
+    more = " and more" if len(dups) > 10 else ""
+    raise DedupInputError(f"id column {id_col!r} is not unique: duplicated ids {shown}{more}")
 
 
-def fingerprints(keyed) -> tuple[str, str]:
-    """(content, sequence) fingerprints of the keyed documents."""
+def key_fingerprints(keyed) -> tuple[str, str]:
+    """(content, sequence) fingerprints of keyed rows, as runs recorded them before text fingerprints."""
     from pyspark.sql import functions as F
 
     dec = "decimal(38,0)"
@@ -65,20 +116,27 @@ def fingerprints(keyed) -> tuple[str, str]:
     return content, sequence
 
 
-def prior_run(txn, keyed, documents: int, params, force_new_ingest: bool) -> tuple[Optional[dict], str, str]:
-    """(the committed run that already ingested these documents or None, content fp, sequence fp).
+def prior_run(txn, facts: InputFacts, params, force_new_ingest: bool, keyed=None) -> Optional[dict]:
+    """The committed run that already ingested these documents, or None.
 
-    Raises :class:`AlreadyIngestedError` when that run's flags cannot be
-    reproduced (other order or partitioning) and ``force_new_ingest`` is off.
+    ``keyed``: a callable giving the keyed rows, used only when the index
+    holds runs of as many documents recorded with the older key fingerprints
+    (:func:`key_fingerprints`). Raises :class:`AlreadyIngestedError` when that
+    run's flags cannot be reproduced (other order or partitioning) and
+    ``force_new_ingest`` is off.
     """
-    content_fp, sequence_fp = fingerprints(keyed)
-    prior = txn.find_run(content_fp, params)
-    if prior is not None and not force_new_ingest and prior.get("sequence_fingerprint") != sequence_fp:
+    prior, sequence = txn.find_run(facts.content_fingerprint, params), facts.sequence_fingerprint
+    if prior is None and keyed is not None and any(
+        run.get("fingerprint") != FINGERPRINT and int(run.get("documents", -1)) == facts.documents for run in txn.runs()
+    ):
+        content, sequence = key_fingerprints(keyed())
+        prior = txn.find_run(content, params)
+    if prior is not None and not force_new_ingest and prior.get("sequence_fingerprint") != sequence:
         raise AlreadyIngestedError(
-            f"{txn.path}: these {documents:,} documents were already ingested by run {prior['run_id']} "
+            f"{txn.path}: these {facts.documents:,} documents were already ingested by run {prior['run_id']} "
             f"(committed {prior.get('committed_at', '?')}, output {prior.get('output')}), in another order or "
             "partitioning, so that run's flags cannot be reproduced here and ingesting them again would flag "
             "every one as a duplicate of itself. Use that run's output, or force a new ingestion with "
             "--force-new-ingest (force_new_ingest=True)."
         )
-    return prior, content_fp, sequence_fp
+    return prior

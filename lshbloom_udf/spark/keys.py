@@ -1,10 +1,16 @@
-"""Executor side: band keys per document (stage 1) and the packed chunks the driver pass reads (stage 2).
+"""Executor side: row ids for the pinned input, and the band keys of its rows.
 
-Both are ``mapInArrow`` functions: the native code sees whole Arrow batches,
-never one Python object per document. A row id is
-``partition index << POS_BITS | position in partition``: deterministic for a
-checkpointed input, and consecutive within a partition, so the driver pass can
-name a chunk's rows by its first id and length.
+The run first pins its input with a row id column (:func:`row_id`):
+``partition index << POS_BITS | position in partition``, deterministic for the
+pinned rows and consecutive within a partition, so that a chunk of keys is
+named by its first id and length. Every function here that computes keys is a
+``mapInArrow`` function over (row id, text) batches: the native code sees whole
+Arrow batches, never one Python object per document.
+
+- :func:`keys_mapper`: (row id, keys, active) rows, for passes that shuffle or
+  join keys in Spark (:data:`KEYED_SCHEMA`);
+- :func:`packer`: keyed chunks for ``toLocalIterator`` (:data:`PACKED_SCHEMA`);
+- :mod:`lshbloom_udf.spark.stream` sends the same chunks to the driver over a socket.
 """
 
 from __future__ import annotations
@@ -22,6 +28,15 @@ DUP_COL = "_lshb_dup"
 INTERNAL_COLS = (ROW_COL, KEYS_COL, ACTIVE_COL, DUP_COL)
 POS_BITS = 40
 PACKED_SCHEMA = "pid int, start long, n long, keys binary, active binary"
+KEYED_SCHEMA = f"{ROW_COL} long, {KEYS_COL} binary, {ACTIVE_COL} boolean"
+
+
+def row_id():
+    """The row id column of the pinned input: ``partition << POS_BITS | position in the partition``."""
+    from pyspark.sql import functions as F
+
+    position = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))  # its low 33 bits
+    return F.shiftleft(F.spark_partition_id().cast("long"), POS_BITS).bitwiseOR(position).alias(ROW_COL)
 
 # Arrow batches into the keys stage: documents are long (kilobytes each), so
 # Spark's default 10,000 rows per batch means tens of megabytes per batch and no
@@ -74,12 +89,27 @@ def _task_start(task_hook, stage: str):
     return ctx
 
 
-def keys_mapper(text_col: str, key_kwargs: dict, keep_cols: Optional[Sequence[str]]):
-    """The ``mapInArrow`` function of stage 1: the kept columns + row id + band keys + active mask per batch.
+def keyed_batches(batches, text_col: str, key_kwargs: dict, threads: int):
+    """(row ids, band keys ``(n, b)`` uint64, active flags) of each Arrow batch of (row id, text, ...)."""
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        rows = batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False)
+        keys, active = _band_keys(batch.column(batch.schema.get_field_index(text_col)), threads, key_kwargs)
+        yield np.asarray(rows, dtype=np.int64), keys.reshape(len(rows), -1), np.asarray(active, dtype=np.bool_)
+
+
+def _threads(ctx) -> int:
+    """Native threads per task = the cores Spark gave the task (spark.task.cpus)."""
+    return max(1, int(ctx.cpus())) if ctx is not None else 1
+
+
+def keys_mapper(text_col: str, key_kwargs: dict):
+    """The ``mapInArrow`` function giving (row id, band keys, active) per pinned row (:data:`KEYED_SCHEMA`).
 
     ``key_kwargs`` are :func:`~lshbloom_udf.minhash.arrow_band_keys`'s
-    settings (``IndexParams.signature_kwargs()``); ``keep_cols`` None keeps
-    every input column.
+    settings (``IndexParams.signature_kwargs()``). The keys are a binary of
+    ``8 b`` bytes: ``b`` little-endian uint64.
     """
     width = 8 * key_kwargs["b"]
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
@@ -88,27 +118,13 @@ def keys_mapper(text_col: str, key_kwargs: dict, keep_cols: Optional[Sequence[st
         import pyarrow as pa
 
         ctx = _task_start(task_hook, "keys")
-        base = (ctx.partitionId() if ctx is not None else 0) << POS_BITS
-        # Native threads per task = the cores Spark gave the task (spark.task.cpus).
-        threads = max(1, int(ctx.cpus())) if ctx is not None else 1
-        pos = 0
-        for batch in batches:
-            n = batch.num_rows
-            text = batch.column(batch.schema.get_field_index(text_col))
-            keys, active = _band_keys(text, threads, key_kwargs)
-            rows = pa.array(np.arange(base + pos, base + pos + n, dtype=np.int64), type=pa.int64())
+        for rows, keys, active in keyed_batches(batches, text_col, key_kwargs, _threads(ctx)):
+            n = len(rows)
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
-            act_arr = pa.array(np.asarray(active, dtype=bool), type=pa.bool_())
-            if keep_cols is None:
-                arrays, names = list(batch.columns), list(batch.schema.names)
-            else:
-                idx = [batch.schema.get_field_index(c) for c in keep_cols]
-                arrays, names = [batch.column(i) for i in idx], list(keep_cols)
             yield pa.RecordBatch.from_arrays(
-                arrays + [rows, key_arr, act_arr], names=names + [ROW_COL, KEYS_COL, ACTIVE_COL]
+                [pa.array(rows, pa.int64()), key_arr, pa.array(active, pa.bool_())], names=[ROW_COL, KEYS_COL, ACTIVE_COL]
             )
-            pos += n
 
     return compute
 
@@ -136,80 +152,61 @@ def _replace_invalid_utf8(text):
     return pa.array([None if v is None else v.decode("utf-8", "replace") for v in raw.to_pylist()], type=pa.large_string())
 
 
-class _Chunk:
-    """One packed chunk of a partition's consecutive rows: its first row id, keys and active flags."""
+def chunks(keyed, chunk_rows: int):
+    """Consecutive rows of :func:`keyed_batches` regrouped in chunks of at most ``chunk_rows`` documents.
 
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.start: Optional[int] = None
-        self.n = 0
-        self.keys: list = []
-        self.active: list = []
-
-    def add(self, first_row: int, keys: bytes, active: bytes, n: int) -> None:
-        if self.start is None:
-            self.start = first_row
-        elif first_row != self.start + self.n:
+    Yields ``(first row id, keys (n, b), active (n,))``; row ids must be
+    consecutive within the partition (the driver pass names a chunk's rows by
+    its first id and length).
+    """
+    parts: list = []
+    start, n = None, 0
+    for rows, keys, active in keyed:
+        if rows[-1] - rows[0] != len(rows) - 1 or (start is not None and rows[0] != start + n):
             raise RuntimeError("internal error: row ids are not consecutive within a partition")
-        self.keys.append(keys)
-        self.active.append(active)
-        self.n += n
-
-    def batch(self):
-        import pyarrow as pa
-
-        return pa.RecordBatch.from_pydict(
-            {
-                "pid": pa.array([self.pid], pa.int32()),
-                "start": pa.array([self.start], pa.int64()),
-                "n": pa.array([self.n], pa.int64()),
-                "keys": pa.array([b"".join(self.keys)], pa.binary()),
-                "active": pa.array([b"".join(self.active)], pa.binary()),
-            }
-        )
+        done = 0
+        while done < len(rows):
+            if start is None:
+                start = int(rows[done])
+            take = min(len(rows) - done, chunk_rows - n)
+            parts.append((keys[done : done + take], active[done : done + take]))
+            n += take
+            done += take
+            if n >= chunk_rows:
+                yield start, *_joined(parts)
+                parts, start, n = [], None, 0
+    if n:
+        yield start, *_joined(parts)
 
 
-def packer(b: int, chunk_rows: int):
-    """The ``mapInArrow`` function feeding the driver pass: one row per ``chunk_rows`` documents of a partition."""
-    width = 8 * b
+def _joined(parts):
+    if len(parts) == 1:
+        return np.ascontiguousarray(parts[0][0]), np.ascontiguousarray(parts[0][1])
+    return np.concatenate([k for k, _ in parts]), np.concatenate([a for _, a in parts])
+
+
+def packer(text_col: str, key_kwargs: dict, chunk_rows: int):
+    """The ``mapInArrow`` function of the Spark transfer (:data:`PACKED_SCHEMA`): pinned rows -> keyed chunks.
+
+    One output row per ``chunk_rows`` documents of a partition; the driver
+    reads them with ``toLocalIterator`` (Spark Connect, or ``key_transfer=spark``).
+    """
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def pack(batches):
-        ctx = _task_start(task_hook, "pack")
-        chunk = _Chunk(ctx.partitionId() if ctx is not None else 0)
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            rows, data, active = _unpack_keyed(batch, width)
-            if rows[-1] - rows[0] != n - 1:
-                raise RuntimeError("internal error: row ids are not consecutive within a partition")
-            done = 0
-            while done < n:
-                take = min(n - done, chunk_rows - chunk.n)
-                chunk.add(int(rows[done]), bytes(data[done * width : (done + take) * width]),
-                          active[done : done + take].tobytes(), take)
-                done += take
-                if chunk.n >= chunk_rows:
-                    yield chunk.batch()
-                    chunk = _Chunk(chunk.pid)
-        if chunk.n:
-            yield chunk.batch()
+        import pyarrow as pa
+
+        ctx = _task_start(task_hook, "keys")
+        pid = ctx.partitionId() if ctx is not None else 0
+        for start, keys, active in chunks(keyed_batches(batches, text_col, key_kwargs, _threads(ctx)), chunk_rows):
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "pid": pa.array([pid], pa.int32()),
+                    "start": pa.array([start], pa.int64()),
+                    "n": pa.array([len(active)], pa.int64()),
+                    "keys": pa.array([keys.tobytes()], pa.binary()),
+                    "active": pa.array([active.tobytes()], pa.binary()),
+                }
+            )
 
     return pack
-
-
-def _unpack_keyed(batch, width: int):
-    """(row ids, key bytes, active flags) of a batch of (row, keys, active)."""
-    import pyarrow as pa
-
-    n = batch.num_rows
-    rows = batch.column(0).to_numpy(zero_copy_only=False)
-    key_arr = batch.column(1)
-    active = batch.column(2).to_numpy(zero_copy_only=False).astype(np.bool_)
-    off_type = np.int64 if pa.types.is_large_binary(key_arr.type) else np.int32
-    bufs = key_arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=key_arr.offset * np.dtype(off_type).itemsize)
-    if key_arr.null_count or not np.all(np.diff(offsets) == width):
-        raise RuntimeError("internal error: band keys of unexpected width")
-    return rows, memoryview(bufs[2])[int(offsets[0]) : int(offsets[-1])], active

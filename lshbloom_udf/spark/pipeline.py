@@ -1,14 +1,18 @@
 """One deduplication run, stage by stage, with its index transaction (if any) already open.
 
-1. :meth:`DedupRun.key` — band keys and row ids on the executors, checkpointed
-   (``localCheckpoint`` by default) so that the rows the driver pass sees and
-   the rows the join sees are the same rows, even over a nondeterministic input.
-2. :meth:`DedupRun.check_input` — unique ids; whether a kept index already
+1. :meth:`DedupRun.pin` — the input, with a row id, pinned on the executors
+   (``localCheckpoint`` by default): it is read once, and the rows the driver
+   pass decides are the rows the join returns, even over a nondeterministic
+   input.
+2. :meth:`DedupRun.check_input` — one aggregation over the pinned rows: their
+   number, fingerprints and the ids' uniqueness; whether a kept index already
    ingested these documents (:mod:`lshbloom_udf.spark.ingest`).
-3. :meth:`DedupRun.decide` — the driver pass (:mod:`lshbloom_udf.spark.driver_pass`)
-   into a temporary index or the transaction's staging copy, or the earlier
+3. :meth:`DedupRun.decide` — the band keys, computed on the executors and
+   streamed to the driver pass while they are computed
+   (:mod:`lshbloom_udf.spark.stream`; ``toLocalIterator`` under Spark Connect),
+   into a temporary index or the transaction's staging copy; or the earlier
    run's stored flags when it is reproduced.
-4. :meth:`DedupRun.join` — the decisions joined back (:mod:`lshbloom_udf.spark.join`).
+4. The decisions joined back to the pinned rows (:mod:`lshbloom_udf.spark.join`).
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from typing import Optional
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import LSHBloomIndex, manifest_bloom, run_params
-from lshbloom_udf.spark.driver_pass import PassOutcome, run_driver_pass, temporary_index_dir
-from lshbloom_udf.spark.ingest import check_unique_ids, col, prior_run
+from lshbloom_udf.spark.driver_pass import PassOutcome, run_driver_pass, spark_chunks, temporary_index_dir
+from lshbloom_udf.spark.ingest import FINGERPRINT, check_ids, col, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, arrow_batch_limits, keys_mapper
+from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, arrow_batch_limits, keys_mapper, row_id
 from lshbloom_udf.spark.result import DedupResult, build_summary
+from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
 
 
 class DedupRun:
@@ -40,7 +45,7 @@ class DedupRun:
         self.seconds: dict = {}
         self._t = t_start
         self._t_start = t_start
-        self.keyed = None
+        self.pinned = None
         self.documents = 0
         self.prior: Optional[dict] = None
         self.fingerprints: Optional[tuple[str, str]] = None
@@ -51,7 +56,7 @@ class DedupRun:
         self._t = now
 
     def execute(self) -> DedupResult:
-        self.key()
+        self.pin()
         self.check_input()
         outcome, index_info, stats = self.decide()
         record = self.run_record(outcome, index_info, stats)
@@ -71,69 +76,69 @@ class DedupRun:
 
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
+        from pyspark import StorageLevel
+
         from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import texts_source, verify_flags
 
         c, p = self.config, self.params
-        verified = verify_flags(
-            self.keyed, texts_source(self.keyed, self.df, c.text_column, c.id_column), dup_rows, b=p.b,
-            ngram=p.ngram, normalize_mask=normalization_mask(p.normalize),
-            threshold=c.verify_threshold or p.threshold, prior_documents=bool(index_info.get("inserted_before")),
-            broadcast_limit=c.broadcast_limit,
-        )
+        # The keys are computed again (the pass streamed them); verification reads them three times.
+        keyed = self.keyed_frame().persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            verified = verify_flags(
+                keyed, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
+                normalize_mask=normalization_mask(p.normalize), threshold=c.verify_threshold or p.threshold,
+                prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+            )
+        finally:
+            keyed.unpersist()
         self._lap("verify")
         return verified
 
     def join(self, dup_rows, verified):
         from lshbloom_udf.spark.join import join_sources
 
+        columns = self.df.columns
         if verified is None:
-            return join_decisions(self.df, self.keyed, dup_rows, self.config)
+            return join_decisions(self.pinned, columns, dup_rows, self.config)
         if not self.config.duplicate_of:
-            return join_decisions(self.df, self.keyed, verified.rows, self.config)
-        return join_sources(self.df, self.keyed, verified.rows, verified.of_rows, verified.similarity, self.config)
+            return join_decisions(self.pinned, columns, verified.rows, self.config)
+        return join_sources(self.pinned, columns, verified.rows, verified.of_rows, verified.similarity, self.config)
 
     # -- stage 1 -------------------------------------------------------------------
 
-    def key(self) -> None:
+    def pin(self) -> None:
         from pyspark import StorageLevel
-        from pyspark.sql import types as T
 
         c = self.config
         source = self.df.orderBy(*c.order_by) if c.order_by else self.df
-        keep_cols = None if c.id_column is None else [c.id_column]
-        if keep_cols is not None:
-            source = source.select(*[col(name) for name in dict.fromkeys([c.id_column, c.text_column])])
-        out_fields = [f for f in source.schema.fields if keep_cols is None or f.name in keep_cols]
-        keyed_schema = T.StructType(
-            out_fields
-            + [
-                T.StructField(ROW_COL, T.LongType(), False),
-                T.StructField(KEYS_COL, T.BinaryType(), False),
-                T.StructField(ACTIVE_COL, T.BooleanType(), False),
-            ]
-        )
-        keyed = source.mapInArrow(keys_mapper(c.text_column, self.params.signature_kwargs(), keep_cols), keyed_schema)
-        with arrow_batch_limits(self.df.sparkSession):
-            if c.checkpoint == "local":
-                # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).
-                keyed = keyed.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
-            else:
-                keyed = keyed.checkpoint(eager=True)
-        self.keyed = keyed
-        self.documents = keyed.count()
-        hooks.fire("after-keys", documents=self.documents)
-        self._lap("keys")
+        pinned = source.select(*[col(name) for name in source.columns], row_id())
+        if c.checkpoint == "local":
+            # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).
+            pinned = pinned.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
+        else:
+            pinned = pinned.checkpoint(eager=True)
+        self.pinned = pinned
+        hooks.fire("after-pin")
+        self._lap("pin")
 
-    # -- checks on the keyed input -----------------------------------------------------
+    def keyed_frame(self):
+        """The pinned rows' (row id, band keys, active), computed on the executors when Spark runs it."""
+        text = self.config.text_column
+        mapper = keys_mapper(text, self.params.signature_kwargs())
+        return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
+
+    # -- checks on the pinned input ---------------------------------------------------
 
     def check_input(self) -> None:
-        if self.config.id_column is not None:
-            check_unique_ids(self.keyed, self.config.id_column)
+        c = self.config
+        facts = inspect_input(self.pinned, c.text_column, c.id_column)
+        self.documents = facts.documents
+        if c.id_column is not None:
+            check_ids(self.pinned, c.id_column, facts)
         if self.index_dir is not None and self.documents:
-            self.prior, *fps = prior_run(self.txn, self.keyed, self.documents, self.params,
-                                         self.config.force_new_ingest)
-            self.fingerprints = tuple(fps)
+            self.prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame)
+            self.fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
         self._lap("id_check")
 
     @property
@@ -180,7 +185,7 @@ class DedupRun:
         c = self.config
         info.update(inserted_before=index.inserted, backend=index.bloom,
                     reused=index.inserted > 0 and info["kept"])
-        outcome = run_driver_pass(self.keyed, index, index.params.b, self.documents, c.chunk_rows, c.progress)
+        outcome = self._driver_pass(index)
         index.sync()
         stats = index.stats()
         real = os.path.realpath(path)
@@ -201,6 +206,30 @@ class DedupRun:
                 file=sys.stderr,
             )
         return outcome, stats
+
+    def _driver_pass(self, index) -> PassOutcome:
+        c = self.config
+        spark, text, kwargs = self.pinned.sparkSession, c.text_column, self.params.signature_kwargs()
+        with arrow_batch_limits(spark):
+            if not self._streams(spark):
+                return run_driver_pass(spark_chunks(self.pinned, text, kwargs, c.chunk_rows), index, self.documents,
+                                       c.progress)
+            with KeyStream(spark, index.params.b) as stream:
+                mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
+                stream.start(self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
+                partitions = self.pinned.rdd.getNumPartitions()
+                outcome = run_driver_pass(stream.chunks(partitions), index, self.documents, c.progress)
+            self.seconds["keys"] = stream.job_seconds
+            return outcome
+
+    def _streams(self, spark) -> bool:
+        """Whether the keys go to the driver over the socket stream (a classic session) or ``toLocalIterator``."""
+        if self.config.key_transfer != "auto":
+            return self.config.key_transfer == "socket"
+        try:
+            return spark.sparkContext is not None
+        except Exception:  # a Spark Connect session has no SparkContext on this side
+            return False
 
     def _reproduced(self, info: dict) -> PassOutcome:
         """The flags of the committed run that ingested these documents in this order."""
@@ -229,6 +258,7 @@ class DedupRun:
         content_fp, sequence_fp = self.fingerprints or (None, None)
         return {
             **(self.run_info or {}),
+            "fingerprint": FINGERPRINT,
             "content_fingerprint": content_fp,
             "sequence_fingerprint": sequence_fp,
             "params": run_params(self.params),

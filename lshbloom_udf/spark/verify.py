@@ -148,11 +148,21 @@ class PairBloom:
 
 def _batch_keys(batch, b: int):
     """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
-    from lshbloom_udf.spark.keys import _unpack_keyed
+    import pyarrow as pa
 
-    rows, data, active = _unpack_keyed(batch, 8 * b)
-    keys = np.frombuffer(data, dtype=np.uint64).reshape(len(rows), b) if len(rows) else np.zeros((0, b), np.uint64)
-    return rows, keys, active
+    n = batch.num_rows
+    rows = batch.column(0).to_numpy(zero_copy_only=False)
+    key_arr = batch.column(1)
+    active = batch.column(2).to_numpy(zero_copy_only=False).astype(np.bool_)
+    if not n:
+        return rows, np.zeros((0, b), np.uint64), active
+    off_type = np.int64 if pa.types.is_large_binary(key_arr.type) else np.int32
+    bufs = key_arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=key_arr.offset * np.dtype(off_type).itemsize)
+    if key_arr.null_count or not np.all(np.diff(offsets) == 8 * b):
+        raise RuntimeError("internal error: band keys of unexpected width")
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    return rows, data.view(np.uint64).reshape(n, b), active
 
 
 def _is_in(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
@@ -400,25 +410,14 @@ def collect_arrow(df):
     return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
 
 
-def texts_source(keyed, df, text_col: str, id_col):
-    """``texts_of`` for :func:`verify_flags`: the (row id, text) of some rows, read without shuffling every text.
-
-    Without an id column the keyed rows carry the input's columns; with one,
-    the rows' ids are joined to ``df`` (a broadcast join when ``small``).
-    """
+def texts_source(pinned, text_col: str):
+    """``texts_of`` for :func:`verify_flags`: the (row id, text) of some rows of the pinned input, read without
+    shuffling every text (a broadcast semi-join when ``small``)."""
     from pyspark.sql import functions as F
 
     from lshbloom_udf.spark.ingest import col
 
     def texts_of(rows, small: bool):
-        if small:
-            rows = F.broadcast(rows)
-        mine = keyed.join(rows, ROW_COL, "left_semi")
-        if id_col is None:
-            return mine.select(ROW_COL, col(text_col))
-        ids = mine.select(ROW_COL, col(id_col))
-        if small:
-            ids = F.broadcast(ids)
-        return ids.join(df.select(col(id_col), col(text_col)), id_col).select(ROW_COL, col(text_col))
+        return pinned.join(F.broadcast(rows) if small else rows, ROW_COL, "left_semi").select(ROW_COL, col(text_col))
 
     return texts_of

@@ -1,0 +1,313 @@
+"""The socket transfer: executors send their partitions' band keys to the driver pass while they compute them.
+
+The keys stage is one Spark job over the pinned input (all executors busy, in
+any cluster size). Each task connects to a server on the driver
+(:class:`KeyStream`, bound to ``spark.driver.bindAddress`` or
+``spark.driver.host``, authenticated by a random token shipped with the task)
+and sends its partition's keys in chunks of ``chunk_rows`` documents as soon as
+they are computed. The driver spools every connection to a file of its own
+(the operating system's page cache holds what the driver pass has not reached
+yet, the disk what does not fit: the driver's memory stays bounded whatever
+the partitions' sizes) and hands the chunks to the pass in row-id order,
+partition after partition. Keying, transfer and the driver pass overlap; no
+Spark task result carries keys.
+
+Wire format, little-endian: a hello ``(b"LSHB", token[16], partition i32,
+attempt i32)``, then chunks ``(first row id i64, n i64, active[n] u8,
+keys[n * b] u64)``, then ``(documents i64, -1)``.
+
+Retries and speculative copies: every attempt of a task sends its partition
+from its start, to a spool file of its own. The pass reads one attempt; if it
+breaks off (a failed or killed task), it goes on with the next attempt of the
+same partition, skipping the rows it already decided. The input is pinned
+before this stage (:meth:`~lshbloom_udf.spark.pipeline.DedupRun.pin`), so every
+attempt sends the same keys for the same row ids.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import time
+import uuid
+from typing import Iterator, Optional
+
+import numpy as np
+
+from lshbloom_udf import hooks
+from lshbloom_udf.spark.keys import POS_BITS, _task_start, _threads, chunks, keyed_batches
+
+MAGIC = b"LSHB"
+HELLO = struct.Struct("<4s16sii")
+HEADER = struct.Struct("<qq")
+SENT_SCHEMA = "pid int, documents long"
+# How long the pass waits without any news (no byte, no attempt, no end of the job) before it calls the job stuck.
+IDLE_CHECK_SECONDS = 5.0
+
+
+def stream_mapper(text_col: str, key_kwargs: dict, chunk_rows: int, address: tuple, token: bytes):
+    """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents)."""
+    b = key_kwargs["b"]
+    task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
+
+    def send(batches):
+        import pyarrow as pa
+
+        from lshbloom_udf.spark.stream import HEADER, HELLO, MAGIC  # imported, not shipped by value with the task
+
+        ctx = _task_start(task_hook, "keys")
+        pid = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        total = 0
+        with socket.create_connection(address) as sock:
+            sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
+            for start, keys, active in chunks(keyed_batches(batches, text_col, key_kwargs, _threads(ctx)), chunk_rows):
+                if keys.shape[1] != b:
+                    raise RuntimeError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")
+                sock.sendall(HEADER.pack(start, len(active)))
+                sock.sendall(active.view(np.uint8).data)
+                sock.sendall(keys.data)
+                total += len(active)
+                if task_hook is not None:
+                    task_hook(stage="keys-sent", partition=pid, attempt=attempt)
+            sock.sendall(HEADER.pack(total, -1))
+            # Done only once the driver spooled it all: it closes the connection after the last byte.
+            sock.shutdown(socket.SHUT_WR)
+            if sock.recv(1):
+                raise RuntimeError("internal error: the driver answered the keys stream")
+        yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "documents": pa.array([total], pa.int64())})
+
+    return send
+
+
+class _Broken(Exception):
+    """An attempt's connection closed before its partition's end."""
+
+
+class _Attempt:
+    """One task attempt's connection, spooled to ``path``: ``size`` bytes so far, ``closed`` once it ended."""
+
+    def __init__(self, partition: int, attempt: int, path: str):
+        self.partition, self.attempt, self.path = partition, attempt, path
+        self.size = 0
+        self.closed = False
+
+
+class KeyStream:
+    """The driver's end of the socket transfer; use as a context manager around :meth:`run`."""
+
+    def __init__(self, spark, b: int):
+        conf = spark.sparkContext.getConf()
+        host = conf.get("spark.driver.host", None) or socket.gethostname()
+        bind = conf.get("spark.driver.bindAddress", None) or host
+        self.spark, self.b = spark, b
+        self.server = socket.create_server((bind, 0))
+        self.address = (host, self.server.getsockname()[1])
+        self.token = os.urandom(16)
+        self.spool = tempfile.mkdtemp(prefix="lshbloom-keys-")
+        self.cond = threading.Condition()
+        self.attempts: dict[int, list[_Attempt]] = {}
+        self.job_done = False
+        self.job_seconds: Optional[float] = None  # the keys stage's, once it ended
+        self.job_error: Optional[BaseException] = None
+        self.group = f"lshbloom-keys-{uuid.uuid4().hex}"
+        self._job: Optional[threading.Thread] = None
+        threading.Thread(target=self._accept, name="lshbloom-key-stream", daemon=True).start()
+
+    def __enter__(self) -> "KeyStream":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    # -- the Spark job and the connections (other threads) -------------------------
+
+    def start(self, df) -> None:
+        """Run the keys stage ``df`` (``stream_mapper``'s output) as a Spark job in a thread of its own."""
+        from pyspark import InheritableThread
+
+        sc = self.spark.sparkContext
+
+        def job():
+            t = time.monotonic()
+            try:
+                sc.setJobGroup(self.group, "lshbloom: band keys to the driver pass", interruptOnCancel=True)
+                df.collect()
+            except BaseException as e:  # handed to the pass, which raises it
+                with self.cond:
+                    self.job_error = e
+                    self.cond.notify_all()
+                return
+            with self.cond:
+                self.job_seconds = time.monotonic() - t
+                self.job_done = True
+                self.cond.notify_all()
+
+        self._job = InheritableThread(target=job, name="lshbloom-keys-job", daemon=True)
+        self._job.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._receive, args=(conn,), daemon=True).start()
+
+    def _receive(self, conn: socket.socket) -> None:
+        with conn:
+            hello = _recv_exact(conn, HELLO.size)
+            if hello is None:
+                return
+            magic, token, pid, attempt = HELLO.unpack(hello)
+            if magic != MAGIC or not hmac.compare_digest(token, self.token):
+                return
+            att = _Attempt(pid, attempt, os.path.join(self.spool, f"p{pid}-a{attempt}-{uuid.uuid4().hex[:8]}"))
+            buf = bytearray(1 << 20)
+            try:
+                with open(att.path, "wb", buffering=0) as f:
+                    with self.cond:
+                        self.attempts.setdefault(pid, []).append(att)
+                        self.cond.notify_all()
+                    while True:
+                        k = conn.recv_into(buf)
+                        if k == 0:
+                            break
+                        _write_all(f, memoryview(buf)[:k])
+                        with self.cond:
+                            att.size += k
+                            self.cond.notify_all()
+            except OSError:
+                pass
+            finally:
+                with self.cond:
+                    att.closed = True
+                    self.cond.notify_all()
+
+    # -- the pass's side (the calling thread) ------------------------------------
+
+    def chunks(self, partitions: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """``(first row id, keys (n, b), active (n,))`` of every partition ``0 .. partitions-1``, in row order."""
+        for pid in range(partitions):
+            yield from self._partition(pid)
+            self._drop(pid)
+        self._wait(lambda: self.job_done, "the end of the keys stage")
+
+    def _partition(self, pid: int):
+        base, done, tried = pid << POS_BITS, 0, 0
+        while True:
+            att = self._next_attempt(pid, tried)
+            tried += 1
+            reader = _Reader(self, att)
+            try:
+                while True:
+                    start, n = HEADER.unpack(reader.read(HEADER.size))
+                    if n < 0:
+                        if start != done:
+                            raise RuntimeError(f"internal error: partition {pid} sent {start} documents, "
+                                               f"the driver pass decided {done}")
+                        return
+                    active = np.frombuffer(reader.read(n), dtype=np.bool_)
+                    keys = np.frombuffer(reader.read(8 * n * self.b), dtype="<u8").reshape(n, self.b)
+                    skip = done - (start - base)  # rows an earlier attempt already sent
+                    if skip < 0:
+                        raise RuntimeError(f"internal error: partition {pid}'s keys skip rows {done}..{start - base}")
+                    if skip < n:
+                        yield start + skip, keys[skip:], active[skip:]
+                        done = start - base + n
+            except _Broken:
+                continue  # that attempt failed or was killed: the next one sends the partition again
+            finally:
+                reader.close()
+
+    def _next_attempt(self, pid: int, tried: int) -> _Attempt:
+        def ready():
+            return len(self.attempts.get(pid, ())) > tried or self.job_done
+
+        self._wait(ready, f"partition {pid}'s keys")
+        with self.cond:
+            if len(self.attempts.get(pid, ())) > tried:
+                return self.attempts[pid][tried]
+        raise RuntimeError(f"internal error: the keys stage ended but partition {pid}'s keys never arrived whole")
+
+    def _wait(self, condition, what: str) -> None:
+        """Wait until ``condition()`` holds (under the lock); raise the keys job's error if it failed."""
+        with self.cond:
+            while True:
+                if self.job_error is not None:
+                    raise self.job_error
+                if condition():
+                    return
+                if not self.cond.wait(IDLE_CHECK_SECONDS) and self._job is not None and not self._job.is_alive():
+                    if self.job_error is None and not self.job_done:
+                        raise RuntimeError(f"internal error: the keys stage ended without {what}")
+
+    def _drop(self, pid: int) -> None:
+        """Delete a decided partition's spool files (a speculative copy still sending writes to an unlinked file)."""
+        with self.cond:
+            for att in self.attempts.get(pid, ()):
+                try:
+                    os.unlink(att.path)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        """Stop the keys job if it still runs, close every connection and delete the spool."""
+        try:
+            self.server.close()
+        finally:
+            if self._job is not None and self._job.is_alive():
+                self.spark.sparkContext.cancelJobGroup(self.group)
+                self._job.join(timeout=60)
+            shutil.rmtree(self.spool, ignore_errors=True)
+
+
+class _Reader:
+    """Reads an attempt's spool file as it grows; :class:`_Broken` if the attempt closed short of a read."""
+
+    def __init__(self, stream: KeyStream, att: _Attempt):
+        self.stream, self.att = stream, att
+        self.fd = os.open(att.path, os.O_RDONLY)
+        self.offset = 0
+
+    def read(self, k: int) -> bytes:
+        att, end = self.att, self.offset + k
+        self.stream._wait(lambda: att.size >= end or att.closed, f"partition {att.partition}'s keys")
+        if att.size < end:
+            raise _Broken()
+        parts, got = [], 0
+        while got < k:
+            part = os.pread(self.fd, k - got, self.offset + got)
+            if not part:
+                raise RuntimeError(f"internal error: short read of {att.path}")
+            parts.append(part)
+            got += len(part)
+        self.offset = end
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _write_all(f, data: memoryview) -> None:
+    while data:
+        data = data[f.write(data):]
+
+
+def _recv_exact(conn: socket.socket, k: int) -> Optional[bytes]:
+    data = bytearray()
+    while len(data) < k:
+        try:
+            part = conn.recv(k - len(data))
+        except OSError:
+            return None
+        if not part:
+            return None
+        data += part
+    return bytes(data)

@@ -1,0 +1,109 @@
+"""The keys' way to the driver pass (issue 11, item 4): the socket stream and its fallback decide alike.
+
+- The socket stream (executors send keys while they compute them) and the
+  ``toLocalIterator`` transfer give datasketch's flags, over many partitions
+  (some empty) and chunks smaller than a partition.
+- A keys task that fails after it sent keys is retried; the pass skips the rows
+  it already decided, and the flags are unchanged (a real spark-submit with
+  ``local[2,4]``).
+- The driver's spool of keys is gone after a run, also a failed one.
+- A run recorded with the older key fingerprints is still recognised: the same
+  documents are reproduced, not ingested twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import pytest
+
+from lshbloom_udf import deduplicate
+from lshbloom_udf.errors import CapacityWarning, IndexFullError
+from lshbloom_udf.index.manifest import MANIFEST_NAME
+from lshbloom_udf.spark.ingest import key_fingerprints
+from lshbloom_udf.spark.keys import ROW_COL
+from reliability_support import REF_FLAGS, REF_KW, read_flags, submit, write_jsonl
+from spark_support import datasketch_flags, sample_docs
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return list(sample_docs(300, seed=5))
+
+
+def _frame(spark, docs, partitions: int):
+    """The documents in id order over ``partitions`` partitions (a few of them empty)."""
+    df = spark.createDataFrame([(d["id"], d["text"]) for d in docs], "id string, text string")
+    return df.repartitionByRange(partitions, "id").sortWithinPartitions("id").union(df.limit(0))
+
+
+def _flags(out) -> dict:
+    return {r["id"]: r["is_duplicate"] for r in out.collect()}
+
+
+@pytest.mark.parametrize("transfer", ["socket", "spark"])
+def test_both_transfers_give_datasketchs_flags_over_many_partitions_and_chunks(spark, docs, transfer):
+    ordered = sorted(docs, key=lambda d: d["id"])
+    expected = dict(zip([d["id"] for d in ordered], datasketch_flags([d["text"] for d in ordered])))
+    df = _frame(spark, docs, 9)
+    out = deduplicate(df, id_col="id", key_transfer=transfer, chunk_rows=7, progress=False, **REF_KW)
+    assert _flags(out) == expected
+    assert sum(expected.values()) > 10  # the sample has duplicates to find
+
+
+def test_the_spool_is_removed_after_a_run_and_after_a_failed_one(spark, docs, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    df = _frame(spark, docs, 3)
+    deduplicate(df, id_col="id", key_transfer="socket", progress=False, **REF_KW).count()
+    assert [p for p in os.listdir(tmp_path) if p.startswith("lshbloom-keys-")] == []
+    # A fixed index too small for the input fails in the middle of the pass: the stream is closed and cleaned.
+    with pytest.warns(CapacityWarning), pytest.raises(IndexFullError):
+        deduplicate(df, id_col="id", key_transfer="socket", index_dir=str(tmp_path / "ix"), expected_docs=10,
+                    growth="fixed", progress=False, **REF_KW)
+    assert [p for p in os.listdir(tmp_path) if p.startswith("lshbloom-keys-")] == []
+
+
+@pytest.mark.slow
+def test_a_keys_task_that_fails_after_sending_keys_is_retried_with_the_same_flags(spark, docs, tmp_path):
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for i, cut in enumerate(range(0, len(docs), 100)):
+        write_jsonl(inp / f"part-{i}.jsonl", docs[cut : cut + 100])
+    conf = tmp_path / "small-chunks.toml"
+    conf.write_text("[dedup]\nchunk_rows = 16\n")
+    args = ["--input", str(inp), "--id-column", "id", "--quiet", "--config", str(conf), *REF_FLAGS]
+    clean = submit([*args, "--output", str(tmp_path / "clean")])
+    assert clean.returncode == 0, clean.stderr[-3000:]
+    failed = submit([*args, "--output", str(tmp_path / "retried")], fault="fail-task-after-send", master="local[2,4]")
+    assert failed.returncode == 0, failed.stderr[-3000:]
+    assert "fails after a chunk" in failed.stderr  # the fault really fired
+    retried = read_flags(spark, tmp_path / "retried")
+    assert retried == read_flags(spark, tmp_path / "clean") and sum(retried.values()) > 10
+
+
+def test_a_run_recorded_with_key_fingerprints_is_reproduced_not_ingested_again(spark, docs, tmp_path):
+    """An index written before text fingerprints: its run record holds the key fingerprints, no "fingerprint"."""
+    index = str(tmp_path / "index")
+    df = _frame(spark, docs, 3).localCheckpoint()
+    first = deduplicate(df, id_col="id", index_dir=index, progress=False, **REF_KW).localCheckpoint()
+    path = os.path.join(index, MANIFEST_NAME)
+    with open(path) as f:
+        manifest = json.load(f)
+    run = manifest["runs"][-1]
+    # What a run of the older release recorded for the same documents in the same order.
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.spark.pipeline import DedupRun
+
+    old = DedupRun(df, DedupConfig().replace(id_column="id", **REF_KW), DedupConfig().replace(**REF_KW).index_params(),
+                   None, None, 0.0)
+    old.pin()
+    run["content_fingerprint"], run["sequence_fingerprint"] = key_fingerprints(old.keyed_frame())
+    del run["fingerprint"]
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+    again = deduplicate(df, id_col="id", index_dir=index, progress=False, return_summary=True, **REF_KW)
+    assert again.summary["index"].get("reproduced_from") == run["run_id"]
+    assert _flags(again.df) == _flags(first) and sum(_flags(first).values()) > 10
+    assert ROW_COL not in again.df.columns
