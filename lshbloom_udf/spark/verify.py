@@ -50,7 +50,9 @@ the join's output is at most ``b`` rows per flagged document. Then only the text
 of the documents in a candidate pair are read. Round 2 joins the pairs of the
 ``U`` round-1-unflagged documents with themselves (``U·b`` pairs; ``U`` is the
 S-curve's tail, a small share of ``F``). Work and shuffle grow with the flagged
-documents (``F·b`` pairs), not with ``N²``.
+documents (``F·b`` pairs), not with ``N²``. The one cost in ``N``: the streamed
+pass keeps no keys, so the caller computes them again from the pinned input
+(:meth:`DedupRun.verify` persists them while verification scans them).
 """
 
 from __future__ import annotations
