@@ -249,6 +249,16 @@ class DedupConfig:
                                      "the same documents (they will all be flagged as duplicates of themselves); "
                                      "default: reproduce that run's result", _boolean, "index",
                                      cli={"action": "store_true"})
+    # -- verification (lshbloom_udf/spark/verify.py)
+    verify: bool = setting(False, "after the pass, keep a document flagged only if an earlier document the pass kept "
+                           "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it",
+                           _boolean, "verify", cli={"action": "store_true"})
+    verify_threshold: Optional[float] = setting(None, "the similarity verification asks for (default: threshold); a "
+                                                "lower threshold with this one makes candidates permissive",
+                                                _optional(_threshold), "verify", cli={"type": float})
+    duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
+                                 "document) and similarity (needs verify; flag and duplicates modes)", _boolean, "verify",
+                                 cli={"action": "store_true"})
     checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
     # -- the decision
@@ -294,6 +304,13 @@ class DedupConfig:
 
     def _check_together(self) -> None:
         """The checks that involve more than one setting."""
+        if self.duplicate_of and not self.verify:
+            raise ConfigError("duplicate_of needs verify=True (--verify): verification finds the kept document")
+        if self.duplicate_of and self.mode == "filter":
+            raise ConfigError("duplicate_of has nothing to show in mode 'filter' (only kept rows are output); "
+                              "use mode 'flag' or 'duplicates'")
+        if self.verify_threshold is not None and not self.verify:
+            raise ConfigError("verify_threshold needs verify=True (--verify)")
         if self.bands is not None:
             try:
                 validate_bands(*self.bands, self.num_perm)

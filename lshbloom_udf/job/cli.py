@@ -18,6 +18,7 @@ GROUPS = {
     "minhash": "MinHash / LSH (must match an existing index)",
     "index": "index",
     "decision": "decision rule and pass",
+    "verify": "verification of the pass's flags (docs/algorithm.md, verification)",
     "run": "run",
 }
 

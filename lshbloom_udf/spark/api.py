@@ -151,6 +151,12 @@ def check_columns(df, config: DedupConfig) -> None:
         raise DedupInputError(f"input columns {clash} clash with lshbloom's internal column names")
     if config.flag_column in names:
         raise DedupInputError(f"the input already has a column {config.flag_column!r}; choose another flag column name")
+    if config.duplicate_of:
+        from lshbloom_udf.spark.join import ROW_ID_COL, SOURCE_COLS
+
+        taken = [c for c in (*SOURCE_COLS, *([ROW_ID_COL] if config.id_column is None else [])) if c in names]
+        if taken:
+            raise DedupInputError(f"the input already has column(s) {taken}, which duplicate_of adds; rename them")
     for c in config.order_by or ():
         if isinstance(c, str) and c not in names:
             raise DedupInputError(f"order-by column {c!r} not found; the input has columns {names}")

@@ -61,12 +61,49 @@ class DedupRun:
         outcome, index_info, stats = self.decide()
         record = self.run_record(outcome, index_info, stats)
         dup_rows = outcome.rows()
-        result_df = join_decisions(self.pinned, self.df.columns, dup_rows, self.config)
+        verified = self.verify(dup_rows, index_info) if self.config.verify else None
+        result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
-        summary = build_summary(self.config, self.params, self.documents, outcome.duplicates, outcome.empty,
+        duplicates = outcome.duplicates if verified is None else len(verified.rows)
+        summary = build_summary(self.config, self.params, self.documents, duplicates, outcome.empty,
                                 index_info, self.seconds)
+        if verified is not None:
+            summary["verify"] = verified.summary(self.config.verify_threshold or self.params.threshold)
         return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None)
+
+    # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
+
+    def verify(self, dup_rows, index_info: dict):
+        """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
+        from pyspark import StorageLevel
+
+        from lshbloom_udf.minhash import normalization_mask
+        from lshbloom_udf.spark.verify import texts_source, verify_flags
+
+        c, p = self.config, self.params
+        # The keys are computed again (the pass streamed them); verification reads them three times.
+        keyed = self.keyed_frame().persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            verified = verify_flags(
+                keyed, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
+                normalize_mask=normalization_mask(p.normalize), threshold=c.verify_threshold or p.threshold,
+                prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+            )
+        finally:
+            keyed.unpersist()
+        self._lap("verify")
+        return verified
+
+    def join(self, dup_rows, verified):
+        from lshbloom_udf.spark.join import join_sources
+
+        columns = self.df.columns
+        if verified is None:
+            return join_decisions(self.pinned, columns, dup_rows, self.config)
+        if not self.config.duplicate_of:
+            return join_decisions(self.pinned, columns, verified.rows, self.config)
+        return join_sources(self.pinned, columns, verified.rows, verified.of_rows, verified.similarity, self.config)
 
     # -- stage 1 -------------------------------------------------------------------
 

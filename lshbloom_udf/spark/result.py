@@ -111,4 +111,8 @@ def format_summary(summary: dict) -> str:
     ]
     if math.isfinite(idx.get("expected_false_positive", 0.0) or 0.0) and idx.get("expected_false_positive"):
         lines.insert(5, f"index FP rate now  {idx['expected_false_positive']:.3g} (sized for p_effective {idx.get('p_effective'):.3g})")
+    v = summary.get("verify")
+    if v:
+        lines.insert(2, f"verified           {v['kept_flagged']:,} of the pass's {v['pass_flagged']:,} flags at Jaccard >= "
+                        f"{v['threshold']} ({v['unflagged']:,} unflagged, {v['unverifiable']:,} from earlier runs)")
     return "\n".join(lines)
