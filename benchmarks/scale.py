@@ -83,6 +83,8 @@ JOBS = {
     "paper-mix": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "mix"]),
     # the keys through toLocalIterator (Spark Connect's way) instead of the socket stream: the streaming's effect
     "mix-spark": ("defaults", ["--band-key", "mix", "--key-transfer", "spark"]),
+    # the defaults with verified flags (issue 14): a candidate below T is not a duplicate
+    "mix-verify": ("defaults", ["--band-key", "mix", "--verify"]),
     # the paper's settings with the product's own Bloom format (not datasketch-readable)
     "paper-blocked": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--bloom", "blocked"]),
     "paper-spark": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--key-transfer", "spark"]),
