@@ -224,18 +224,7 @@ class LSHBloomIndex(LockHolder):
         up exactly to its capacity, then raises :class:`IndexFullError` at the
         first new document; a growing one adds a generation there.
         """
-        keys = self._keys(keys)
-        if active is not None:
-            active = np.asarray(active, dtype=bool)
-            if active.shape != (len(keys),):
-                raise ValueError(f"active must have shape ({len(keys)},), got {active.shape}")
-            duplicate = np.zeros(len(keys), dtype=bool)
-            duplicate[active] = self.query_insert(keys[active])
-            return duplicate
-        try:
-            return self._filters.query_insert(keys)
-        finally:
-            self._warn_near_capacity()
+        return self._decide_active(keys, active, self._filters.query_insert)
 
     def test_insert(self, keys: np.ndarray, active: Optional[np.ndarray] = None) -> np.ndarray:
         """Any-earlier decisions: True when some band key of the row was present before it; every row is inserted.
@@ -244,18 +233,25 @@ class LSHBloomIndex(LockHolder):
         band i (or a Bloom false positive says so), whether or not j was
         flagged itself. Inactive rows are neither tested nor inserted.
         """
+        return self._decide_active(keys, active, self._filters.test_insert)
+
+    def _decide_active(self, keys: np.ndarray, active: Optional[np.ndarray], decide) -> np.ndarray:
+        """``decide`` (a filter stack's rule) over the rows where ``active`` holds; False elsewhere."""
         keys = self._keys(keys)
         if active is not None:
             active = np.asarray(active, dtype=bool)
             if active.shape != (len(keys),):
                 raise ValueError(f"active must have shape ({len(keys)},), got {active.shape}")
-            duplicate = np.zeros(len(keys), dtype=bool)
-            duplicate[active] = self.test_insert(keys[active])
-            return duplicate
+            keys = keys[active]
         try:
-            return self._filters.test_insert(keys)
+            decided = decide(keys)
         finally:
             self._warn_near_capacity()
+        if active is None:
+            return decided
+        duplicate = np.zeros(len(active), dtype=bool)
+        duplicate[active] = decided
+        return duplicate
 
     def decide(self, keys: np.ndarray, active: Optional[np.ndarray], insert: str) -> np.ndarray:
         """:meth:`query_insert` (``insert="first"``, keep-first) or :meth:`test_insert` (``"all"``, any-earlier)."""

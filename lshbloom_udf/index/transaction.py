@@ -83,11 +83,7 @@ class IndexTransaction(LockHolder):
 
     def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
         """The latest committed run that ingested documents with this content fingerprint and these parameters."""
-        want = run_params(params)
-        for run in reversed(self.runs()):
-            if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
-                return run
-        return None
+        return latest_run(self.runs(), content_fingerprint, params)
 
     def load_duplicates(self, run: Mapping) -> np.ndarray:
         """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
@@ -237,3 +233,12 @@ class IndexTransaction(LockHolder):
             self.abort()
         finally:
             self._release_lock()
+
+
+def latest_run(runs, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
+    """The last of ``runs`` (run records) that ingested documents with this content fingerprint and these parameters."""
+    want = run_params(params)
+    for run in reversed(runs):
+        if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
+            return run
+    return None

@@ -34,7 +34,7 @@ import numpy as np
 
 from lshbloom_udf.errors import DedupInputError, IndexCorruptError, IndexLockedError, IndexMismatchError
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
-from lshbloom_udf.index.params import IndexParams, expected_params, run_params
+from lshbloom_udf.index.params import IndexParams, expected_params
 
 MANIFEST_PREFIX, MANIFEST_SUFFIX = "manifest-", ".json"
 DRIVER_MANIFEST = "manifest.json"
@@ -203,11 +203,9 @@ class ShardedTransaction:
         return have
 
     def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
-        want = run_params(params)
-        for run in reversed(self.runs()):
-            if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
-                return run
-        return None
+        from lshbloom_udf.index.transaction import latest_run
+
+        return latest_run(self.runs(), content_fingerprint, params)
 
     def load_duplicates(self, run: Mapping) -> np.ndarray:
         from pyspark.sql import functions as F

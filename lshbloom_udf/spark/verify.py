@@ -150,21 +150,12 @@ class PairBloom:
 
 def _batch_keys(batch, b: int):
     """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
-    import pyarrow as pa
+    from lshbloom_udf.spark.keys import _unpack_keyed
 
-    n = batch.num_rows
-    rows = batch.column(0).to_numpy(zero_copy_only=False)
-    key_arr = batch.column(1)
-    active = batch.column(2).to_numpy(zero_copy_only=False).astype(np.bool_)
-    if not n:
-        return rows, np.zeros((0, b), np.uint64), active
-    off_type = np.int64 if pa.types.is_large_binary(key_arr.type) else np.int32
-    bufs = key_arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=key_arr.offset * np.dtype(off_type).itemsize)
-    if key_arr.null_count or not np.all(np.diff(offsets) == 8 * b):
-        raise RuntimeError("internal error: band keys of unexpected width")
-    data = np.frombuffer(bufs[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
-    return rows, data.view(np.uint64).reshape(n, b), active
+    if not batch.num_rows:
+        return np.zeros(0, np.int64), np.zeros((0, b), np.uint64), np.zeros(0, np.bool_)
+    rows, data, active = _unpack_keyed(batch, 8 * b)
+    return rows, np.frombuffer(data, dtype="<u8").reshape(batch.num_rows, b), active
 
 
 def _is_in(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
