@@ -540,9 +540,14 @@ def main(argv=None) -> None:
           + "; ".join(f"{k} {v.get('load_before')} -> {v.get('load_after')}" for k, v in res["jobs"].items()))
     for part in (*res["jobs"].values(), *res.get("datasketch", {}).values()):
         part.pop("flags", None)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
+    write_json(args.json, res)
+
+
+def write_json(path, res: dict) -> None:
+    """``res`` as JSON at ``path`` (nothing when ``path`` is None)."""
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
             json.dump(res, f, indent=2, default=str)
 
 

@@ -174,10 +174,7 @@ def main(argv=None) -> None:
     print("costs:", json.dumps(res["costs"], indent=1))
     for r in res["jobs"].values():
         r.pop("flags", None)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2, default=str)
+    scale.write_json(args.json, res)
 
 
 if __name__ == "__main__":

@@ -125,10 +125,7 @@ def main(argv=None) -> None:
                   + (f"error {r['error'][:300]}" if "error" in r else
                      f"false flags {r['false_flags']:,}, recall {100 * r['recall']:.2f} %; stages {r.get('stages')}; "
                      f"verify {verify}; load {r.get('load_before')} -> {r.get('load_after')}"), flush=True)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2, default=str)
+    scale.write_json(args.json, res)
 
 
 if __name__ == "__main__":
