@@ -55,6 +55,12 @@ def checks(spark, inp: str, work: str) -> dict:
     out["pipeline"] = flags(model.transform(df), "dup")
     model.write().overwrite().save(f"{work}/model")
     out["pipeline_reloaded"] = flags(PipelineModel.load(f"{work}/model").transform(df), "dup")
+    # The socket transfer needs a classic session: asked for over Spark Connect, a clear error.
+    try:
+        deduplicate(df, key_transfer="socket", progress=False)
+        out["socket_transfer"] = "ran"
+    except Exception as e:  # noqa: BLE001  (reported to the test)
+        out["socket_transfer"] = {"error": type(e).__name__, "message": str(e)}
     # The job needs a classic session: over Spark Connect it refuses to start, saying why.
     try:
         run_job(["--input", inp, "--output", f"{work}/job-out", "--index-dir", f"{work}/job-index"])

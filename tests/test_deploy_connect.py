@@ -79,3 +79,10 @@ def test_the_job_over_spark_connect_refuses_to_start_and_says_why(over_connect):
     job = over_connect[1]["job"]
     assert job != "ran" and job["error"] == "JobError" and job["exit_code"] == 2, job
     assert "needs a classic Spark session" in job["message"] and "deduplicate" in job["message"]
+
+
+@pytest.mark.slow
+def test_the_socket_transfer_over_spark_connect_is_a_clear_error(over_connect):
+    got = over_connect[1]["socket_transfer"]
+    assert got != "ran" and got["error"] == "DedupInputError", got
+    assert "classic Spark session" in got["message"] and "key_transfer='auto'" in got["message"]

@@ -236,12 +236,16 @@ class DedupRun:
 
     def _streams(self, spark) -> bool:
         """Whether the keys go to the driver over the socket stream (a classic session) or ``toLocalIterator``."""
-        if self.config.key_transfer != "auto":
-            return self.config.key_transfer == "socket"
         try:
-            return spark.sparkContext is not None
+            classic = spark.sparkContext is not None
         except Exception:  # a Spark Connect session has no SparkContext on this side
-            return False
+            classic = False
+        if self.config.key_transfer == "socket" and not classic:
+            raise DedupInputError(
+                "key_transfer='socket' needs a classic Spark session: over Spark Connect the executors cannot reach "
+                "this process. Use key_transfer='auto' (the default) or 'spark'."
+            )
+        return classic if self.config.key_transfer == "auto" else self.config.key_transfer == "socket"
 
     def _reproduced(self, info: dict) -> PassOutcome:
         """The flags of the committed run that ingested these documents in this order."""
