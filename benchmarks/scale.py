@@ -513,10 +513,14 @@ def main(argv=None) -> None:
               "min_words": args.words[0], "max_words": args.words[1], "seed": args.seed,
               "max_repeated": args.max_repeated}
     data = res["data"] = scale_data.generate(args.docs, params, args.cache)
+    if args.replace >= 1:
+        distinct = "words drawn independently from the corpus's word frequencies (every window word replaced)"
+    else:
+        distinct = (f"corpus windows with {100 * args.replace:g}% of words replaced, from {data['usable_starts']:,} "
+                    f"usable starts (<= {100 * args.max_repeated:g}% repeated 4-grams)")
     print(f"data: {data['n']:,} documents = {data['distinct']:,} distinct + {data['planted']:,} planted near-duplicates "
           f"({100 * args.edit:g}% of words replaced); {args.words[0]}-{args.words[1]} words (mean {data['mean_words']:.1f}, "
-          f"{data['mean_bytes']:.0f} bytes); distinct = corpus windows with {100 * args.replace:g}% of words replaced, from "
-          f"{data['usable_starts']:,} usable starts (<= {100 * args.max_repeated:g}% repeated 4-grams); "
+          f"{data['mean_bytes']:.0f} bytes); distinct = {distinct}; "
           f"corpus {data['corpus']}; {data['parquet_bytes'] / 2**20:,.0f} MB Parquet ({data['docs']}, "
           f"generated in {data['generation_seconds']} s)")
     workdir = tempfile.mkdtemp(prefix=f"run-{args.docs}-", dir=args.cache)

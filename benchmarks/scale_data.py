@@ -23,7 +23,10 @@ Method (all numpy-vectorised, no Python loop per word or per document):
   replacements follow the corpus's word frequencies). Two distinct documents
   share at most the words of overlapping windows that neither replaced: even
   the same window twice keeps only 0.7^8 ≈ 6 % of its word 4-grams in both
-  (Jaccard ≈ 0.03).
+  (Jaccard ≈ 0.03). Windows overlap once N_distinct passes the usable
+  starts (at 10^7, ~14 documents per start): ``replace`` = 1 then draws every
+  word independently from the corpus's word frequencies, documents that share
+  no text, only the language.
 - **Planted duplicate** ``j`` (``dup_fraction`` of N) copies a distinct source
   document and replaces ``max(1, round(edit * L))`` of its words (positions
   and words drawn at random): with ``edit`` = 5 % and 4-grams, Jaccard ≈ 0.65
