@@ -77,6 +77,8 @@ from lshbloom_udf.index import BLOOM_BACKENDS, IndexParams, LSHBloomIndex  # noq
 JOBS = {
     "mix": ("defaults", ["--band-key", "mix"]),  # the defaults: a new mix index is blocked
     "sum": ("defaults", ["--band-key", "sum"]),
+    # datasketch's band key on the product's filters: the key's false flags without the slower compatible files
+    "sum-blocked": ("defaults", ["--band-key", "sum", "--bloom", "blocked"]),
     "mix-blocked": ("defaults", ["--band-key", "mix", "--bloom", "blocked"]),
     "paper": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum"]),
     # not run by default: the paper's settings with the mix key, to tell the band key's false flags from the unigrams'
