@@ -188,3 +188,20 @@ def test_a_second_commit_of_the_same_version_is_refused(spark, docs, tmp_path):
     assert [n for n in os.listdir(index_dir) if n.startswith("v-")] == [data]
     again = deduplicate(df, **MIX, pass_mode="sharded", index_dir=index_dir, force_new_ingest=True)
     assert flags_by_id(again) == {d["id"]: bool(d["text"] and d["text"].split()) for d in docs[:60]}
+
+
+def test_a_sharded_index_on_a_hadoop_filesystem_other_than_file(spark, docs, tmp_path):
+    """``viewfs://``, Hadoop's mount-table filesystem, over a local directory: the index goes only through Hadoop's API."""
+    real = tmp_path / "under-viewfs"
+    real.mkdir()
+    spark.sparkContext._jsc.hadoopConfiguration().set("fs.viewfs.mounttable.lshbtest.link./idx", real.as_uri())
+    index_dir = "viewfs://lshbtest/idx/sharded"
+    ordered = sorted(docs, key=lambda d: d["id"])
+    frame = lambda part: spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in part], SCHEMA).repartition(4)
+    got = {}
+    for part in (ordered[:250], ordered[250:]):
+        got.update(flags_by_id(deduplicate(frame(part), **MIX, **SHARDED, index_dir=index_dir)))
+    assert [got[d["id"]] for d in ordered] == exact_flags([d["text"] for d in ordered])
+    assert manifests(real / "sharded") == ["manifest-00000001.json", "manifest-00000002.json"]
+    again = deduplicate(frame(ordered[250:]), **MIX, **SHARDED, index_dir=index_dir)
+    assert flags_by_id(again) == {d["id"]: got[d["id"]] for d in ordered[250:]}
