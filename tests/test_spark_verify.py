@@ -80,7 +80,12 @@ def reference_verify(texts, pass_flags, config: DedupConfig, threshold: float) -
 PERMISSIVE = dict(threshold=0.3, num_perm=128)
 
 
-@pytest.mark.parametrize("level,settings", [(0.1, {}), (0.5, {}), (0.9, {}), (0.1, PERMISSIVE), (0.5, PERMISSIVE)])
+# The sharded pass's any-earlier flags, verified by the same rule (its kept documents' keys are unique too).
+SHARDED = dict(PERMISSIVE, pass_mode="sharded")
+
+
+@pytest.mark.parametrize("level,settings", [(0.1, {}), (0.5, {}), (0.9, {}), (0.1, PERMISSIVE), (0.5, PERMISSIVE),
+                                            (0.5, SHARDED)])
 def test_verified_flags_and_duplicate_of_equal_the_reference(spark, pool, level, settings):
     df, rows = stream_frame(spark, pool, 240, level, seed=5)
     texts = [r[2] for r in rows]

@@ -104,12 +104,34 @@ def _threads(ctx) -> int:
     return max(1, int(ctx.cpus())) if ctx is not None else 1
 
 
-def keys_mapper(text_col: str, key_kwargs: dict):
+def is_in(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` are in ``sorted_rows`` (sorted int64 row ids)."""
+    if not len(sorted_rows):
+        return np.zeros(len(rows), dtype=bool)
+    pos = np.searchsorted(sorted_rows, rows)
+    return (pos < len(sorted_rows)) & (sorted_rows[np.minimum(pos, len(sorted_rows) - 1)] == rows)
+
+
+def _selected(batches, among: Optional[np.ndarray], inside: bool):
+    """The Arrow batches' rows whose row id is (``inside``) or is not in the sorted ``among``; all if it is None."""
+    import pyarrow as pa
+
+    for batch in batches:
+        if among is None:
+            yield batch
+            continue
+        ids = batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False)
+        keep = is_in(np.asarray(ids, dtype=np.int64), among)
+        yield batch.filter(pa.array(keep if inside else ~keep))
+
+
+def keys_mapper(text_col: str, key_kwargs: dict, among: Optional[np.ndarray] = None, inside: bool = True):
     """The ``mapInArrow`` function giving (row id, band keys, active) per pinned row (:data:`KEYED_SCHEMA`).
 
     ``key_kwargs`` are :func:`~lshbloom_udf.minhash.arrow_band_keys`'s
     settings (``IndexParams.signature_kwargs()``). The keys are a binary of
-    ``8 b`` bytes: ``b`` little-endian uint64.
+    ``8 b`` bytes: ``b`` little-endian uint64. ``among`` (sorted int64 row ids):
+    only the rows among them (``inside``), or only the others, are keyed.
     """
     width = 8 * key_kwargs["b"]
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
@@ -118,7 +140,8 @@ def keys_mapper(text_col: str, key_kwargs: dict):
         import pyarrow as pa
 
         ctx = _task_start(task_hook, "keys")
-        for rows, keys, active in keyed_batches(batches, text_col, key_kwargs, _threads(ctx)):
+        selected = _selected(batches, among, inside)
+        for rows, keys, active in keyed_batches(selected, text_col, key_kwargs, _threads(ctx)):
             n = len(rows)
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])

@@ -76,22 +76,15 @@ class DedupRun:
 
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
-        from pyspark import StorageLevel
-
         from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import texts_source, verify_flags
 
         c, p = self.config, self.params
-        # The keys are computed again (the pass streamed them); verification reads them three times.
-        keyed = self.keyed_frame().persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            verified = verify_flags(
-                keyed, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
-                normalize_mask=normalization_mask(p.normalize), threshold=c.verify_threshold or p.threshold,
-                prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
-            )
-        finally:
-            keyed.unpersist()
+        verified = verify_flags(
+            self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
+            normalize_mask=normalization_mask(p.normalize), threshold=c.verify_threshold or p.threshold,
+            prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+        )
         self._lap("verify")
         return verified
 
@@ -122,10 +115,11 @@ class DedupRun:
         hooks.fire("after-pin")
         self._lap("pin")
 
-    def keyed_frame(self):
-        """The pinned rows' (row id, band keys, active), computed on the executors when Spark runs it."""
+    def keyed_frame(self, among=None, inside: bool = True):
+        """The pinned rows' (row id, band keys, active), computed on the executors when Spark runs it;
+        ``among`` (sorted row ids): only those rows (``inside``) or only the others."""
         text = self.config.text_column
-        mapper = keys_mapper(text, self.params.signature_kwargs())
+        mapper = keys_mapper(text, self.params.signature_kwargs(), among, inside)
         return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
 
     # -- checks on the pinned input ---------------------------------------------------

@@ -51,8 +51,11 @@ of the documents in a candidate pair are read. Round 2 joins the pairs of the
 ``U`` round-1-unflagged documents with themselves (``U·b`` pairs; ``U`` is the
 S-curve's tail, a small share of ``F``). Work and shuffle grow with the flagged
 documents (``F·b`` pairs), not with ``N²``. The one cost in ``N``: the streamed
-pass keeps no keys, so the caller computes them again from the pinned input
-(:meth:`DedupRun.verify` persists them while verification scans them).
+pass keeps no keys, so they are computed again from the pinned input — the
+flagged documents' once, kept in Spark's storage (``F·b`` keys) for the three
+scans that read them; every other document's once, streamed through the Bloom
+filter as they are computed, never stored (``N·b`` keys would weigh as much as
+the index).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
+from lshbloom_udf.spark.keys import ROW_COL, is_in
 
 F_ROW, K_ROW, SIM = "_lshb_frow", "_lshb_krow", "_lshb_sim"
 TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
@@ -158,24 +161,16 @@ def _batch_keys(batch, b: int):
     return rows, np.frombuffer(data, dtype="<u8").reshape(batch.num_rows, b), active
 
 
-def _is_in(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
-    if not len(sorted_rows):
-        return np.zeros(len(rows), dtype=bool)
-    pos = np.searchsorted(sorted_rows, rows)
-    return (pos < len(sorted_rows)) & (sorted_rows[np.minimum(pos, len(sorted_rows) - 1)] == rows)
-
-
-def flagged_hashes_mapper(flagged: np.ndarray, b: int):
-    """One row per batch: the pair hashes of the batch's flagged documents (for the driver's Bloom filter)."""
+def flagged_hashes_mapper(b: int):
+    """One row per batch of flagged documents' keys: their pair hashes (for the driver's Bloom filter)."""
 
     def run(batches):
         import pyarrow as pa
 
         for batch in batches:
-            rows, keys, _ = _batch_keys(batch, b)
-            mine = _is_in(rows, flagged)
-            if mine.any():
-                yield pa.RecordBatch.from_pydict({"h": pa.array([pair_hashes(keys[mine]).tobytes()], pa.binary())})
+            _, keys, _ = _batch_keys(batch, b)
+            if len(keys):
+                yield pa.RecordBatch.from_pydict({"h": pa.array([pair_hashes(keys).tobytes()], pa.binary())})
 
     return run
 
@@ -183,28 +178,42 @@ def flagged_hashes_mapper(flagged: np.ndarray, b: int):
 PAIRS_SCHEMA = "band int, key long, row long"
 
 
-def pairs_mapper(flagged: np.ndarray, b: int, bloom=None):
-    """(band, key, row) rows: every pair of the flagged documents (``bloom`` None), or the pairs of the
-    kept (active, not flagged) documents that pass ``bloom``."""
+def _pairs_batch(band_ids: np.ndarray, rows: np.ndarray, keys: np.ndarray, hit: np.ndarray):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict({
+        "band": pa.array(np.broadcast_to(band_ids, hit.shape)[hit], pa.int32()),
+        "key": pa.array(keys[hit].view(np.int64), pa.int64()),
+        "row": pa.array(np.broadcast_to(rows[:, None], hit.shape)[hit], pa.int64()),
+    })
+
+
+def pairs_mapper(among: np.ndarray, b: int):
+    """(band, key, row) rows: every pair of the documents whose row id is among the sorted ``among``."""
 
     def run(batches):
-        import pyarrow as pa
+        band_ids = np.arange(b, dtype=np.int32)
+        for batch in batches:
+            rows, keys, _ = _batch_keys(batch, b)
+            mine = is_in(rows, among)
+            if mine.any():
+                yield _pairs_batch(band_ids, rows[mine], keys[mine], np.ones((int(mine.sum()), b), dtype=bool))
 
+    return run
+
+
+def kept_pairs_mapper(bloom: "PairBloom", b: int):
+    """(band, key, row) rows: the pairs of the active documents (the unflagged ones: the pass kept them) that
+    pass ``bloom``."""
+
+    def run(batches):
         band_ids = np.arange(b, dtype=np.int32)
         for batch in batches:
             rows, keys, active = _batch_keys(batch, b)
-            mine = _is_in(rows, flagged)
-            if bloom is not None:
-                mine = active & ~mine
-            keys = keys[mine]
-            hit = np.ones(keys.shape, dtype=bool) if bloom is None else bloom.contains(pair_hashes(keys)).reshape(keys.shape)
-            if not hit.any():
-                continue
-            yield pa.RecordBatch.from_pydict({
-                "band": pa.array(np.broadcast_to(band_ids, hit.shape)[hit], pa.int32()),
-                "key": pa.array(keys[hit].view(np.int64), pa.int64()),
-                "row": pa.array(np.broadcast_to(rows[mine][:, None], hit.shape)[hit], pa.int64()),
-            })
+            rows, keys = rows[active], keys[active]
+            hit = bloom.contains(pair_hashes(keys)).reshape(keys.shape)
+            if hit.any():
+                yield _pairs_batch(band_ids, rows, keys, hit)
 
     return run
 
@@ -249,43 +258,53 @@ def _decoded(raw):
 # -- the driver's side ------------------------------------------------------------------------
 
 
-def verify_flags(keyed, texts_of, flagged_rows, *, b: int, ngram: int, normalize_mask: int, threshold: float,
+def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normalize_mask: int, threshold: float,
                  prior_documents: bool, broadcast_limit: int) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
-    ``keyed``: a DataFrame with ``_lshb_row`` (processing order), ``_lshb_keys``
-    (``b`` little-endian uint64 band keys) and ``_lshb_active``;
+    ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row`` (processing
+    order), ``_lshb_keys`` (``b`` little-endian uint64 band keys) and
+    ``_lshb_active`` of the rows whose id is (``inside``) or is not among the
+    sorted row ids ``among``;
     ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``, ``text``) of
     the rows of a one-column row-id frame (``small``: it may be broadcast);
     ``flagged_rows``: the pass's duplicates (int64 row ids);
     ``prior_documents``: the index held documents before this run.
     """
+    from pyspark import StorageLevel
+
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
-    if len(flagged):
-        spark = keyed.sparkSession
-        keys = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL)
-        similar = functools.partial(_similarities, spark, texts_of=texts_of, ngram=ngram, normalize_mask=normalize_mask,
-                                    threshold=threshold, broadcast_limit=broadcast_limit)
+    if not len(flagged):
+        out.seconds = time.monotonic() - t0
+        return out
+    # The flagged documents' keys are read three times (kept: F·b keys); every other document's once, as they are
+    # computed, through the Bloom filter (not kept: N·b keys would be as large as the index).
+    flagged_keys = keyed_of(flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        similar = functools.partial(_similarities, flagged_keys.sparkSession, texts_of=texts_of, ngram=ngram,
+                                    normalize_mask=normalize_mask, threshold=threshold, broadcast_limit=broadcast_limit)
         # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
-        bloom = _flagged_bloom(keys, flagged, b)
+        bloom = _flagged_bloom(flagged_keys, len(flagged), b)
         lap = _laps(out.stages, t0)
         lap("bloom")
-        cand = _candidates(keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA),
-                           keys.mapInArrow(pairs_mapper(flagged, b, bloom), PAIRS_SCHEMA))
+        kept_pairs = keyed_of(flagged, False).mapInArrow(kept_pairs_mapper(bloom, b), PAIRS_SCHEMA)
+        cand = _candidates(flagged_keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA), kept_pairs)
         out.candidate_pairs = len(cand[0])
         lap("candidates")
         _decide(out, flagged, cand[0], similar(cand), prior_documents)
         lap("similarity")
         # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
-        unflagged = flagged[~_is_in(flagged, out.rows)]
+        unflagged = flagged[~is_in(flagged, out.rows)]
         if len(unflagged) > 1:
-            pairs = keys.mapInArrow(pairs_mapper(unflagged, b), PAIRS_SCHEMA)
+            pairs = flagged_keys.mapInArrow(pairs_mapper(unflagged, b), PAIRS_SCHEMA)
             cand = _candidates(pairs, pairs)
             out.candidate_pairs += len(cand[0])
             _chain(out, similar(cand))
             lap("round2")
+    finally:
+        flagged_keys.unpersist()
     out.seconds = time.monotonic() - t0
     return out
 
@@ -331,10 +350,10 @@ def _chain(out: Verified, sims) -> None:
         out.rows, out.of_rows, out.similarity = rows[order], of_rows[order], similarity[order]
 
 
-def _flagged_bloom(keys, flagged: np.ndarray, b: int) -> PairBloom:
+def _flagged_bloom(flagged_keys, documents: int, b: int) -> PairBloom:
     """The Bloom filter of the flagged documents' pairs, built on the driver from a stream of their hashes."""
-    bloom = PairBloom(len(flagged) * b)
-    for row in keys.mapInArrow(flagged_hashes_mapper(flagged, b), "h binary").toLocalIterator(prefetchPartitions=True):
+    bloom = PairBloom(documents * b)
+    for row in flagged_keys.mapInArrow(flagged_hashes_mapper(b), "h binary").toLocalIterator(prefetchPartitions=True):
         bloom.add(np.frombuffer(row["h"], dtype=np.uint64))
     return bloom
 
@@ -385,7 +404,7 @@ def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, sims, prior_
     rows, of_rows, similarity = f_rows[first], k_rows[first], sim[first]
     if prior_documents:
         # No kept document of this run shares a key: flagged by an earlier run's document, which cannot be read.
-        lone = flagged[~_is_in(flagged, np.unique(cand_f))]
+        lone = flagged[~is_in(flagged, np.unique(cand_f))]
         rows = np.concatenate([rows, lone])
         of_rows = np.concatenate([of_rows, np.full(len(lone), -1, np.int64)])
         similarity = np.concatenate([similarity, np.full(len(lone), np.nan)])
