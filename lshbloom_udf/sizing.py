@@ -259,8 +259,8 @@ def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict
 # "The sharded pass"): the keys stage per document (shingles, 512-permutation MinHash, band keys) and the
 # decision stage per band key (explode, shuffle, sort, test-and-set, hit rows; a kept index's new version).
 # A cluster's network shuffle costs more per key than local[2]'s loopback: plan reads them as a lower bound.
-SHARDED_COSTS = {"keys_ns_per_doc_core": 55_000.0, "decide_ns_per_key_core": 1_822.0,
-                 "machine": "AMD EPYC 2 vCPUs, local[2], 10^6 documents, load 2-8 (docs/benchmarks.md)"}
+SHARDED_COSTS = {"keys_ns_per_doc_core": 20_290.0, "decide_ns_per_key_core": 662.0,
+                 "machine": "AMD EPYC 2 vCPUs, local[2], 10^6 documents, load 0.2-2.3 (docs/benchmarks.md)"}
 
 
 def parse_bytes(text) -> int:
