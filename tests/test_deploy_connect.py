@@ -5,8 +5,8 @@ clusters run PySpark: no ``sparkContext``, the DataFrame API only. The checks
 run in a fresh interpreter (tests/connect_checks.py), each against the same
 settings in this session's classic ``local[2]``: same flags, with and without
 ``id_col``, with ``index_dir`` (a second run over the index reproduces the
-first), the ``filter`` mode, and the Transformer in a ``Pipeline``, fitted,
-saved and loaded. The job (``lshbloom dedup``) needs a classic session: over
+first), the ``filter`` mode, ``verify`` with ``duplicate_of``, the sharded
+pass, and the Transformer in a ``Pipeline``, fitted, saved and loaded. The job (``lshbloom dedup``) needs a classic session: over
 Spark Connect it refuses to start, with exit status 2 and a message saying
 what to do instead.
 """
@@ -72,6 +72,19 @@ def test_a_second_run_over_the_index_reproduces_the_first_and_filter_keeps_the_r
 @pytest.mark.parametrize("run", ["pipeline", "pipeline_reloaded"])
 def test_the_transformer_in_a_pipeline_over_spark_connect_gives_the_classic_flags(over_connect, classic_flags, run):
     assert over_connect[1][run] == classic_flags
+
+
+@pytest.mark.slow
+def test_verify_and_the_sharded_pass_over_spark_connect_give_the_classic_results(over_connect, spark):
+    inp, got = over_connect
+    df = spark.read.json(inp)
+    verified = deduplicate(df, id_col="id", verify=True, duplicate_of=True, progress=False)
+    classic = {r["id"]: [r["is_duplicate"], r["duplicate_of"], r["similarity"]]
+               for r in verified.select("id", "is_duplicate", "duplicate_of", "similarity").collect()}
+    assert any(flag for flag, _, _ in classic.values())
+    assert got["verified"] == classic
+    sharded = deduplicate(df, id_col="id", pass_mode="sharded", progress=False).select("id", "is_duplicate").collect()
+    assert got["sharded"] == {r["id"]: r["is_duplicate"] for r in sharded}
 
 
 @pytest.mark.slow
