@@ -85,6 +85,9 @@ def test_verify_and_the_sharded_pass_over_spark_connect_give_the_classic_results
     assert got["verified"] == classic
     sharded = deduplicate(df, id_col="id", pass_mode="sharded", progress=False).select("id", "is_duplicate").collect()
     assert got["sharded"] == {r["id"]: r["is_duplicate"] for r in sharded}
+    # A kept sharded index commits through the driver's Hadoop filesystem, which Connect does not expose.
+    assert got["sharded_index"]["error"] == "DedupInputError"
+    assert "Spark Connect" in got["sharded_index"]["message"] and "classic" in got["sharded_index"]["message"]
 
 
 @pytest.mark.slow
