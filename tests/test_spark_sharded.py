@@ -62,6 +62,36 @@ def test_sharded_duplicates_equal_exact_any_earlier(spark):
     assert exact.sum() > n // 4
 
 
+def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark):
+    """Two runs through ``decided_frame``: the first's filters, emitted in 1 KiB parts and handed to the second in
+    shuffled order, give the decisions of one any-earlier stream (up to Bloom FPs)."""
+    from pyspark.sql import functions as F
+
+    from lshbloom_udf.spark.sharded import FILTER, HITS, decided_frame, unique_rows
+
+    rng = np.random.default_rng(5)
+    n, b = 6_000, 4
+    keys, active = planted_keys(rng, n, b), rng.random(n) > 0.03
+    params = IndexParams.for_threshold(n, num_perm=20, bands=(b, 5), p_effective=1e-4, growth="fixed")
+    plan = plan_shards(params, 1 << 14)
+    assert plan.shard_bytes() > 4 * 1024  # every filter travels in several parts
+    half = n // 2
+    first = decided_frame(keyed_frame(spark, keys[:half], active[:half], 3), plan, keep_filters=True, part_bytes=1024)
+    first = first.persist()
+    stored = first.where(F.col("kind") == FILTER).drop("kind", "band").orderBy(F.rand(seed=1)).repartition(3)
+    assert stored.where(F.col("part") > 2).count() > 0
+    rest = keyed_frame(spark, keys[half:], active[half:], 3).withColumn(ROW_COL, F.col(ROW_COL) + half)
+    second = decided_frame(rest, plan, stored=stored, keep_filters=True, part_bytes=1024)
+    flagged = np.zeros(n, dtype=bool)
+    for frame in (first, second):
+        flagged[unique_rows(r[0] for r in frame.where(F.col("kind") == HITS).select("data").collect())] = True
+    first.unpersist()
+    exact = any_earlier_reference(keys, active)
+    assert not (exact & ~flagged).any(), "a filter put together from its parts missed a key it holds"
+    assert (flagged & ~exact).sum() <= bound(int((~exact & active).sum()), 1e-4)
+    assert exact[half:].sum() > 500
+
+
 @pytest.fixture(scope="module")
 def docs():
     return list(sample_docs())

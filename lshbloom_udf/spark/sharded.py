@@ -49,13 +49,18 @@ from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, 
 
 SHARD_COL, FIRST_COL = "shard", "first"
 # one blob: a shard's keys from one input chunk (first = its first row id, count = its keys, data = rows then keys);
-# a stored filter: first = -1 - generation, count = its key count, data = the filter file's bytes
+# a stored filter's part: first = -1 - (generation * MAX_PARTS + part), count = its key count, data = the part's bytes
 EXPLODED_SCHEMA = f"{SHARD_COL} int, {FIRST_COL} long, count long, data binary"
 # keys one explode task packs at a time (~40 bytes each while cutting them)
 BLOB_KEYS = 1 << 21
-# kind 0: hit row ids of one shard (int64 bytes); kind 1: one generation of a shard's filter (the file's bytes)
-DECIDED_SCHEMA = "kind byte, band int, shard int, generation int, count long, data binary"
+# kind 0: hit row ids of one shard (int64 bytes); kind 1: one part of one generation of a shard's filter
+DECIDED_SCHEMA = "kind byte, band int, shard int, generation int, part int, count long, data binary"
 HITS, FILTER = 0, 1
+# A filter travels and is stored in parts: a single Spark value of a whole shard filter (up to shard_memory) makes
+# the JVM allocate several times its size in one piece (row copies, Parquet pages and their compression buffers),
+# which ran a 10 GB heap out of memory at 10^7 documents.
+FILTER_PART_BYTES = 4 << 20
+MAX_PARTS = 1 << 24
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
 
@@ -197,12 +202,14 @@ class ShardFilters:
             start += take
         return present
 
-    def batches(self) -> Iterator:
-        """The shard's generations as kind-1 rows (the files' bytes), for the index's next version."""
+    def batches(self, part_bytes: int) -> Iterator:
+        """The shard's generations as kind-1 rows (the files' bytes, in parts), for the index's next version."""
         for g, f in enumerate(self.files):
             f.sync()
             with open(self._path(g), "rb") as fh:
-                yield _filter_batch(self.band, self.shard, g, f.elem_count, fh.read())
+                data = fh.read()
+            for part, start in enumerate(range(0, max(len(data), 1), part_bytes)):
+                yield _batch(FILTER, self.band, self.shard, g, f.elem_count, data[start : start + part_bytes], part)
 
     def close(self) -> None:
         for f in self.files:
@@ -212,28 +219,25 @@ class ShardFilters:
         self.files = []
 
 
-def _filter_batch(band: int, shard: int, generation: int, count: int, data: bytes):
-    return _batch(FILTER, band, shard, generation, count, data)
-
-
-def _batch(kind: int, band: int, shard: int, generation: int, count: int, data: bytes):
+def _batch(kind: int, band: int, shard: int, generation: int, count: int, data: bytes, part: int = 0):
     import pyarrow as pa
 
     return pa.RecordBatch.from_arrays(
         [pa.array([kind], pa.int8()), pa.array([band], pa.int32()), pa.array([shard], pa.int32()),
-         pa.array([generation], pa.int32()), pa.array([count], pa.int64()), pa.array([data], pa.binary())],
-        names=["kind", "band", "shard", "generation", "count", "data"],
+         pa.array([generation], pa.int32()), pa.array([part], pa.int32()), pa.array([count], pa.int64()),
+         pa.array([data], pa.binary())],
+        names=["kind", "band", "shard", "generation", "part", "count", "data"],
     )
 
 
 class _ShardTask:
     """One decide task's state: the shard it is on, that shard's stored filters and open filters."""
 
-    def __init__(self, plan: ShardPlan, keep_filters: bool, directory: str):
-        self.plan, self.keep_filters, self.directory = plan, keep_filters, directory
+    def __init__(self, plan: ShardPlan, keep_filters: bool, directory: str, part_bytes: int = FILTER_PART_BYTES):
+        self.plan, self.keep_filters, self.directory, self.part_bytes = plan, keep_filters, directory, part_bytes
         self.S = plan.shards_per_band
         self.shard: Optional[int] = None
-        self.stored: dict = {}
+        self.stored: dict = {}  # generation -> (key count, {part: bytes})
         self.filters: Optional[ShardFilters] = None
         self.last_row = -1
 
@@ -242,8 +246,9 @@ class _ShardTask:
         if shard != self.shard:
             yield from self.finish()
             self.shard, self.last_row = shard, -1
-        if first < 0:  # a stored filter: they sort ahead of the shard's keys
-            self.stored[-1 - first] = (data, count)
+        if first < 0:  # a part of a stored filter: they sort ahead of the shard's keys
+            generation, part = divmod(-1 - first, MAX_PARTS)
+            self.stored.setdefault(generation, (count, {}))[1][part] = data
             return
         rows = np.frombuffer(data, dtype="<i8", count=count)
         keys = np.frombuffer(data, dtype="<u8", count=count, offset=8 * count)
@@ -252,7 +257,9 @@ class _ShardTask:
                                "the sharded pass needs each partition to be a contiguous range of row ids")
         self.last_row = int(rows[-1])
         if self.filters is None:
-            self.filters = ShardFilters(self.plan, shard, self.directory, self.stored)
+            whole = {g: (b"".join(parts[p] for p in sorted(parts)), count) for g, (count, parts) in self.stored.items()}
+            self.stored = {}
+            self.filters = ShardFilters(self.plan, shard, self.directory, whole)
         hits = rows[self.filters.test_set(keys)]
         if hits.size:
             yield _batch(HITS, shard // self.S, shard, -1, int(hits.size), hits.astype("<i8").tobytes())
@@ -262,10 +269,11 @@ class _ShardTask:
         if self.shard is None:
             return
         if self.keep_filters and self.filters is not None:
-            yield from self.filters.batches()
+            yield from self.filters.batches(self.part_bytes)
         elif self.keep_filters:
-            for g, (data, count) in sorted(self.stored.items()):
-                yield _filter_batch(self.shard // self.S, self.shard, g, count, data)
+            for g, (count, parts) in sorted(self.stored.items()):
+                for part, data in sorted(parts.items()):
+                    yield _batch(FILTER, self.shard // self.S, self.shard, g, count, data, part)
         self.close()
         self.shard, self.stored = None, {}
 
@@ -275,7 +283,7 @@ class _ShardTask:
             self.filters = None
 
 
-def decider(plan: ShardPlan, keep_filters: bool):
+def decider(plan: ShardPlan, keep_filters: bool, part_bytes: int = FILTER_PART_BYTES):
     """``mapInArrow`` function over blobs and stored filters sorted by (shard, first): per shard, test-and-set its
     filter in row order and yield the rows that hit (kind 0); with ``keep_filters`` also yield every shard's
     filters (kind 1). Stored filters arrive first in their shard, as ``first = -1 - generation``."""
@@ -284,7 +292,7 @@ def decider(plan: ShardPlan, keep_filters: bool):
     def decide(batches):
         _task_start(task_hook, "shard")
         directory = tempfile.mkdtemp(prefix="lshbloom-shards-", dir=_local_tmp(plan.shard_bytes()))
-        task = _ShardTask(plan, keep_filters, directory)
+        task = _ShardTask(plan, keep_filters, directory, part_bytes)
         try:
             for batch in batches:
                 shards, firsts, counts = (batch.column(i).to_numpy(zero_copy_only=False) for i in range(3))
@@ -299,11 +307,14 @@ def decider(plan: ShardPlan, keep_filters: bool):
     return decide
 
 
-def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = False, blob_keys: int = BLOB_KEYS):
+def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = False, blob_keys: int = BLOB_KEYS,
+                  part_bytes: int = FILTER_PART_BYTES):
     """The sharded pass as one lazy DataFrame of :data:`DECIDED_SCHEMA` rows over the keyed rows ``keyed``.
 
-    ``stored``: the index's filters (shard, generation, count, data), merged
-    into each shard's stream ahead of its keys. ``keep_filters``: also emit
+    ``stored``: the index's filters (shard, generation, part, count, data; a
+    format-1 index has no part: one part each), merged into each shard's
+    stream ahead of its keys; ``part_bytes``: the size of the parts the filters
+    are emitted in. ``keep_filters``: also emit
     every shard's filters after the run (the index's next version). Run its
     action inside :class:`~lshbloom_udf.spark.keys.arrow_batch_limits` (blobs
     and filters are large rows).
@@ -313,9 +324,10 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
     exploded = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(
         exploder(plan.b, plan.shards_per_band, blob_keys), EXPLODED_SCHEMA)
     if stored is not None:
+        part = F.col("part").cast("long") if "part" in stored.columns else F.lit(0)
         exploded = exploded.unionByName(stored.select(
             F.col("shard").cast("int").alias(SHARD_COL),
-            (F.lit(-1) - F.col("generation")).cast("long").alias(FIRST_COL),
+            (F.lit(-1) - (F.col("generation").cast("long") * F.lit(MAX_PARTS) + part)).alias(FIRST_COL),
             F.col("count").cast("long").alias("count"),
             F.col("data"),
         ))
@@ -329,7 +341,7 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
     return (
         exploded.repartition(partitions, SHARD_COL)
         .sortWithinPartitions(SHARD_COL, FIRST_COL)
-        .mapInArrow(decider(plan, keep_filters), DECIDED_SCHEMA)
+        .mapInArrow(decider(plan, keep_filters, part_bytes), DECIDED_SCHEMA)
     )
 
 

@@ -2,7 +2,8 @@
 
 Layout of ``index_dir`` (local, NFS, HDFS, or an object store through its Hadoop filesystem)::
 
-    v-00000003-<id>/kind=1/part-*.parquet  (band, shard, generation, count, data): every shard's filters after run 3
+    v-00000003-<id>/kind=1/part-*.parquet  (band, shard, generation, part, count, data): every shard's filters
+                                           after run 3, in parts of 4 MiB
     v-00000003-<id>/kind=0/part-*.parquet  the row ids run 3 flagged (its duplicates, to reproduce it)
     manifest-00000003.json                 the commit of version 3: its directory, parameters, shard plan, runs
 
@@ -39,7 +40,8 @@ from lshbloom_udf.index.params import IndexParams, expected_params
 MANIFEST_PREFIX, MANIFEST_SUFFIX = "manifest-", ".json"
 DRIVER_MANIFEST = "manifest.json"
 FORMAT = "lshbloom-sharded"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: filters stored in parts (1: one row per filter, still read)
+READABLE_FORMAT_VERSIONS = (1, 2)
 
 
 def version_dir(version: int) -> str:
@@ -182,9 +184,10 @@ class ShardedTransaction:
             raise IndexCorruptError(f"{self.dir.child(name)}: corrupt manifest ({e})") from None
         if manifest.get("format") != FORMAT or manifest.get("version") != version:
             raise IndexCorruptError(f"{self.dir.child(name)}: not the manifest of version {version} of a sharded index")
-        if manifest.get("format_version") != FORMAT_VERSION:
+        if manifest.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise IndexMismatchError(f"{self.dir.child(name)}: sharded index format version "
-                                     f"{manifest.get('format_version')!r}, this version reads {FORMAT_VERSION}")
+                                     f"{manifest.get('format_version')!r}, this version reads "
+                                     f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}")
         return manifest
 
     def runs(self) -> list:
@@ -233,7 +236,7 @@ class ShardedTransaction:
         return have, manifest
 
     def stored_filters(self, manifest: Optional[dict]):
-        """The committed version's filters as a DataFrame (shard, generation, count, data), or None."""
+        """The committed version's filters as a DataFrame (shard, generation, [part,] count, data), or None."""
         if manifest is None:
             return None
         spark = self._spark_session()
@@ -252,7 +255,7 @@ class ShardedTransaction:
         hits = spark.read.parquet(self.dir.child(f"{data}/kind=0")) if self.dir.exists(f"{data}/kind=0") else None
         rows = [np.frombuffer(r[0], dtype="<i8") for r in hits.select("data").collect()] if hits is not None else []
         # Parquet reads only the small columns here; the filters' bytes are the files' sizes (metadata).
-        fill = spark.read.parquet(self.dir.child(f"{data}/kind=1")).agg(
+        fill = spark.read.parquet(self.dir.child(f"{data}/kind=1")).where(F.col("part") == 0).agg(
             F.sum("count").alias("keys"), F.count(F.lit(1)).alias("files"),
             F.max("generation").alias("generation")).collect()[0]
         unique = np.unique(np.concatenate(rows)).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
