@@ -62,9 +62,11 @@ def test_sharded_duplicates_equal_exact_any_earlier(spark):
     assert exact.sum() > n // 4
 
 
-def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark):
+@pytest.mark.parametrize("format_1", [False, True])
+def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark, format_1):
     """Two runs through ``decided_frame``: the first's filters, emitted in 1 KiB parts and handed to the second in
-    shuffled order, give the decisions of one any-earlier stream (up to Bloom FPs)."""
+    shuffled order (or put together again, one row per filter without a part column, as index format 1 stores
+    them), give the decisions of one any-earlier stream (up to Bloom FPs)."""
     from pyspark.sql import functions as F
 
     from lshbloom_udf.spark.sharded import FILTER, HITS, decided_frame, unique_rows
@@ -80,6 +82,13 @@ def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark):
     first = first.persist()
     stored = first.where(F.col("kind") == FILTER).drop("kind", "band").orderBy(F.rand(seed=1)).repartition(3)
     assert stored.where(F.col("part") > 2).count() > 0
+    if format_1:
+        whole: dict = {}
+        for r in stored.collect():
+            whole.setdefault((r["shard"], r["generation"], r["count"]), {})[r["part"]] = r["data"]
+        stored = spark.createDataFrame(
+            [(s, g, c, b"".join(parts[p] for p in sorted(parts))) for (s, g, c), parts in whole.items()],
+            "shard int, generation int, count long, data binary")
     rest = keyed_frame(spark, keys[half:], active[half:], 3).withColumn(ROW_COL, F.col(ROW_COL) + half)
     second = decided_frame(rest, plan, stored=stored, keep_filters=True, part_bytes=1024)
     flagged = np.zeros(n, dtype=bool)

@@ -286,7 +286,8 @@ class _ShardTask:
 def decider(plan: ShardPlan, keep_filters: bool, part_bytes: int = FILTER_PART_BYTES):
     """``mapInArrow`` function over blobs and stored filters sorted by (shard, first): per shard, test-and-set its
     filter in row order and yield the rows that hit (kind 0); with ``keep_filters`` also yield every shard's
-    filters (kind 1). Stored filters arrive first in their shard, as ``first = -1 - generation``."""
+    filters (kind 1), in parts of ``part_bytes``. Stored filters arrive first in their shard, in parts, as
+    ``first = -1 - (generation · MAX_PARTS + part)``."""
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def decide(batches):
