@@ -89,6 +89,25 @@ def write_jsonl(path, docs) -> str:
     return str(path)
 
 
+def run_quietly(job, argv) -> None:
+    """The job in this process; it must exit 0."""
+    with pytest.raises(SystemExit) as exc:
+        job.main(argv)
+    assert exc.value.code == 0
+
+
+def two_batches(root, docs, first_docs: int = 200, file_docs: int = 110):
+    """``root/first.jsonl`` (the first ``first_docs`` documents) and ``root/second/part-*.jsonl`` (the rest, in files
+    of ``file_docs``): (first batch, second batch, the second's directory)."""
+    first, second = docs[:first_docs], docs[first_docs:]
+    write_jsonl(root / "first.jsonl", first)
+    second_dir = root / "second"
+    second_dir.mkdir()
+    for i, cut in enumerate(range(0, len(second), file_docs)):
+        write_jsonl(second_dir / f"part-{i}.jsonl", second[cut : cut + file_docs])
+    return first, second, second_dir
+
+
 def read_flags(spark, out, fmt="parquet") -> dict:
     rows = spark.read.format(fmt).load(str(out)).select("id", "is_duplicate").collect()
     flags = {r["id"]: r["is_duplicate"] for r in rows}

@@ -19,7 +19,7 @@ import shutil
 import pytest
 
 from lshbloom_udf import LSHBloomIndex
-from reliability_support import REF_FLAGS, index_state, load_job, read_flags, run_job, submit, write_jsonl
+from reliability_support import REF_FLAGS, index_state, load_job, read_flags, run_job, run_quietly, submit, two_batches
 from spark_support import datasketch_flags, new_reference_index, sample_docs
 
 
@@ -34,28 +34,16 @@ def world(tmp_path_factory, job, spark):
     import _pytest.capture  # noqa: F401  (capsys is function-scoped; this fixture runs the job quietly)
 
     root = tmp_path_factory.mktemp("crash")
-    docs = list(sample_docs())
-    first, second = docs[:200], docs[200:]
-    write_jsonl(root / "first.jsonl", first)
-    second_dir = root / "second"
-    second_dir.mkdir()
-    for i, cut in enumerate(range(0, len(second), 110)):
-        write_jsonl(second_dir / f"part-{i}.jsonl", second[cut : cut + 110])
+    first, second, second_dir = two_batches(root, list(sample_docs()))
     base_index = root / "base-index"
-    _quiet(job, ["--input", str(root / "first.jsonl"), "--output", str(root / "out-first"), "--id-column", "id",
+    run_quietly(job, ["--input", str(root / "first.jsonl"), "--output", str(root / "out-first"), "--id-column", "id",
                  "--index-dir", str(base_index), "--expected-docs", "1000", "--quiet", *REF_FLAGS])
     clean_index = root / "clean-index"
     shutil.copytree(base_index, clean_index)
     clean_out = root / "clean-out"
-    _quiet(job, second_args(second_dir, clean_out, clean_index))
+    run_quietly(job, second_args(second_dir, clean_out, clean_index))
     return dict(root=root, first=first, second=second, second_dir=second_dir, base_index=base_index,
                 clean_index=clean_index, clean_out=clean_out, clean_flags=read_flags(spark, clean_out))
-
-
-def _quiet(job, argv):
-    with pytest.raises(SystemExit) as exc:
-        job.main(argv)
-    assert exc.value.code == 0
 
 
 def second_args(second_dir, out, index):
@@ -203,12 +191,12 @@ def test_blocked_index_commits_through_the_same_journal(world, job, capsys, spar
     root = world["root"] / "blocked"
     root.mkdir()
     base, clean, killed = root / "base-index", root / "clean-index", root / "killed-index"
-    _quiet(job, ["--input", str(world["root"] / "first.jsonl"), "--output", str(root / "out-first"), "--id-column", "id",
+    run_quietly(job, ["--input", str(world["root"] / "first.jsonl"), "--output", str(root / "out-first"), "--id-column", "id",
                  "--index-dir", str(base), "--expected-docs", "1000", "--quiet", "--bloom", "blocked", *REF_FLAGS])
     assert sorted(n for n in os.listdir(base) if n.startswith("band-"))[:2] == ["band-0.bbf", "band-1.bbf"]
     shutil.copytree(base, clean)
     shutil.copytree(base, killed)
-    _quiet(job, second_args(world["second_dir"], root / "clean-out", clean) + ["--bloom", "blocked"])
+    run_quietly(job, second_args(world["second_dir"], root / "clean-out", clean) + ["--bloom", "blocked"])
     # Same decisions as the compatible index (no false positive of either at p_effective 1e-5 here).
     assert read_flags(spark, root / "clean-out") == world["clean_flags"]
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster_support import executor_dirs
-from reliability_support import REF_FLAGS, ROOT, load_job, read_flags, run_job, submit, write_jsonl
+from reliability_support import REF_FLAGS, ROOT, load_job, read_flags, run_job, run_quietly, submit, two_batches
 from spark_support import sample_docs
 
 SHARDED_FLAGS = ["--pass", "sharded", "--shard-memory", "64k", "--band-key", "mix", "--id-column", "id", "--quiet"]
@@ -48,28 +48,16 @@ def job():
     return load_job()
 
 
-def _quiet(job, argv):
-    with pytest.raises(SystemExit) as exc:
-        job.main(argv)
-    assert exc.value.code == 0
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, job, spark):
     root = tmp_path_factory.mktemp("sharded-crash")
-    docs = list(sample_docs())
-    first, second = docs[:200], docs[200:]
-    write_jsonl(root / "first.jsonl", first)
-    second_dir = root / "second"
-    second_dir.mkdir()
-    for i, cut in enumerate(range(0, len(second), 110)):
-        write_jsonl(second_dir / f"part-{i}.jsonl", second[cut : cut + 110])
+    first, second, second_dir = two_batches(root, list(sample_docs()))
     base = root / "base-index"
-    _quiet(job, ["--input", str(root / "first.jsonl"), "--output", str(root / "out-first"), "--index-dir", str(base),
+    run_quietly(job, ["--input", str(root / "first.jsonl"), "--output", str(root / "out-first"), "--index-dir", str(base),
                  "--expected-docs", "100000", *REF_FLAGS, *SHARDED_FLAGS])
     clean = root / "clean-index"
     shutil.copytree(base, clean)
-    _quiet(job, second_args(second_dir, root / "clean-out", clean))
+    run_quietly(job, second_args(second_dir, root / "clean-out", clean))
     return dict(root=root, second=second, second_dir=second_dir, base=base, clean=clean,
                 clean_flags=read_flags(spark, root / "clean-out"))
 

@@ -202,7 +202,7 @@ def pairs_mapper(among: np.ndarray, b: int):
     return run
 
 
-def kept_pairs_mapper(bloom: "PairBloom", b: int):
+def kept_pairs_mapper(bloom: PairBloom, b: int):
     """(band, key, row) rows: the pairs of the active documents (the unflagged ones: the pass kept them) that
     pass ``bloom``."""
 
