@@ -54,6 +54,7 @@ import numpy as np
 import corpus
 
 VERSION = 2
+MAX_WORDS = 4095
 MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 # hash streams
 LENGTH, START, REPLACE, REPLACE_WORD, EDIT_RANK, EDIT_WORD, PLACE = range(7)
@@ -70,10 +71,10 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def draw(seed: int, stream: int, doc: np.ndarray, pos=0) -> np.ndarray:
+def draw(seed: int, stream: int, doc: np.ndarray, pos=0, pos_bits: int = 8) -> np.ndarray:
     """A uint64 hash of (seed, stream, document, word position): the generator's only randomness."""
     salt = mix64(np.array([(seed * 16 + stream) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
-    key = (np.asarray(doc, dtype=np.uint64) << np.uint64(8)) | np.asarray(pos, dtype=np.uint64)
+    key = (np.asarray(doc, dtype=np.uint64) << np.uint64(pos_bits)) | np.asarray(pos, dtype=np.uint64)
     return mix64(key ^ salt)
 
 
@@ -132,8 +133,8 @@ def usable_starts(repeated: np.ndarray, width: int, max_repeated: float) -> np.n
 
 def plan(n: int, p: dict, repeated: np.ndarray) -> dict:
     """Which document stands at each id: its distinct document (``ref``; a duplicate's source) and duplicate number."""
-    if not 1 <= p["min_words"] <= p["max_words"] <= 255:
-        raise ValueError("document lengths must be within 1..255 words (the word position is 8 bits of the hash key)")
+    if not 1 <= p["min_words"] <= p["max_words"] <= MAX_WORDS:
+        raise ValueError(f"document lengths must be within 1..{MAX_WORDS} words (the word position's bits in the hash key)")
     n_dup = int(round(p["dup_fraction"] * n))
     n_dist = n - n_dup
     seed = p["seed"]
@@ -157,17 +158,24 @@ def plan(n: int, p: dict, repeated: np.ndarray) -> dict:
     return {"ref": ref, "dupno": dupno, "length": length, "start": start, "planted": planted, "source": source}
 
 
+def position_bits(max_words: int) -> int:
+    """Bits of the word position in the hash key: 8 (the data every earlier figure was measured on) up to 255
+    words, 12 beyond (longer documents, e.g. the peers benchmark's ~2.4 kB)."""
+    return 8 if max_words <= 255 else 12
+
+
 def chunk_words(pl: dict, lo: int, hi: int, tokens: np.ndarray, p: dict) -> tuple[np.ndarray, np.ndarray]:
     """Word ids of the documents at ids [lo, hi) (flat) and their word counts."""
     seed, T = p["seed"], np.uint64(len(tokens))
+    bits = position_bits(p["max_words"])
     ref, dupno = pl["ref"][lo:hi], pl["dupno"][lo:hi]
     lens = pl["length"][ref]
     doc = np.repeat(ref, lens)
     first = np.cumsum(lens) - lens
     pos = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(first, lens)
     words = tokens[np.repeat(pl["start"][ref], lens) + pos]
-    replace = uniform(draw(seed, REPLACE, doc, pos)) < p["replace"]
-    words[replace] = tokens[(draw(seed, REPLACE_WORD, doc[replace], pos[replace]) % T).astype(np.int64)]
+    replace = uniform(draw(seed, REPLACE, doc, pos, bits)) < p["replace"]
+    words[replace] = tokens[(draw(seed, REPLACE_WORD, doc[replace], pos[replace], bits) % T).astype(np.int64)]
     # Planted duplicates: in each, replace the k words of smallest rank hash.
     dup = dupno >= 0
     is_dup = np.repeat(dup, lens)
@@ -175,12 +183,12 @@ def chunk_words(pl: dict, lo: int, hi: int, tokens: np.ndarray, p: dict) -> tupl
         dlens = lens[dup]
         j, jpos = np.repeat(dupno[dup], dlens), pos[is_dup]
         local = np.repeat(np.arange(len(dlens)), dlens)  # the duplicate's place in this chunk
-        order = np.lexsort((draw(seed, EDIT_RANK, j, jpos), local))
+        order = np.lexsort((draw(seed, EDIT_RANK, j, jpos, bits), local))
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order)) - np.repeat(np.cumsum(dlens) - dlens, dlens)
         edit = rank < np.repeat(np.maximum(1, np.round(p["edit"] * dlens)).astype(np.int64), dlens)
         dup_words = words[is_dup]
-        dup_words[edit] = tokens[(draw(seed, EDIT_WORD, j[edit], jpos[edit]) % T).astype(np.int64)]
+        dup_words[edit] = tokens[(draw(seed, EDIT_WORD, j[edit], jpos[edit], bits) % T).astype(np.int64)]
         words[is_dup] = dup_words
     return words, lens
 
