@@ -74,12 +74,12 @@ EVAL_DOCS ?= 2000
 .PHONY: evaluate
 evaluate:
 	@$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q "matplotlib>=3.8"
-	$(PY) -m lshbloom_udf.evaluation study --tune $(CORPUS_DIR)/linux-docs.jsonl.gz \
+	$(PY) -m evaluation study --tune $(CORPUS_DIR)/linux-docs.jsonl.gz \
 		--test $(CORPUS_DIR)/man-pages.jsonl.gz --out docs/evaluation --grid $(GRID) --docs $(EVAL_DOCS)
 
 # The defaults scored on a third corpus no choice looked at: docstrings of installed packages.
 .PHONY: evaluate-docstrings
 evaluate-docstrings:
-	$(PY) -m lshbloom_udf.evaluation corpus --output build/docstrings.jsonl.gz
-	$(PY) -m lshbloom_udf.evaluation study --tune $(CORPUS_DIR)/linux-docs.jsonl.gz \
+	$(PY) -m evaluation corpus --output build/docstrings.jsonl.gz
+	$(PY) -m evaluation study --tune $(CORPUS_DIR)/linux-docs.jsonl.gz \
 		--test build/docstrings.jsonl.gz --out docs/evaluation/docstrings --grid $(GRID) --docs $(EVAL_DOCS) --no-plots

@@ -27,10 +27,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from lshbloom_udf.evaluation.baselines.minhash_methods import lshbloom_decisions  # noqa: E402
-from lshbloom_udf.evaluation.generator import DEFAULT_LEVELS  # noqa: E402
-from lshbloom_udf.evaluation.scoring import score  # noqa: E402
-from lshbloom_udf.evaluation.study.grid import Split, load_pool  # noqa: E402
+from evaluation.baselines.minhash_methods import lshbloom_decisions  # noqa: E402
+from evaluation.generator import DEFAULT_LEVELS  # noqa: E402
+from evaluation.scoring import score  # noqa: E402
+from evaluation.study.grid import Split, load_pool  # noqa: E402
 from lshbloom_udf.index import CapacityWarning, IndexParams  # noqa: E402
 from lshbloom_udf.minhash import text_band_keys  # noqa: E402
 

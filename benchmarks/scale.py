@@ -36,7 +36,7 @@ Method:
    there is one it is an LSH candidate (its true Jaccard is reported), if not a
    Bloom false positive or, with band key sum, two different bands of equal sum.
 4. **Ratios**: the single-process datasketch 2.x pipeline with the same settings
-   (``lshbloom_udf.evaluation.baselines``: the contract's plain-Python shingling,
+   (``evaluation.baselines``: the contract's plain-Python shingling,
    ``MinHash`` + ``MinHashLSHBloom`` keep-first with the job's (b, r), capacity N
    and per-band rate) is timed (wall and CPU) on the first
    ``--datasketch-sample`` documents and extrapolated linearly to N (plus the
@@ -283,7 +283,7 @@ def read_texts(path: str, limit: int | None = None):
 
 def datasketch_pipeline(data: dict, which: str, sample: int) -> dict:
     """datasketch MinHash + MinHashLSHBloom on the first ``sample`` documents, extrapolated to all of them."""
-    from lshbloom_udf.evaluation.baselines import datasketch_lshbloom_decisions, datasketch_minhashes
+    from evaluation.baselines import datasketch_lshbloom_decisions, datasketch_minhashes
 
     n = data["n"]
     _, read_all = read_texts(data["docs"])
@@ -361,7 +361,7 @@ def false_flag_causes(data: dict, keys: np.ndarray, flags: np.ndarray, which: st
     with its true Jaccard), or none (a Bloom false positive, or with band key sum two bands of equal sum)."""
     import pyarrow.parquet as pq
 
-    from lshbloom_udf.evaluation.baselines import reference_shingles
+    from evaluation.baselines import reference_shingles
 
     with np.load(data["truth"]) as truth:
         docs = np.flatnonzero(flags & ~truth["planted"])

@@ -46,7 +46,7 @@ def _minhash(text: str, num_perm: int, ngram: int, normalize: str, scheme: str, 
     """datasketch's MinHash over the shingles of the contract (plain Python shingling); None without shingles."""
     from datasketch import MinHash
 
-    from lshbloom_udf.evaluation.baselines import reference_shingles
+    from evaluation.baselines import reference_shingles
 
     shingles = reference_shingles(text, ngram, normalize)
     if not shingles:

@@ -16,9 +16,9 @@ from pyspark.sql import types as T
 from lshbloom_udf import deduplicate
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import ConfigError, DedupInputError
-from lshbloom_udf.evaluation import generator as G
-from lshbloom_udf.evaluation.baselines import reference_shingles
-from lshbloom_udf.evaluation.synthetic import synthetic_sources
+from evaluation import generator as G
+from evaluation.baselines import reference_shingles
+from evaluation.synthetic import synthetic_sources
 from lshbloom_udf.minhash import text_band_keys
 from lshbloom_udf.spark.verify import PairBloom
 
@@ -293,8 +293,8 @@ def test_a_document_verification_unflagged_is_kept_and_verifies_later_ones(spark
 @pytest.mark.parametrize("settings", [{}, PERMISSIVE])
 def test_the_studys_verification_is_the_jobs_rule(pool, settings):
     """lshbloom_udf.evaluation.study.verified (one process, for the F1 study) decides as the reference here."""
-    from lshbloom_udf.evaluation.baselines import lshbloom_decisions
-    from lshbloom_udf.evaluation.study.verified import shingle_sets, verify_decisions
+    from evaluation.baselines import lshbloom_decisions
+    from evaluation.study.verified import shingle_sets, verify_decisions
 
     st = G.make_stream(pool, 240, 0.5, seed=6)
     texts = [d.text for d in st.docs]

@@ -16,8 +16,8 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.evaluation import baselines as B
-from lshbloom_udf.evaluation.generator import (
+from evaluation import baselines as B
+from evaluation.generator import (
     NoiseConfig,
     Source,
     Stream,
@@ -27,8 +27,8 @@ from lshbloom_udf.evaluation.generator import (
     prepare_sources,
     read_jsonl,
 )
-from lshbloom_udf.evaluation.scoring import agreement, score
-from lshbloom_udf.evaluation.study.configs import P_EFFECTIVE, MinHashConfig, config_label
+from evaluation.scoring import agreement, score
+from evaluation.study.configs import P_EFFECTIVE, MinHashConfig, config_label
 from lshbloom_udf.index import IndexParams
 from lshbloom_udf.minhash import band_keys, signatures
 
@@ -198,7 +198,7 @@ def run_overlap_grid(split: Split, method: str, ngrams: Sequence[Optional[int]],
                      tokens: Optional[dict] = None) -> list[dict]:
     """The duplicated fractions of every stream, for each n-gram size; every threshold is then free.
 
-    Fractions come from a :class:`~lshbloom_udf.evaluation.baselines.UnitTable`
+    Fractions come from a :class:`~evaluation.baselines.UnitTable`
     over the split's distinct texts (exact unit sets, computed in bulk; the
     methods' Bloom filters can only add a false "seen" at rate 1e-5), so
     ``seconds`` and ``index_bytes`` here are those of the bulk computation

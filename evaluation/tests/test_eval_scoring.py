@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from lshbloom_udf.evaluation.scoring import agreement, score
+from evaluation.scoring import agreement, score
 
 
 def test_counts_and_the_papers_formulas():

@@ -18,7 +18,7 @@ Every document's units are inserted after it is scored, so the index holds
     (stride 1), Bloom filter; duplicated fraction = share of n-grams seen.
 ``dclm``
     DataComp-LM's BFF, document level: Unicode word segmentation (see
-    :func:`~lshbloom_udf.evaluation.baselines.units.dclm_tokens`), n-grams,
+    :func:`~evaluation.baselines.units.dclm_tokens`), n-grams,
     Bloom filter; duplicated fraction = share of n-grams seen.
 
 A document without units has fraction 0 and is never flagged. Bloom filters get
@@ -39,8 +39,8 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.evaluation.baselines.common import RunResult, scratch_dir
-from lshbloom_udf.evaluation.baselines.units import ccnet_normalize, dclm_tokens, ngrams
+from evaluation.baselines.common import RunResult, scratch_dir
+from evaluation.baselines.units import ccnet_normalize, dclm_tokens, ngrams
 
 BLOOM_P = 1e-5
 CAPACITY_SAMPLE = 1000

@@ -1,6 +1,6 @@
 """MLlib ``MinHashLSH.approxSimilarityJoin`` on the study's held-out streams (the issue's set-up), for side-by-side F1.
 
-    python -m lshbloom_udf.evaluation.study.mllib --test ../shared/corpus/man-pages.jsonl.gz --docs 2000 \\
+    python -m evaluation.study.mllib --test ../shared/corpus/man-pages.jsonl.gz --docs 2000 \\
         --levels 0.1,0.5,0.9 [--out docs/evaluation/verified/mllib.csv]
 
 Lowercased ``\\W+`` unigrams, binary ``HashingTF`` (2^18), ``MinHashLSH`` with 5
@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from lshbloom_udf.evaluation.scoring import score
-from lshbloom_udf.evaluation.study.grid import Split, load_pool
+from evaluation.scoring import score
+from evaluation.study.grid import Split, load_pool
 
 
 def mllib_flags(spark, texts: list[str], distance: float = 0.5, tables: int = 5) -> np.ndarray:

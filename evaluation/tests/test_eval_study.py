@@ -9,12 +9,12 @@ import tomllib
 import pytest
 
 from lshbloom_udf.config import DEFAULTS, PRESETS, ConfigError, preset_settings
-from lshbloom_udf.evaluation import generator as G
-from lshbloom_udf.evaluation.__main__ import main as eval_main
-from lshbloom_udf.evaluation.study import GRIDS, PAPER, StudyConfig, run_study, select, summarize
-from lshbloom_udf.evaluation.synthetic import synthetic_sources, write_sources
+from evaluation import generator as G
+from evaluation.__main__ import main as eval_main
+from evaluation.study import GRIDS, PAPER, StudyConfig, run_study, select, summarize
+from evaluation.synthetic import synthetic_sources, write_sources
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

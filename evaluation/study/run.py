@@ -1,7 +1,7 @@
 """The study from end to end: :func:`run_study` takes the protocol's steps in order, one function each.
 
 The protocol, the selection criterion and the outputs are described in
-:mod:`lshbloom_udf.evaluation.study`.
+:mod:`evaluation.study`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional
 
-from lshbloom_udf.evaluation.generator import DEFAULT_LEVELS
-from lshbloom_udf.evaluation.study.configs import GRIDS, PAPER, Grid, MinHashConfig, config_from_params
-from lshbloom_udf.evaluation.study.grid import (
+from evaluation.generator import DEFAULT_LEVELS
+from evaluation.study.configs import GRIDS, PAPER, Grid, MinHashConfig, config_from_params
+from evaluation.study.grid import (
     SignatureCache,
     Split,
     load_pool,
@@ -23,7 +23,7 @@ from lshbloom_udf.evaluation.study.grid import (
     run_lshbloom_grid,
     run_overlap_grid,
 )
-from lshbloom_udf.evaluation.study.selection import (
+from evaluation.study.selection import (
     agreement_summary,
     pareto_rows,
     results_markdown,
@@ -217,7 +217,7 @@ def _write_reports(cfg: StudyConfig, grid: Grid, result: dict, tuning: _Tuning, 
     with open(os.path.join(cfg.out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write(results_markdown(result, tuning.summary, held_rows, pareto))
     if cfg.plots:
-        from lshbloom_udf.evaluation import plots
+        from evaluation import plots
 
         written = plots.make_all(cfg.out_dir, tuning.grid_rows, held_rows, pareto, tuning.chosen.label(), grid)
         result["plots"] = written

@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.evaluation.baselines.overlap_methods import NgramOverlap, OverlapMethod
+from evaluation.baselines.overlap_methods import NgramOverlap, OverlapMethod
 
 
 class TokenTable:

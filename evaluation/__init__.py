@@ -1,11 +1,11 @@
 """Research code: labelled near-duplicate benchmarks, the paper's baselines and the tuning study.
 
-:mod:`~lshbloom_udf.evaluation.generator` builds labelled streams,
-:mod:`~lshbloom_udf.evaluation.baselines` runs the paper's methods on them,
-:mod:`~lshbloom_udf.evaluation.scoring` scores decisions,
-:mod:`~lshbloom_udf.evaluation.study` tunes every method and scores it held out
-(``python -m lshbloom_udf.evaluation``; ``make evaluate``), and
-:mod:`~lshbloom_udf.evaluation.plots` draws the figures.
+:mod:`~evaluation.generator` builds labelled streams,
+:mod:`~evaluation.baselines` runs the paper's methods on them,
+:mod:`~evaluation.scoring` scores decisions,
+:mod:`~evaluation.study` tunes every method and scores it held out
+(``python -m evaluation``; ``make evaluate``), and
+:mod:`~evaluation.plots` draws the figures.
 
 This package is research code and is kept off the runtime import path: nothing
 that runs deduplication (``lshbloom_udf/__init__.py``, the Spark API, the
@@ -16,7 +16,7 @@ this in a fresh interpreter. It stays inside the package because it measures
 the product itself rather than a copy: it runs the installed index and kernels
 (``IndexParams``, ``LSHBloomIndex``, ``signatures``, ``band_keys``) on streams
 it labels, the study's choice is what ``config.py`` ships as the defaults
-(``docs/evaluation.md``), ``python -m lshbloom_udf.evaluation score`` scores a
+(``docs/evaluation.md``), ``python -m evaluation score`` scores a
 Spark job's output from the installed wheel, and the tests take the shingling
 contract in plain Python (``baselines.reference_shingles``) from here.
 """

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from lshbloom_udf.evaluation.generator.sources import Source
-from lshbloom_udf.evaluation.generator.variants import EXTRACTION_KINDS, LOSS_KINDS, NoiseConfig, variant
+from evaluation.generator.sources import Source
+from evaluation.generator.variants import EXTRACTION_KINDS, LOSS_KINDS, NoiseConfig, variant
 
 ORIGINAL = "original"
 DEFAULT_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

@@ -2,7 +2,7 @@
 
 Protocol (the paper's §5.1, with one change of criterion):
 
-1. Build labelled streams (:mod:`~lshbloom_udf.evaluation.generator`) at
+1. Build labelled streams (:mod:`~evaluation.generator`) at
    duplication levels 10 %..90 % from a *tuning* pool and, separately, from a
    *held-out* pool (another corpus, or the other half of an id split).
 2. On the tuning streams, run each method over its grid: LSHBloom over
@@ -26,30 +26,30 @@ installed, the PNG plots.
 
 The modules, in the order the study uses them:
 
-:mod:`~lshbloom_udf.evaluation.study.configs`
+:mod:`~evaluation.study.configs`
     a MinHash configuration, the paper's, and the grids (``tiny``,
     ``default``, ``full``).
-:mod:`~lshbloom_udf.evaluation.study.grid`
+:mod:`~evaluation.study.grid`
     the streams of a pool (:class:`Split`) and the grid runs: score rows per
     method, configuration and level (step 2).
-:mod:`~lshbloom_udf.evaluation.study.selection`
+:mod:`~evaluation.study.selection`
     selection by worst F1 (step 3), the cost rows, ``results.md`` and the CSV
     files.
-:mod:`~lshbloom_udf.evaluation.study.run`
+:mod:`~evaluation.study.run`
     :class:`StudyConfig` and :func:`run_study`, the steps in order (what
-    ``python -m lshbloom_udf.evaluation study`` runs).
+    ``python -m evaluation study`` runs).
 
 Every public name of these modules is importable from here.
 """
 
-from lshbloom_udf.evaluation.study.configs import (
+from evaluation.study.configs import (
     GRIDS, P_EFFECTIVE, PAPER, Grid, MinHashConfig, config_from_params, config_label,
 )
-from lshbloom_udf.evaluation.study.grid import (
+from evaluation.study.grid import (
     SignatureCache, Split, load_pool, run_datasketch, run_lshbloom_grid, run_overlap_grid,
 )
-from lshbloom_udf.evaluation.study.run import StudyConfig, run_study
-from lshbloom_udf.evaluation.study.selection import (
+from evaluation.study.run import StudyConfig, run_study
+from evaluation.study.selection import (
     agreement_summary, pareto_rows, results_markdown, select, summarize, write_csv,
 )
 

@@ -1,13 +1,13 @@
 """Verified vs unverified decisions (``verify=True``, issue 14) on the study's streams.
 
-    python -m lshbloom_udf.evaluation.study.verified --tune ../shared/corpus/linux-docs.jsonl.gz \\
+    python -m evaluation.study.verified --tune ../shared/corpus/linux-docs.jsonl.gz \\
         --test ../shared/corpus/man-pages.jsonl.gz [--third build/docstrings.jsonl.gz] --docs 2000 \\
         --out docs/evaluation/verified
 
-The same streams as the study (:class:`~lshbloom_udf.evaluation.study.grid.Split`,
+The same streams as the study (:class:`~evaluation.study.grid.Split`,
 same pools, sizes, levels and seeds). For each configuration the pass's
 keep-first decisions come from the product's index
-(:func:`~lshbloom_udf.evaluation.baselines.lshbloom_decisions`) and are then
+(:func:`~evaluation.baselines.lshbloom_decisions`) and are then
 verified by :func:`verify_decisions`, the rule of :mod:`lshbloom_udf.spark.verify`
 in one process: a flag stays when an earlier document the pass kept shares a
 (band, key) with the document and their exact shingle-set Jaccard is
@@ -30,11 +30,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from lshbloom_udf import _native
-from lshbloom_udf.evaluation import baselines as B
-from lshbloom_udf.evaluation.generator import DEFAULT_LEVELS
-from lshbloom_udf.evaluation.scoring import score
-from lshbloom_udf.evaluation.study.configs import P_EFFECTIVE, MinHashConfig
-from lshbloom_udf.evaluation.study.grid import SignatureCache, Split, load_pool
+from evaluation import baselines as B
+from evaluation.generator import DEFAULT_LEVELS
+from evaluation.scoring import score
+from evaluation.study.configs import P_EFFECTIVE, MinHashConfig
+from evaluation.study.grid import SignatureCache, Split, load_pool
 from lshbloom_udf.index import CapacityWarning, IndexParams
 from lshbloom_udf.minhash import band_keys, normalization_mask
 

@@ -118,7 +118,7 @@ def _load_csv(path: str) -> list[dict]:
 
 def replot(out_dir: str, grid_name: str = "default") -> list[str]:
     """Redraw the figures from a study's CSV files."""
-    from lshbloom_udf.evaluation.study import GRIDS
+    from evaluation.study import GRIDS
 
     return make_all(out_dir, _load_csv(os.path.join(out_dir, "grid.csv")), _load_csv(os.path.join(out_dir, "heldout.csv")),
                     _load_csv(os.path.join(out_dir, "pareto.csv")), "", GRIDS[grid_name])

@@ -11,7 +11,7 @@ import json
 import random
 from typing import Optional
 
-from lshbloom_udf.evaluation.generator import Source
+from evaluation.generator import Source
 
 
 def synthetic_sources(n: int = 200, seed: int = 0, paragraphs: tuple[int, int] = (3, 5), min_words: int = 40) -> list[Source]:

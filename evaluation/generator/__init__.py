@@ -8,28 +8,28 @@ levels from 10 % to 90 %. We have no such parallel corpus, so this package
 *simulates the extraction paths* on any JSONL of source documents, in three
 steps, one module each:
 
-:mod:`~lshbloom_udf.evaluation.generator.sources`
+:mod:`~evaluation.generator.sources`
     read a pool of source documents and clean it (too short, mostly markup,
     near-copies of an earlier source).
-:mod:`~lshbloom_udf.evaluation.generator.variants`
+:mod:`~evaluation.generator.variants`
     the duplicate kinds: three extraction paths (html, pdf, ocr) and two
     losses (truncate, drop), and how hard each is (:class:`NoiseConfig`).
-:mod:`~lshbloom_udf.evaluation.generator.streams`
+:mod:`~evaluation.generator.streams`
     shuffled streams of sources and variants at a duplication level, their
     labels, and their JSONL files.
 
 Every public name of the three is importable from here
-(``from lshbloom_udf.evaluation import generator as G; G.make_stream(...)``).
+(``from evaluation import generator as G; G.make_stream(...)``).
 """
 
-from lshbloom_udf.evaluation.generator.sources import (
+from evaluation.generator.sources import (
     NEAR_COPY_JACCARD, Source, id_split, near_copy_groups, prepare_sources, read_jsonl,
 )
-from lshbloom_udf.evaluation.generator.streams import (
+from evaluation.generator.streams import (
     DEFAULT_LEVELS, ORIGINAL, Stream, StreamDoc, VariantCache, label_stream, make_stream, make_streams,
     read_stream, variant_kind, write_stream,
 )
-from lshbloom_udf.evaluation.generator.variants import (
+from evaluation.generator.variants import (
     EXTRACTION_KINDS, KINDS, LOSS_KINDS, RENDER, NoiseConfig, drop_sections, paragraphs, render_html,
     render_ocr, render_pdf, strip_markup, truncate, variant,
 )

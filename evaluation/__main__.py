@@ -1,9 +1,9 @@
 """The evaluation suite's command line.
 
-    python -m lshbloom_udf.evaluation generate --input docs.jsonl.gz --output-dir streams/ [--docs 1000] [--levels 0.1,0.5,0.9]
-    python -m lshbloom_udf.evaluation score --stream streams/stream-50.jsonl.gz [--predictions flags.jsonl] [--preset paper | --threshold ...]
-    python -m lshbloom_udf.evaluation study --tune linux-docs.jsonl.gz --test man-pages.jsonl.gz --out docs/evaluation
-    python -m lshbloom_udf.evaluation corpus --packages numpy,scipy,pandas,matplotlib,pyarrow --output docstrings.jsonl.gz
+    python -m evaluation generate --input docs.jsonl.gz --output-dir streams/ [--docs 1000] [--levels 0.1,0.5,0.9]
+    python -m evaluation score --stream streams/stream-50.jsonl.gz [--predictions flags.jsonl] [--preset paper | --threshold ...]
+    python -m evaluation study --tune linux-docs.jsonl.gz --test man-pages.jsonl.gz --out docs/evaluation
+    python -m evaluation corpus --packages numpy,scipy,pandas,matplotlib,pyarrow --output docstrings.jsonl.gz
 
 ``generate`` writes one labelled stream per duplication level (JSONL with id,
 text, source, kind, variant, is_duplicate, level) and a ``manifest.json``.
@@ -12,7 +12,7 @@ with the id and a boolean flag column) against a stream, or, without
 ``--predictions``, runs LSHBloom with the given parameters and reports its
 precision, recall and F1 and its agreement with datasketch ``MinHashLSH``
 and ``MinHashLSHBloom`` on the same stream. ``study`` runs the tuning study
-(:mod:`lshbloom_udf.evaluation.study`). ``corpus`` builds a source corpus from
+(:mod:`evaluation.study`). ``corpus`` builds a source corpus from
 the docstrings of installed packages (a genre of its own, for a held-out test
 of settings chosen on other data).
 """
@@ -43,7 +43,7 @@ def _levels(text: str) -> tuple[float, ...]:
 
 
 def cmd_generate(args) -> int:
-    from lshbloom_udf.evaluation.generator import make_streams, prepare_sources, read_jsonl, write_stream
+    from evaluation.generator import make_streams, prepare_sources, read_jsonl, write_stream
 
     sources = read_jsonl(args.input, args.text_field, args.id_field)
     pool, report = prepare_sources(sources, min_words=args.min_words)
@@ -85,9 +85,9 @@ def _read_predictions(path: str, id_col: str, flag_col: str) -> dict:
 def cmd_score(args) -> int:
     import numpy as np
 
-    from lshbloom_udf.evaluation import baselines as B
-    from lshbloom_udf.evaluation.generator import read_stream
-    from lshbloom_udf.evaluation.scoring import agreement, score
+    from evaluation import baselines as B
+    from evaluation.generator import read_stream
+    from evaluation.scoring import agreement, score
     from lshbloom_udf.index import IndexParams
     from lshbloom_udf.minhash import signatures, band_keys
 
@@ -149,7 +149,7 @@ def cmd_corpus(args) -> int:
 
 
 def cmd_study(args) -> int:
-    from lshbloom_udf.evaluation.study import StudyConfig, run_study
+    from evaluation.study import StudyConfig, run_study
 
     cfg = StudyConfig(tune=args.tune, test=args.test, out_dir=args.out, docs=args.docs, levels=args.levels,
                       seed=args.seed, grid=args.grid, min_words=args.min_words, plots=not args.no_plots)
@@ -158,9 +158,9 @@ def cmd_study(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lshbloom_udf.evaluation.generator import DEFAULT_LEVELS
+    from evaluation.generator import DEFAULT_LEVELS
 
-    p = argparse.ArgumentParser(prog="python -m lshbloom_udf.evaluation", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m evaluation", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     default_levels = ",".join(f"{x:g}" for x in DEFAULT_LEVELS)
 

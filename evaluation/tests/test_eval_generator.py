@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from lshbloom_udf.evaluation import generator as G
-from lshbloom_udf.evaluation.__main__ import main as eval_main
-from lshbloom_udf.evaluation.synthetic import synthetic_sources, write_sources
+from evaluation import generator as G
+from evaluation.__main__ import main as eval_main
+from evaluation.synthetic import synthetic_sources, write_sources
 
 
 @pytest.fixture(scope="module")

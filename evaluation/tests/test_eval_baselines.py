@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from lshbloom_udf import signatures
-from lshbloom_udf.evaluation import baselines as B
-from lshbloom_udf.evaluation import generator as G
-from lshbloom_udf.evaluation.scoring import agreement, score
-from lshbloom_udf.evaluation.synthetic import synthetic_sources
+from evaluation import baselines as B
+from evaluation import generator as G
+from evaluation.scoring import agreement, score
+from evaluation.synthetic import synthetic_sources
 from lshbloom_udf.index import IndexParams
 from lshbloom_udf.minhash import band_keys
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from lshbloom_udf.evaluation.generator.variants import strip_markup
+from evaluation.generator.variants import strip_markup
 
 # Two sources whose normalized word 5-gram sets have Jaccard >= this are near-copies
 # (templated man pages such as towlower/towupper): only the first is kept, since the

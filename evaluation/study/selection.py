@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lshbloom_udf.evaluation import baselines as B
-from lshbloom_udf.evaluation.scoring import score
-from lshbloom_udf.evaluation.study.configs import P_EFFECTIVE, PAPER, MinHashConfig, config_from_params, config_label
-from lshbloom_udf.evaluation.study.grid import Split
+from evaluation import baselines as B
+from evaluation.scoring import score
+from evaluation.study.configs import P_EFFECTIVE, PAPER, MinHashConfig, config_from_params, config_label
+from evaluation.study.grid import Split
 
 
 def summarize(rows: Sequence[dict]) -> list[dict]:

@@ -26,8 +26,8 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.evaluation.baselines.common import RunResult, scratch_dir
-from lshbloom_udf.evaluation.baselines.units import reference_shingles
+from evaluation.baselines.common import RunResult, scratch_dir
+from evaluation.baselines.units import reference_shingles
 from lshbloom_udf.index import IndexParams, LSHBloomIndex
 from lshbloom_udf.minhash import permutations, text_band_keys
 

@@ -1,0 +1,12 @@
+"""The product's session-wide ``spark`` fixture (tests/conftest.py), shared with the research tests."""
+
+import importlib.util
+import os
+
+_PRODUCT_CONFTEST = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                 "tests", "conftest.py")
+_spec = importlib.util.spec_from_file_location("_lshbloom_product_conftest", _PRODUCT_CONFTEST)
+_product = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_product)
+
+spark = _product.spark
