@@ -251,13 +251,22 @@ class DedupConfig:
                                      cli={"action": "store_true"})
     # -- verification (lshbloom_udf/spark/verify.py)
     verify: bool = setting(False, "after the pass, keep a document flagged only if an earlier document the pass kept "
-                           "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it",
+                           "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it (or containment >= "
+                           "containment_threshold)",
                            _boolean, "verify", cli={"action": "store_true"})
     verify_threshold: Optional[float] = setting(None, "the similarity verification asks for (default: threshold); a "
                                                 "lower threshold with this one makes candidates permissive",
                                                 _optional(_threshold), "verify", cli={"type": float})
+    containment_threshold: Optional[float] = setting(
+        None, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
+        "candidate's at least this much: |S_d & S_e| / |S_d| >= containment_threshold (J <= C <= 1). A truncation, "
+        "excerpt or section drop keeping a fraction f of a document has Jaccard ~f but containment ~1. Candidates "
+        "still come from the bands (Jaccard near threshold or above), so a tiny document inside a huge one is not "
+        "removed; a lower threshold makes them permissive (docs/algorithm.md section 8). Default: off (Jaccard only)",
+        _optional(_threshold), "verify", cli={"type": float})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
-                                 "document) and similarity (needs verify; flag and duplicates modes)", _boolean, "verify",
+                                 "document), similarity (the value of the measure that verified it) and similarity_measure (jaccard or "
+                                 "containment) (needs verify; flag and duplicates modes)", _boolean, "verify",
                                  cli={"action": "store_true"})
     checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
@@ -311,6 +320,9 @@ class DedupConfig:
                               "use mode 'flag' or 'duplicates'")
         if self.verify_threshold is not None and not self.verify:
             raise ConfigError("verify_threshold needs verify=True (--verify)")
+        if self.containment_threshold is not None and not self.verify:
+            raise ConfigError("containment_threshold needs verify=True (--verify): containment is checked on the "
+                              "candidate pairs verification examines; add verify or drop containment_threshold")
         if self.bands is not None:
             try:
                 validate_bands(*self.bands, self.num_perm)

@@ -46,13 +46,14 @@ def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config):
     return joined.select(*out)
 
 
-SOURCE_COLS = ("duplicate_of", "similarity")
+SOURCE_COLS = ("duplicate_of", "similarity", "similarity_measure")
 ROW_ID_COL = "row_id"
 
 
-def join_sources(pinned, columns, rows: np.ndarray, of_rows: np.ndarray, similarity: np.ndarray, config):
-    """Like :func:`join_decisions` (modes ``flag`` and ``duplicates``), with the columns ``duplicate_of`` and
-    ``similarity`` of each duplicate (null for the rows kept, and where ``of_rows`` is -1: not verifiable).
+def join_sources(pinned, columns, verified, config):
+    """Like :func:`join_decisions` (modes ``flag`` and ``duplicates``) for the duplicates of ``verified``
+    (:class:`~lshbloom_udf.spark.verify.Verified`), with the columns ``duplicate_of``, ``similarity`` and
+    ``similarity_measure`` of each (null for the rows kept, and where ``of_rows`` is -1: not verifiable).
 
     ``duplicate_of`` is the kept document's ``id_column`` value, or without
     one its row id; then the output also has a column ``row_id`` (every row's).
@@ -61,12 +62,17 @@ def join_sources(pinned, columns, rows: np.ndarray, of_rows: np.ndarray, similar
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    from lshbloom_udf.spark.verify import MEASURES
+
     of = "_lshb_of"
     schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False), T.StructField(of, T.LongType(), True),
-                           T.StructField(SOURCE_COLS[1], T.DoubleType(), True)])
-    known = of_rows >= 0
-    table = pa.table({ROW_COL: pa.array(rows, pa.int64()), of: pa.array(of_rows, pa.int64(), mask=~known),
-                      SOURCE_COLS[1]: pa.array(similarity, pa.float64(), mask=~known)})
+                           T.StructField(SOURCE_COLS[1], T.DoubleType(), True),
+                           T.StructField(SOURCE_COLS[2], T.StringType(), True)])
+    rows, known = verified.rows, verified.of_rows >= 0
+    names = np.array(MEASURES, dtype=object)[np.where(known, verified.measure, 0)]
+    table = pa.table({ROW_COL: pa.array(rows, pa.int64()), of: pa.array(verified.of_rows, pa.int64(), mask=~known),
+                      SOURCE_COLS[1]: pa.array(verified.similarity, pa.float64(), mask=~known),
+                      SOURCE_COLS[2]: pa.array(names, pa.string(), mask=~known)})
     spark = pinned.sparkSession
     dups = spark.createDataFrame(table, schema) if len(rows) else spark.createDataFrame([], schema)
     small = len(rows) <= config.broadcast_limit
@@ -79,10 +85,10 @@ def join_sources(pinned, columns, rows: np.ndarray, of_rows: np.ndarray, similar
     else:
         of_ids = (pinned.select(F.col(ROW_COL).alias(of), col(id_col).alias(SOURCE_COLS[0]))
                   .join(hint(dups.select(of)), of, "left_semi"))
-        dups = dups.join(hint(of_ids), of, "left").select(ROW_COL, SOURCE_COLS[0], SOURCE_COLS[1])
+        dups = dups.join(hint(of_ids), of, "left").select(ROW_COL, *SOURCE_COLS)
     joined = pinned.join(hint(dups.withColumn(DUP_COL, F.lit(True))), ROW_COL, "left" if config.mode == "flag" else "inner")
     if not small:
         joined = joined.orderBy(ROW_COL)
     if config.mode == "flag":
         out.append(F.coalesce(F.col(DUP_COL), F.lit(False)).alias(config.flag_column))
-    return joined.select(*out, F.col(SOURCE_COLS[0]), F.col(SOURCE_COLS[1]))
+    return joined.select(*out, *(F.col(c) for c in SOURCE_COLS))

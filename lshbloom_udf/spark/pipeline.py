@@ -69,10 +69,16 @@ class DedupRun:
         summary = build_summary(self.config, self.params, self.documents, duplicates, outcome.empty,
                                 index_info, self.seconds)
         if verified is not None:
-            summary["verify"] = verified.summary(self.config.verify_threshold or self.params.threshold)
+            summary["verify"] = verified.summary(self.verify_rule)
         return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None)
 
     # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
+
+    @property
+    def verify_rule(self):
+        from lshbloom_udf.spark.verify import VerifyRule
+
+        return VerifyRule(self.config.verify_threshold or self.params.threshold, self.config.containment_threshold)
 
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
@@ -82,7 +88,7 @@ class DedupRun:
         c, p = self.config, self.params
         verified = verify_flags(
             self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
-            normalize_mask=normalization_mask(p.normalize), threshold=c.verify_threshold or p.threshold,
+            normalize_mask=normalization_mask(p.normalize), rule=self.verify_rule,
             prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
         )
         self._lap("verify")
@@ -96,7 +102,7 @@ class DedupRun:
             return join_decisions(self.pinned, columns, dup_rows, self.config)
         if not self.config.duplicate_of:
             return join_decisions(self.pinned, columns, verified.rows, self.config)
-        return join_sources(self.pinned, columns, verified.rows, verified.of_rows, verified.similarity, self.config)
+        return join_sources(self.pinned, columns, verified, self.config)
 
     # -- stage 1 -------------------------------------------------------------------
 

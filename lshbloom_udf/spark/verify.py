@@ -8,11 +8,18 @@ not a step at the threshold ``T``) or by a Bloom false positive. Verification
 keeps the flag only where it is earned. Round 1:
 
     d stays flagged  ⇔  ∃ e kept by the pass, row(e) < row(d), e shares a (band, key) with d,
-                        and J(S_d, S_e) = |S_d ∩ S_e| / |S_d ∪ S_e| >= T_v
+                        and  J(S_d, S_e) = |S_d ∩ S_e| / |S_d ∪ S_e| >= T_v
+                        or   C(S_d, S_e) = |S_d ∩ S_e| / |S_d|        >= T_c  (containment_threshold, if set)
 
 with ``S`` the shingle sets of the contract (the same shingles, n-grams and
-normalization as the signatures) and ``T_v = verify_threshold`` (default the
-threshold). ``J`` is exact, not the MinHash estimate: decisions are the
+normalization as the signatures, all computed by :func:`shingle_set`) and
+``T_v = verify_threshold`` (default the threshold). ``C`` is the share of the
+later document's shingles found in the earlier one: a truncation, excerpt or
+section drop keeping a fraction ``f`` of ``e`` has ``J ≈ f`` but ``C ≈ 1``
+(``J <= C <= 1``, ``J = C·|S_d| / |S_d ∪ S_e|``). Candidates still come from
+the bands, so containment only rescues pairs the LSH stage proposed (Jaccard
+near the banding threshold or above): a tiny document inside a huge one is not
+a candidate (docs/algorithm.md §8). ``J`` and ``C`` are exact, not the MinHash estimate: decisions are the
 definition's (a user can recompute them from the two texts), as MLlib's
 ``approxSimilarityJoin`` verifies with the exact distance. Measured on 450
 candidate-like pairs of the evaluation streams (2.5 kB documents, defaults): the
@@ -21,19 +28,20 @@ differently at ``T = 0.45``; the exact sets 245 µs (docs/algorithm.md, "verific
 
 Round 2: a document round 1 unflagged is kept, so it is a candidate for the
 later ones: among the round-1-unflagged documents, in processing order, ``d``
-is flagged when an earlier one that stays kept shares a (band, key) with it at
-``J >= T_v``. (Without round 2 a permissive candidate stage loses recall: the
+is flagged when an earlier one that stays kept shares a (band, key) with it and
+verifies it by the same rule. (Without round 2 a permissive candidate stage loses recall: the
 first copy of a source, falsely flagged by a collision and then unflagged, was
 never inserted, and its later copies could find no kept source.)
 
-Guarantees (tests/test_spark_verify.py):
+Guarantees (tests/test_spark_verify.py, tests/test_spark_verify_containment.py):
 
 - verification never adds a flag (only the pass's flagged rows are examined);
 - every document still flagged has an earlier document that is kept in the
-  output with ``J >= T_v``: ``duplicate_of`` names it — the earliest (smallest row
+  output and verifies it: ``duplicate_of`` names it — the earliest (smallest row
   id, the processing order) verified one among those the pass kept, or if none,
-  the earliest verified one among those round 2 kept — and ``similarity`` is
-  their exact Jaccard.
+  the earliest verified one among those round 2 kept — ``similarity`` is their
+  exact Jaccard when it reaches ``T_v``, else their containment, and
+  ``similarity_measure`` says which ("jaccard" or "containment").
 - With a kept index that held documents before this run, a flagged document
   that shares no band key with any document this run kept was flagged by an
   earlier run's document (or a Bloom false positive): neither its keys nor its
@@ -47,7 +55,8 @@ positives); the kept documents' keys are scanned through it on the executors, an
 only the pairs that pass are joined with the flagged documents' pairs. Keep-first
 inserts each kept key once, so each flagged pair meets at most one kept document:
 the join's output is at most ``b`` rows per flagged document. Then only the texts
-of the documents in a candidate pair are read. Round 2 joins the pairs of the
+of the documents in a candidate pair are read, and ``J`` and ``C`` come from
+the same intersection (no extra pass). Round 2 joins the pairs of the
 ``U`` round-1-unflagged documents with themselves (``U·b`` pairs; ``U`` is the
 S-curve's tail, a small share of ``F``). Work and shuffle grow with the flagged
 documents (``F·b`` pairs), not with ``N²``. The one cost in ``N``: the streamed
@@ -63,16 +72,47 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
 from lshbloom_udf.spark.keys import ROW_COL, is_in
+from lshbloom_udf.spark.verify_candidates import (F_ROW, K_ROW, PAIRS_SCHEMA, PairBloom, candidates, collect_arrow,
+                                                  flagged_bloom, kept_pairs_mapper, pair_hashes, pairs_mapper)
 
-F_ROW, K_ROW, SIM = "_lshb_frow", "_lshb_krow", "_lshb_sim"
+SIM, MEASURE = "_lshb_sim", "_lshb_measure"
 TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
-BLOOM_BITS_PER_PAIR = 12
-BLOOM_PROBES = 4
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# The measure that verified a pair, by code (Verified.measure, the similarity_measure column).
+MEASURES = ("jaccard", "containment")
+JACCARD, CONTAINMENT = 0, 1
+
+__all__ = ["MEASURES", "PairBloom", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
+
+
+@dataclass(frozen=True)
+class VerifyRule:
+    """When a candidate pair (later ``d``, earlier ``e``) verifies: ``J >= jaccard`` or ``C >= containment``.
+
+    ``containment`` None: Jaccard only (the rule before containment_threshold).
+    """
+
+    jaccard: float
+    containment: Optional[float] = None
+
+    def judge(self, common: np.ndarray, size_d: np.ndarray, size_e: np.ndarray):
+        """(passes, similarity, measure code) of pairs with ``|S_d ∩ S_e|``, ``|S_d|``, ``|S_e|``.
+
+        The similarity is ``J`` where it passes (also when ``C`` does), else ``C``.
+        """
+        common, size_d = common.astype(np.float64), size_d.astype(np.float64)
+        union = size_d + size_e - common
+        j = np.divide(common, union, out=np.zeros_like(common), where=union > 0)
+        by_j = j >= self.jaccard
+        if self.containment is None:
+            return by_j, j, np.full(len(j), JACCARD, np.int8)
+        c = np.divide(common, size_d, out=np.zeros_like(common), where=size_d > 0)
+        by_c = c >= self.containment
+        return by_j | by_c, np.where(by_j, j, c), np.where(by_j, JACCARD, CONTAINMENT).astype(np.int8)
 
 
 @dataclass
@@ -81,24 +121,29 @@ class Verified:
 
     ``rows`` (sorted int64 row ids), ``of_rows`` (the earliest verified kept
     document's row id, ``-1`` where it cannot be verified: an earlier run's
-    document) and ``similarity`` (float64, NaN where ``of_rows`` is -1) are
-    aligned; ``pass_flagged`` the pass's flags, ``candidate_pairs`` the
-    (flagged, earlier kept) pairs whose similarity was computed.
+    document), ``similarity`` (float64, NaN where ``of_rows`` is -1) and
+    ``measure`` (int8: the index in :data:`MEASURES` of the measure that
+    verified, -1 where ``of_rows`` is -1) are aligned; ``pass_flagged`` the
+    pass's flags, ``candidate_pairs`` the (flagged, earlier kept) pairs whose
+    similarity was computed.
     """
 
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     of_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     similarity: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    measure: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     pass_flagged: int = 0
     candidate_pairs: int = 0
     seconds: float = 0.0
     stages: dict = field(default_factory=dict)
 
-    def summary(self, threshold: float) -> dict:
+    def summary(self, rule: VerifyRule) -> dict:
         return {
-            "threshold": threshold,
+            "threshold": rule.jaccard,
+            "containment_threshold": rule.containment,
             "pass_flagged": self.pass_flagged,
             "kept_flagged": int(len(self.rows)),
+            "by_containment": int(np.count_nonzero(self.measure == CONTAINMENT)),
             "unflagged": self.pass_flagged - int(len(self.rows)),
             "unverifiable": int(np.count_nonzero(self.of_rows < 0)),
             "candidate_pairs": self.candidate_pairs,
@@ -106,146 +151,55 @@ class Verified:
             "stages": dict(self.stages),
         }
 
-
-# -- the Bloom filter of the flagged documents' (band, key) pairs ----------------------------
-
-
-def pair_hashes(keys: np.ndarray) -> np.ndarray:
-    """A well-mixed 64-bit hash of each (band i, key) of an ``(n, b)`` key matrix (splitmix64's finalizer)."""
-    bands = (np.arange(keys.shape[1], dtype=np.uint64) + np.uint64(1)) * _GOLDEN
-    h = keys.astype(np.uint64, copy=False) ^ bands[None, :]
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return (h ^ (h >> np.uint64(31))).ravel()
-
-
-class PairBloom:
-    """A plain Bloom filter over 64-bit hashes: ``m`` = a power of two >= 12·n bits, 4 probes (double hashing).
-
-    False-positive rate ``(1 - e^{-4n/m})^4 <= 0.6 %``: a false positive only
-    costs a kept pair in the join, never a wrong decision.
-    """
-
-    def __init__(self, n: int):
-        bits = 1 << max(6, int(np.ceil(np.log2(max(1, n) * BLOOM_BITS_PER_PAIR))))
-        self.mask = np.uint64(bits - 1)
-        self.bits = np.zeros(bits // 8, dtype=np.uint8)
-
-    def _positions(self, h: np.ndarray):
-        h1, h2 = h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1)
-        for j in range(BLOOM_PROBES):
-            yield (h1 + np.uint64(j) * h2) & self.mask
-
-    def add(self, h: np.ndarray) -> None:
-        for pos in self._positions(h):
-            np.bitwise_or.at(self.bits, (pos >> np.uint64(3)).astype(np.intp),
-                             (np.uint8(1) << (pos & np.uint64(7)).astype(np.uint8)))
-
-    def contains(self, h: np.ndarray) -> np.ndarray:
-        hit = np.ones(len(h), dtype=bool)
-        for pos in self._positions(h):
-            hit &= ((self.bits[(pos >> np.uint64(3)).astype(np.intp)] >> (pos & np.uint64(7)).astype(np.uint8)) & 1) > 0
-        return hit
+    def _set(self, rows, of_rows, similarity, measure) -> None:
+        order = np.argsort(rows, kind="stable")
+        self.rows, self.of_rows = rows[order], of_rows[order]
+        self.similarity, self.measure = similarity[order], measure[order]
 
 
 # -- executor functions (mapInArrow) -----------------------------------------------------------
 
 
-def _batch_keys(batch, b: int):
-    """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
-    from lshbloom_udf.spark.keys import _unpack_keyed
+def shingle_set(text: Optional[str], ngram: int, normalize_mask: int) -> frozenset:
+    """The shingle set ``S`` of a text, by the contract (the signatures' shingles): every similarity
+    verification computes goes through here."""
+    from lshbloom_udf import _native
 
-    if not batch.num_rows:
-        return np.zeros(0, np.int64), np.zeros((0, b), np.uint64), np.zeros(0, np.bool_)
-    rows, data, active = _unpack_keyed(batch, 8 * b)
-    return rows, np.frombuffer(data, dtype="<u8").reshape(batch.num_rows, b), active
+    return frozenset(_native.shingles(text, ngram, normalize_mask))
 
 
-def flagged_hashes_mapper(b: int):
-    """One row per batch of flagged documents' keys: their pair hashes (for the driver's Bloom filter)."""
+def similarity_mapper(ngram: int, normalize_mask: int, rule: VerifyRule):
+    """(flagged row, kept row, similarity, measure code) of each pair of texts that ``rule`` verifies.
 
-    def run(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            _, keys, _ = _batch_keys(batch, b)
-            if len(keys):
-                yield pa.RecordBatch.from_pydict({"h": pa.array([pair_hashes(keys).tobytes()], pa.binary())})
-
-    return run
-
-
-PAIRS_SCHEMA = "band int, key long, row long"
-
-
-def _pairs_batch(band_ids: np.ndarray, rows: np.ndarray, keys: np.ndarray, hit: np.ndarray):
-    import pyarrow as pa
-
-    return pa.RecordBatch.from_pydict({
-        "band": pa.array(np.broadcast_to(band_ids, hit.shape)[hit], pa.int32()),
-        "key": pa.array(keys[hit].view(np.int64), pa.int64()),
-        "row": pa.array(np.broadcast_to(rows[:, None], hit.shape)[hit], pa.int64()),
-    })
-
-
-def pairs_mapper(among: np.ndarray, b: int):
-    """(band, key, row) rows: every pair of the documents whose row id is among the sorted ``among``."""
-
-    def run(batches):
-        band_ids = np.arange(b, dtype=np.int32)
-        for batch in batches:
-            rows, keys, _ = _batch_keys(batch, b)
-            mine = is_in(rows, among)
-            if mine.any():
-                yield _pairs_batch(band_ids, rows[mine], keys[mine], np.ones((int(mine.sum()), b), dtype=bool))
-
-    return run
-
-
-def kept_pairs_mapper(bloom: PairBloom, b: int):
-    """(band, key, row) rows: the pairs of the active documents (the unflagged ones: the pass kept them) that
-    pass ``bloom``."""
-
-    def run(batches):
-        band_ids = np.arange(b, dtype=np.int32)
-        for batch in batches:
-            rows, keys, active = _batch_keys(batch, b)
-            rows, keys = rows[active], keys[active]
-            hit = bloom.contains(pair_hashes(keys)).reshape(keys.shape)
-            if hit.any():
-                yield _pairs_batch(band_ids, rows, keys, hit)
-
-    return run
-
-
-def similarity_mapper(ngram: int, normalize_mask: int):
-    """(flagged row, kept row, exact Jaccard of their shingle sets) for each pair of texts."""
+    ``J`` and ``C`` both come from one intersection of the two shingle sets.
+    """
 
     def run(batches):
         import pyarrow as pa
-
-        from lshbloom_udf import _native
 
         cache: dict = {}
 
-        def shingle_set(text):
-            got = cache.get(text)
+        def shingles_of(raw):
+            got = cache.get(raw)
             if got is None:
                 if len(cache) > 256:
                     cache.clear()
-                got = cache[text] = frozenset(_native.shingles(_decoded(text), ngram, normalize_mask))
+                got = cache[raw] = shingle_set(_decoded(raw), ngram, normalize_mask)
             return got
 
         for batch in batches:
-            f_rows, k_rows = batch.column(0), batch.column(1)
             f_text = batch.column(2).cast(pa.binary()).to_pylist()
             k_text = batch.column(3).cast(pa.binary()).to_pylist()
-            sims = np.empty(batch.num_rows, dtype=np.float64)
+            sizes = np.empty((3, batch.num_rows), dtype=np.int64)  # |S_d ∩ S_e|, |S_d|, |S_e|
             for i, (ft, kt) in enumerate(zip(f_text, k_text)):
-                a, c = shingle_set(ft), shingle_set(kt)
-                union = len(a | c) if a or c else 0
-                sims[i] = len(a & c) / union if union else 0.0
-            yield pa.RecordBatch.from_arrays([f_rows, k_rows, pa.array(sims, pa.float64())], names=[F_ROW, K_ROW, SIM])
+                d, e = shingles_of(ft), shingles_of(kt)
+                sizes[:, i] = (len(d & e), len(d), len(e))
+            passes, sim, measure = rule.judge(*sizes)
+            if passes.any():
+                keep = pa.array(passes)
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column(0).filter(keep), batch.column(1).filter(keep), pa.array(sim[passes], pa.float64()),
+                     pa.array(measure[passes], pa.int8())], names=[F_ROW, K_ROW, SIM, MEASURE])
 
     return run
 
@@ -258,7 +212,7 @@ def _decoded(raw):
 # -- the driver's side ------------------------------------------------------------------------
 
 
-def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normalize_mask: int, threshold: float,
+def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normalize_mask: int, rule: VerifyRule,
                  prior_documents: bool, broadcast_limit: int) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
@@ -269,6 +223,7 @@ def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normal
     ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``, ``text``) of
     the rows of a one-column row-id frame (``small``: it may be broadcast);
     ``flagged_rows``: the pass's duplicates (int64 row ids);
+    ``rule``: when a candidate pair verifies (Jaccard, or containment too);
     ``prior_documents``: the index held documents before this run.
     """
     from pyspark import StorageLevel
@@ -284,13 +239,13 @@ def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normal
     flagged_keys = keyed_of(flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         similar = functools.partial(_similarities, flagged_keys.sparkSession, texts_of=texts_of, ngram=ngram,
-                                    normalize_mask=normalize_mask, threshold=threshold, broadcast_limit=broadcast_limit)
+                                    normalize_mask=normalize_mask, rule=rule, broadcast_limit=broadcast_limit)
         # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
-        bloom = _flagged_bloom(flagged_keys, len(flagged), b)
+        bloom = flagged_bloom(flagged_keys, len(flagged), b)
         lap = _laps(out.stages, t0)
         lap("bloom")
         kept_pairs = keyed_of(flagged, False).mapInArrow(kept_pairs_mapper(bloom, b), PAIRS_SCHEMA)
-        cand = _candidates(flagged_keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA), kept_pairs)
+        cand = candidates(flagged_keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA), kept_pairs)
         out.candidate_pairs = len(cand[0])
         lap("candidates")
         _decide(out, flagged, cand[0], similar(cand), prior_documents)
@@ -299,7 +254,7 @@ def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normal
         unflagged = flagged[~is_in(flagged, out.rows)]
         if len(unflagged) > 1:
             pairs = flagged_keys.mapInArrow(pairs_mapper(unflagged, b), PAIRS_SCHEMA)
-            cand = _candidates(pairs, pairs)
+            cand = candidates(pairs, pairs)
             out.candidate_pairs += len(cand[0])
             _chain(out, similar(cand))
             lap("round2")
@@ -320,57 +275,54 @@ def _laps(stages: dict, t0: float):
     return lap
 
 
-def _chain(out: Verified, sims) -> None:
+@dataclass(frozen=True)
+class VerifiedPairs:
+    """Candidate pairs (later row, earlier row) the rule verified, sorted by (later, earlier), with the
+    similarity and measure code that verified each."""
+
+    f_rows: np.ndarray
+    k_rows: np.ndarray
+    similarity: np.ndarray
+    measure: np.ndarray
+
+    @classmethod
+    def of(cls, f_rows, k_rows, similarity, measure) -> "VerifiedPairs":
+        order = np.lexsort((k_rows, f_rows))
+        return cls(f_rows[order], k_rows[order], similarity[order], measure[order])
+
+    def first_of_each(self) -> np.ndarray:
+        """Where each later row's pairs start (its earliest verified earlier row)."""
+        return np.flatnonzero(np.r_[True, self.f_rows[1:] != self.f_rows[:-1]]) if len(self.f_rows) else np.zeros(0, int)
+
+
+def _chain(out: Verified, pairs: VerifiedPairs) -> None:
     """Add to ``out`` the round-1-unflagged documents an earlier one of them verifies, in processing order.
 
-    ``sims``: (later row, earlier row, similarity >= T) among the round-1-unflagged
-    documents. A document is flagged when an earlier one *that stays kept* verifies
-    it (the earliest such names it); the others stay kept, so candidates for later ones.
+    ``pairs``: (later row, earlier row) among the round-1-unflagged documents
+    that the rule verifies. A document is flagged when an earlier one *that
+    stays kept* verifies it (the earliest such names it); the others stay kept,
+    so candidates for later ones.
     """
-    f_rows, k_rows, sim = sims
-    if not len(f_rows):
+    starts = pairs.first_of_each()
+    if not len(starts):
         return
-    order = np.lexsort((k_rows, f_rows))
-    f_rows, k_rows, sim = f_rows[order], k_rows[order], sim[order]
-    starts = np.flatnonzero(np.r_[True, f_rows[1:] != f_rows[:-1]])
-    ends = np.r_[starts[1:], len(f_rows)]
-    flagged: dict = {}
+    ends = np.r_[starts[1:], len(pairs.f_rows)]
+    flagged: dict = {}  # row -> index of the pair that verifies it
     for lo, hi in zip(starts.tolist(), ends.tolist()):
         for j in range(lo, hi):
-            if int(k_rows[j]) not in flagged:
-                flagged[int(f_rows[lo])] = (int(k_rows[j]), float(sim[j]))
+            if int(pairs.k_rows[j]) not in flagged:
+                flagged[int(pairs.f_rows[lo])] = j
                 break
     if flagged:
-        rows = np.fromiter(flagged, np.int64, len(flagged))
-        of = np.array([v[0] for v in flagged.values()], np.int64)
-        sm = np.array([v[1] for v in flagged.values()], np.float64)
-        rows, of_rows, similarity = (np.concatenate([a, c]) for a, c in
-                                     ((out.rows, rows), (out.of_rows, of), (out.similarity, sm)))
-        order = np.argsort(rows, kind="stable")
-        out.rows, out.of_rows, out.similarity = rows[order], of_rows[order], similarity[order]
+        at = np.fromiter(flagged.values(), np.int64, len(flagged))
+        out._set(*(np.concatenate([mine, new[at]]) for mine, new in
+                   ((out.rows, pairs.f_rows), (out.of_rows, pairs.k_rows), (out.similarity, pairs.similarity),
+                    (out.measure, pairs.measure))))
 
 
-def _flagged_bloom(flagged_keys, documents: int, b: int) -> PairBloom:
-    """The Bloom filter of the flagged documents' pairs, built on the driver from a stream of their hashes."""
-    bloom = PairBloom(documents * b)
-    for row in flagged_keys.mapInArrow(flagged_hashes_mapper(b), "h binary").toLocalIterator(prefetchPartitions=True):
-        bloom.add(np.frombuffer(row["h"], dtype=np.uint64))
-    return bloom
-
-
-def _candidates(f, k) -> tuple[np.ndarray, np.ndarray]:
-    """(later row of ``f``, earlier row of ``k``) pairs sharing a (band, key): distinct, as two int64 arrays."""
-    from pyspark.sql import functions as F
-
-    f = f.withColumnRenamed("row", F_ROW)
-    k = k.withColumnRenamed("row", K_ROW)
-    pairs = f.join(k, ["band", "key"]).where(F.col(F_ROW) > F.col(K_ROW)).select(F_ROW, K_ROW).distinct()
-    table = collect_arrow(pairs)
-    return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64))
-
-
-def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, threshold: float, broadcast_limit: int):
-    """(flagged row, kept row, similarity) arrays of the candidate pairs whose similarity is >= threshold."""
+def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, rule: VerifyRule,
+                  broadcast_limit: int) -> VerifiedPairs:
+    """The candidate pairs ``rule`` verifies, with their similarity and measure."""
     import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -379,7 +331,7 @@ def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, thr
 
     f_rows, k_rows = cand
     if not len(f_rows):
-        return f_rows, k_rows, np.zeros(0, np.float64)
+        return VerifiedPairs(f_rows, k_rows, np.zeros(0, np.float64), np.zeros(0, np.int8))
     involved = np.unique(np.concatenate([f_rows, k_rows]))
     texts = texts_of(row_frame(spark, involved), len(involved) <= broadcast_limit)
     text_col = [c for c in texts.columns if c != ROW_COL][0]
@@ -388,38 +340,23 @@ def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, thr
     tf = texts.select(F.col(ROW_COL).alias(F_ROW), F.col(text_col).alias(TEXT_F))
     tk = texts.select(F.col(ROW_COL).alias(K_ROW), F.col(text_col).alias(TEXT_K))
     joined = pairs.join(tf, F_ROW).join(tk, K_ROW).select(F_ROW, K_ROW, TEXT_F, TEXT_K)
-    sims = joined.mapInArrow(similarity_mapper(ngram, normalize_mask), f"{F_ROW} long, {K_ROW} long, {SIM} double")
-    table = collect_arrow(sims.where(F.col(SIM) >= F.lit(threshold)))
-    return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64),
-            table.column(SIM).to_numpy().astype(np.float64))
+    sims = joined.mapInArrow(similarity_mapper(ngram, normalize_mask, rule),
+                             f"{F_ROW} long, {K_ROW} long, {SIM} double, {MEASURE} byte")
+    table = collect_arrow(sims)
+    return VerifiedPairs.of(*(table.column(c).to_numpy().astype(t) for c, t in
+                              ((F_ROW, np.int64), (K_ROW, np.int64), (SIM, np.float64), (MEASURE, np.int8))))
 
 
-def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, sims, prior_documents: bool) -> None:
+def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: VerifiedPairs, prior_documents: bool) -> None:
     """Fill ``out``: each verified flagged row with its earliest verified kept row; the unverifiable ones."""
-    f_rows, k_rows, sim = sims
-    order = np.lexsort((k_rows, f_rows))
-    f_rows, k_rows, sim = f_rows[order], k_rows[order], sim[order]
-    first = np.ones(len(f_rows), dtype=bool)
-    first[1:] = f_rows[1:] != f_rows[:-1]
-    rows, of_rows, similarity = f_rows[first], k_rows[first], sim[first]
+    first = pairs.first_of_each()
+    parts = [pairs.f_rows[first], pairs.k_rows[first], pairs.similarity[first], pairs.measure[first]]
     if prior_documents:
         # No kept document of this run shares a key: flagged by an earlier run's document, which cannot be read.
         lone = flagged[~is_in(flagged, np.unique(cand_f))]
-        rows = np.concatenate([rows, lone])
-        of_rows = np.concatenate([of_rows, np.full(len(lone), -1, np.int64)])
-        similarity = np.concatenate([similarity, np.full(len(lone), np.nan)])
-        order = np.argsort(rows, kind="stable")
-        rows, of_rows, similarity = rows[order], of_rows[order], similarity[order]
-    out.rows, out.of_rows, out.similarity = rows, of_rows, similarity
-
-
-def collect_arrow(df):
-    """A DataFrame's rows on the driver as a pyarrow Table (``toArrow`` where PySpark has it)."""
-    import pyarrow as pa
-
-    if hasattr(df, "toArrow"):
-        return df.toArrow()
-    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
+        fill = (lone, np.full(len(lone), -1, np.int64), np.full(len(lone), np.nan), np.full(len(lone), -1, np.int8))
+        parts = [np.concatenate([a, c]) for a, c in zip(parts, fill)]
+    out._set(*parts)
 
 
 def texts_source(pinned, text_col: str):

@@ -1,0 +1,147 @@
+"""Verification's candidate pairs (:mod:`lshbloom_udf.spark.verify`, "Cost"): the Bloom filter of the flagged
+documents' (band, key) pairs, the kept documents' keys scanned through it on the executors, and the join of the
+pairs that pass with the flagged documents' pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lshbloom_udf.spark.keys import is_in
+
+F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
+BLOOM_BITS_PER_PAIR = 12
+BLOOM_PROBES = 4
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def pair_hashes(keys: np.ndarray) -> np.ndarray:
+    """A well-mixed 64-bit hash of each (band i, key) of an ``(n, b)`` key matrix (splitmix64's finalizer)."""
+    bands = (np.arange(keys.shape[1], dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    h = keys.astype(np.uint64, copy=False) ^ bands[None, :]
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (h ^ (h >> np.uint64(31))).ravel()
+
+
+class PairBloom:
+    """A plain Bloom filter over 64-bit hashes: ``m`` = a power of two >= 12·n bits, 4 probes (double hashing).
+
+    False-positive rate ``(1 - e^{-4n/m})^4 <= 0.6 %``: a false positive only
+    costs a kept pair in the join, never a wrong decision.
+    """
+
+    def __init__(self, n: int):
+        bits = 1 << max(6, int(np.ceil(np.log2(max(1, n) * BLOOM_BITS_PER_PAIR))))
+        self.mask = np.uint64(bits - 1)
+        self.bits = np.zeros(bits // 8, dtype=np.uint8)
+
+    def _positions(self, h: np.ndarray):
+        h1, h2 = h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1)
+        for j in range(BLOOM_PROBES):
+            yield (h1 + np.uint64(j) * h2) & self.mask
+
+    def add(self, h: np.ndarray) -> None:
+        for pos in self._positions(h):
+            np.bitwise_or.at(self.bits, (pos >> np.uint64(3)).astype(np.intp),
+                             (np.uint8(1) << (pos & np.uint64(7)).astype(np.uint8)))
+
+    def contains(self, h: np.ndarray) -> np.ndarray:
+        hit = np.ones(len(h), dtype=bool)
+        for pos in self._positions(h):
+            hit &= ((self.bits[(pos >> np.uint64(3)).astype(np.intp)] >> (pos & np.uint64(7)).astype(np.uint8)) & 1) > 0
+        return hit
+
+
+def _batch_keys(batch, b: int):
+    """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
+    from lshbloom_udf.spark.keys import _unpack_keyed
+
+    if not batch.num_rows:
+        return np.zeros(0, np.int64), np.zeros((0, b), np.uint64), np.zeros(0, np.bool_)
+    rows, data, active = _unpack_keyed(batch, 8 * b)
+    return rows, np.frombuffer(data, dtype="<u8").reshape(batch.num_rows, b), active
+
+
+def flagged_hashes_mapper(b: int):
+    """One row per batch of flagged documents' keys: their pair hashes (for the driver's Bloom filter)."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            _, keys, _ = _batch_keys(batch, b)
+            if len(keys):
+                yield pa.RecordBatch.from_pydict({"h": pa.array([pair_hashes(keys).tobytes()], pa.binary())})
+
+    return run
+
+
+PAIRS_SCHEMA = "band int, key long, row long"
+
+
+def _pairs_batch(band_ids: np.ndarray, rows: np.ndarray, keys: np.ndarray, hit: np.ndarray):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict({
+        "band": pa.array(np.broadcast_to(band_ids, hit.shape)[hit], pa.int32()),
+        "key": pa.array(keys[hit].view(np.int64), pa.int64()),
+        "row": pa.array(np.broadcast_to(rows[:, None], hit.shape)[hit], pa.int64()),
+    })
+
+
+def pairs_mapper(among: np.ndarray, b: int):
+    """(band, key, row) rows: every pair of the documents whose row id is among the sorted ``among``."""
+
+    def run(batches):
+        band_ids = np.arange(b, dtype=np.int32)
+        for batch in batches:
+            rows, keys, _ = _batch_keys(batch, b)
+            mine = is_in(rows, among)
+            if mine.any():
+                yield _pairs_batch(band_ids, rows[mine], keys[mine], np.ones((int(mine.sum()), b), dtype=bool))
+
+    return run
+
+
+def kept_pairs_mapper(bloom: PairBloom, b: int):
+    """(band, key, row) rows: the pairs of the active documents (the unflagged ones: the pass kept them) that
+    pass ``bloom``."""
+
+    def run(batches):
+        band_ids = np.arange(b, dtype=np.int32)
+        for batch in batches:
+            rows, keys, active = _batch_keys(batch, b)
+            rows, keys = rows[active], keys[active]
+            hit = bloom.contains(pair_hashes(keys)).reshape(keys.shape)
+            if hit.any():
+                yield _pairs_batch(band_ids, rows, keys, hit)
+
+    return run
+
+
+def flagged_bloom(flagged_keys, documents: int, b: int) -> PairBloom:
+    """The Bloom filter of the flagged documents' pairs, built on the driver from a stream of their hashes."""
+    bloom = PairBloom(documents * b)
+    for row in flagged_keys.mapInArrow(flagged_hashes_mapper(b), "h binary").toLocalIterator(prefetchPartitions=True):
+        bloom.add(np.frombuffer(row["h"], dtype=np.uint64))
+    return bloom
+
+
+def candidates(f, k) -> tuple[np.ndarray, np.ndarray]:
+    """(later row of ``f``, earlier row of ``k``) pairs sharing a (band, key): distinct, as two int64 arrays."""
+    from pyspark.sql import functions as F
+
+    f = f.withColumnRenamed("row", F_ROW)
+    k = k.withColumnRenamed("row", K_ROW)
+    pairs = f.join(k, ["band", "key"]).where(F.col(F_ROW) > F.col(K_ROW)).select(F_ROW, K_ROW).distinct()
+    table = collect_arrow(pairs)
+    return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64))
+
+
+def collect_arrow(df):
+    """A DataFrame's rows on the driver as a pyarrow Table (``toArrow`` where PySpark has it)."""
+    import pyarrow as pa
+
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)

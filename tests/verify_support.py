@@ -1,0 +1,147 @@
+"""Exact set-based references for verification with Jaccard or containment (tests/test_spark_verify_containment.py).
+
+Everything here is plain Python over sets, written from the contract
+(docs/algorithm.md §1, §4b, §8), not from the product's code: the shingles, the
+two decision rules of the pass over the band keys, and verification's two
+rounds. Only the band keys come from ``lshbloom_udf.minhash.text_band_keys``
+(the MinHash contract that other tests check against datasketch).
+"""
+
+from __future__ import annotations
+
+import random
+import unicodedata
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from lshbloom_udf.minhash import text_band_keys
+
+
+def shingles(text: Optional[str], ngram: int, normalize: str) -> set[bytes]:
+    """The distinct word n-grams of ``text`` after the normalization steps named in ``normalize``, as UTF-8."""
+    if text is None:
+        return set()
+    steps = {"nfkc", "lower", "punct"} if normalize == "all" else set(normalize.split(",")) - {"none", ""}
+    if "nfkc" in steps:
+        text = unicodedata.normalize("NFKC", text)
+    if "lower" in steps:
+        text = text.lower()
+    if "punct" in steps:
+        text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
+    words = text.split()
+    if not words:
+        return set()
+    if len(words) < ngram:
+        return {" ".join(words).encode()}
+    return {" ".join(words[i:i + ngram]).encode() for i in range(len(words) - ngram + 1)}
+
+
+def jaccard(d: set, e: set) -> float:
+    return len(d & e) / len(d | e) if d | e else 0.0
+
+
+def containment(d: set, e: set) -> float:
+    """C(d, e): the share of ``d``'s shingles that are in ``e``."""
+    return len(d & e) / len(d) if d else 0.0
+
+
+def band_keys(texts: list[str], config) -> tuple[list[set], np.ndarray]:
+    """Each document's set of (band, key) pairs, and whether it has shingles."""
+    keys, active = text_band_keys(texts, **config.index_params().signature_kwargs())
+    return [{(band, int(k)) for band, k in enumerate(row)} for row in keys], active
+
+
+def pass_flags(pairs: list[set], active: np.ndarray, insert: str) -> list[bool]:
+    """The pass's flags with exact sets for Bloom filters: ``first`` inserts the kept documents' pairs, ``all``
+    every document's; a document is flagged when one of its pairs is already in."""
+    seen: set = set()
+    flags = []
+    for mine, has in zip(pairs, active):
+        flagged = bool(has) and not seen.isdisjoint(mine)
+        flags.append(flagged)
+        if has and (insert == "all" or not flagged):
+            seen |= mine
+    return flags
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a flag stays: the earlier kept document, the similarity reported, its measure, and the round."""
+
+    of: int
+    similarity: float
+    measure: str
+    round: int
+
+
+def judge(d: set, e: set, t_jaccard: float, t_containment: Optional[float]) -> Optional[tuple[float, str]]:
+    """(similarity, measure) when the pair verifies: Jaccard first (it is reported when both pass)."""
+    j = jaccard(d, e)
+    if j >= t_jaccard:
+        return j, "jaccard"
+    c = containment(d, e)
+    if t_containment is not None and c >= t_containment:
+        return c, "containment"
+    return None
+
+
+def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jaccard: float,
+                     t_containment: Optional[float]) -> dict[int, Verdict]:
+    """Position of each flag verification keeps -> its :class:`Verdict`.
+
+    Round 1: the earliest earlier document the pass kept that shares a (band,
+    key) and verifies. Else (round 2), in processing order: the earliest earlier
+    document verification unflagged and that stays kept, sharing a pair, that verifies.
+    """
+    kept_pairs: dict = {}  # (band, key) -> the document the pass kept with it
+    for i, mine in enumerate(pairs):
+        if not flags[i]:
+            for p in mine:
+                kept_pairs.setdefault(p, i)
+    unflagged: list[int] = []  # flagged by the pass, unflagged by verification: kept
+    verdicts: dict[int, Verdict] = {}
+    for i in (i for i, f in enumerate(flags) if f):
+        round1 = sorted({kept_pairs[p] for p in pairs[i] if kept_pairs.get(p, i) < i})
+        round2 = [u for u in unflagged if not pairs[u].isdisjoint(pairs[i])]
+        for rnd, pool in ((1, round1), (2, round2)):
+            got = next(((c, v) for c in pool if (v := judge(sets[i], sets[c], t_jaccard, t_containment))), None)
+            if got is not None:
+                verdicts[i] = Verdict(got[0], got[1][0], got[1][1], rnd)
+                break
+        else:
+            unflagged.append(i)
+    return verdicts
+
+
+# -- a stream of partial copies, built from generated word sequences ----------------------------
+
+
+def partial_copy_stream(sources: int, seed: int) -> list[tuple[str, str]]:
+    """(text, kind) documents: each source, then some of: a truncation, an excerpt or a section drop keeping
+    40-90 % of it, a near-exact copy (2 words replaced); sometimes a partial copy comes *before* its source (so
+    round 2 has work); and unrelated documents between."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(4000)] + ["Alpha,", "beta.", "GAMMA", "Ünïcode", "ﬁne"]
+    docs: list[tuple[str, str]] = []
+    for _ in range(sources):
+        words = [rng.choice(vocab) for _ in range(rng.randint(60, 140))]
+        n = len(words)
+        keep = int(round(n * rng.uniform(0.4, 0.9)))
+        start = rng.randint(0, n - keep)
+        cut = rng.randint(1, keep - 1)
+        variants = {
+            "truncation": words[:keep],
+            "excerpt": words[start:start + keep],
+            "section_drop": words[:cut] + words[cut + n - keep:],
+            "near_copy": [w if rng.random() > 2 / n else "zz" for w in words],
+        }
+        chosen = [(" ".join(v), k) for k, v in variants.items() if rng.random() < 0.6]
+        original = (" ".join(words), "source")
+        if chosen and rng.random() < 0.2:
+            docs += [chosen[0], original, *chosen[1:]]
+        else:
+            docs += [original, *chosen]
+        docs.append((" ".join(rng.choice(vocab) for _ in range(rng.randint(30, 90))), "unrelated"))
+    return docs
