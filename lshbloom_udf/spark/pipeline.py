@@ -84,6 +84,7 @@ class DedupRun:
             self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
             normalize_mask=normalization_mask(p.normalize), threshold=c.verify_threshold or p.threshold,
             prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+            shingle=p.shingle,
         )
         self._lap("verify")
         return verified

@@ -218,7 +218,7 @@ def kept_pairs_mapper(bloom: PairBloom, b: int):
     return run
 
 
-def similarity_mapper(ngram: int, normalize_mask: int):
+def similarity_mapper(ngram: int, normalize_mask: int, shingle: str = "words"):
     """(flagged row, kept row, exact Jaccard of their shingle sets) for each pair of texts."""
 
     def run(batches):
@@ -233,7 +233,7 @@ def similarity_mapper(ngram: int, normalize_mask: int):
             if got is None:
                 if len(cache) > 256:
                     cache.clear()
-                got = cache[text] = frozenset(_native.shingles(_decoded(text), ngram, normalize_mask))
+                got = cache[text] = frozenset(_native.shingles(_decoded(text), ngram, normalize_mask, shingle))
             return got
 
         for batch in batches:
@@ -259,7 +259,8 @@ def _decoded(raw):
 
 
 def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normalize_mask: int, threshold: float,
-                 prior_documents: bool, broadcast_limit: int) -> Verified:
+                 prior_documents: bool, broadcast_limit: int,
+                 shingle: str = "words") -> Verified:
     """Verify the pass's flags (see the module's docs).
 
     ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row`` (processing
@@ -284,7 +285,8 @@ def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normal
     flagged_keys = keyed_of(flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         similar = functools.partial(_similarities, flagged_keys.sparkSession, texts_of=texts_of, ngram=ngram,
-                                    normalize_mask=normalize_mask, threshold=threshold, broadcast_limit=broadcast_limit)
+                                    normalize_mask=normalize_mask, threshold=threshold, broadcast_limit=broadcast_limit,
+                                    shingle=shingle)
         # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
         bloom = _flagged_bloom(flagged_keys, len(flagged), b)
         lap = _laps(out.stages, t0)
@@ -369,7 +371,8 @@ def _candidates(f, k) -> tuple[np.ndarray, np.ndarray]:
     return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64))
 
 
-def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, threshold: float, broadcast_limit: int):
+def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, threshold: float, broadcast_limit: int,
+                  shingle: str = "words"):
     """(flagged row, kept row, similarity) arrays of the candidate pairs whose similarity is >= threshold."""
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -388,7 +391,7 @@ def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, thr
     tf = texts.select(F.col(ROW_COL).alias(F_ROW), F.col(text_col).alias(TEXT_F))
     tk = texts.select(F.col(ROW_COL).alias(K_ROW), F.col(text_col).alias(TEXT_K))
     joined = pairs.join(tf, F_ROW).join(tk, K_ROW).select(F_ROW, K_ROW, TEXT_F, TEXT_K)
-    sims = joined.mapInArrow(similarity_mapper(ngram, normalize_mask), f"{F_ROW} long, {K_ROW} long, {SIM} double")
+    sims = joined.mapInArrow(similarity_mapper(ngram, normalize_mask, shingle), f"{F_ROW} long, {K_ROW} long, {SIM} double")
     table = collect_arrow(sims.where(F.col(SIM) >= F.lit(threshold)))
     return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64),
             table.column(SIM).to_numpy().astype(np.float64))
