@@ -6,7 +6,8 @@ otherwise (other integer dtypes accepted where noted, with a range check).
 
 Schemes: ``"affine32"`` (datasketch 2.x) or ``"legacy"`` (datasketch < 2.0).
 ``normalize`` is a bitmask of :data:`NORM_NFKC`, :data:`NORM_LOWER`,
-:data:`NORM_PUNCT`.
+:data:`NORM_PUNCT`, :data:`NORM_DEHYPHEN` (applied first, then the others in
+that order). ``unit`` is one of :data:`SHINGLE_UNITS`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ NORM_LOWER: Final[int]
 """Normalization flag: lowercase."""
 NORM_PUNCT: Final[int]
 """Normalization flag: Unicode punctuation to space."""
+NORM_DEHYPHEN: Final[int]
+"""Normalization flag: remove a hyphen after a letter with the line break after it ("docu-\\n ment" -> "document")."""
+SHINGLE_UNITS: Final[list[str]]
+"""The shingle units: ``["words", "chars", "mixed"]``."""
 PUNCT_UNICODE_VERSION: Final[str]
 """Unicode version of the punctuation table behind :data:`NORM_PUNCT`."""
 
@@ -44,11 +49,18 @@ _Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 # Shingling and MinHash
 
 
-def shingles(text: str | None, ngram: int, normalize: int = 0) -> list[bytes]:
-    """The distinct word n-gram shingles of ``text`` (UTF-8), sorted bytewise.
+def shingles(
+    text: str | None, ngram: int, normalize: int = 0, unit: Literal["words", "chars", "mixed"] = "words"
+) -> list[bytes]:
+    """The distinct shingles of ``text`` (UTF-8) in ``unit``, sorted bytewise.
 
-    ``None`` or an empty text gives ``[]``; fewer than ``ngram`` tokens gives
-    one shingle of all tokens. Tokens follow Python's ``str.split()``.
+    ``None`` or an empty text gives ``[]``. ``"words"``: word ``ngram``-grams
+    of Python's ``str.split()`` tokens joined by one space (fewer than
+    ``ngram`` tokens: one shingle of all). ``"chars"``: windows of ``ngram``
+    code points of the text with Python whitespace deleted. ``"mixed"``: as
+    ``"chars"``, Han/kana/Hangul code points weighing 3, each shingle the
+    shortest run of weight ``>= ngram``. For both, a text too short for one
+    window gives one shingle of all of it.
     """
 
 
@@ -60,8 +72,9 @@ class SignatureSettings:
 
     ``perm_a``/``perm_b`` are the permutation parameters of ``scheme`` (one per
     permutation, ``k = len(perm_a)``; odd and < ``2**32`` for ``"affine32"``);
-    shingles are word ``ngram``-grams after ``normalize``; ``threads`` native
-    threads share the rows (contiguous ranges) -- the result never depends on it.
+    shingles are ``ngram``-grams of ``unit`` (see :func:`shingles`) after
+    ``normalize``; ``threads`` native threads share the rows (contiguous
+    ranges) -- the result never depends on it.
     """
 
     def __init__(
@@ -72,6 +85,7 @@ class SignatureSettings:
         ngram: int,
         normalize: int,
         threads: int = 1,
+        unit: Literal["words", "chars", "mixed"] = "words",
     ) -> None: ...
     @property
     def num_perm(self) -> int: ...
@@ -81,6 +95,8 @@ class SignatureSettings:
     def ngram(self) -> int: ...
     @property
     def normalize(self) -> int: ...
+    @property
+    def unit(self) -> Literal["words", "chars", "mixed"]: ...
     @property
     def threads(self) -> int: ...
 

@@ -36,7 +36,7 @@ import numpy as np
 from lshbloom_udf.errors import ConfigError
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
-from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, normalization_name
+from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS, normalization_name
 
 MODES = ("flag", "filter", "duplicates")
 INSERT_RULES = ("first", "all")
@@ -218,10 +218,14 @@ class DedupConfig:
     bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
                                      _optional(_bands), "minhash",
                                      cli={"type": int, "nargs": 2, "metavar": ("B", "R")})
-    ngram: int = setting(4, "word n-gram size of the shingles", _integer(1), "minhash", cli={"type": int})
+    ngram: int = setting(4, "n-gram size of the shingles, in the shingle unit (words, code points, or weight)",
+                         _integer(1), "minhash", cli={"type": int})
+    shingle: str = setting("words", "shingle unit: words (word n-grams), chars (code point n-grams of the text "
+                           "without whitespace: for every script and noisy text) or mixed (as chars, Han/kana/Hangul "
+                           "weigh 3), docs/algorithm.md", _choice(*SHINGLE_UNITS), "minhash")
     normalize: str = setting("all", "normalize text first: none, all (NFKC, lowercase, punctuation to space), or a "
-                             "comma list of nfkc,lower,punct; a bare flag means all", _normalize, "minhash",
-                             cli={"nargs": "?", "const": "all"})
+                             "comma list of dehyphen,nfkc,lower,punct (dehyphen joins words hyphenated across a line "
+                             "break); a bare flag means all", _normalize, "minhash", cli={"nargs": "?", "const": "all"})
     seed: int = setting(1, "seed of the MinHash permutations", _seed, "minhash", cli={"type": int})
     scheme: str = setting("affine32", "permutation scheme: affine32 (datasketch >= 2) or legacy (datasketch < 2, "
                           "the paper's code)", _choice(*SCHEMES), "minhash")
@@ -395,7 +399,7 @@ class DedupConfig:
             return IndexParams.for_threshold(
                 capacity, self.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,
                 ngram=self.ngram, normalize=self.normalize, p_effective=self.p_effective, band_key=self.band_key,
-                growth=self.growth,
+                growth=self.growth, shingle=self.shingle,
             )
         except ValueError as e:
             raise ConfigError(str(e)) from None
@@ -427,8 +431,8 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: _default(f) for f, _ in 
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         "paper": MappingProxyType(
-            {"threshold": 0.5, "num_perm": 256, "ngram": 1, "normalize": "none", "seed": 1, "scheme": "legacy",
-             "band_key": "sum", "p_effective": 1e-5, "growth": "fixed"}
+            {"threshold": 0.5, "num_perm": 256, "ngram": 1, "shingle": "words", "normalize": "none", "seed": 1,
+             "scheme": "legacy", "band_key": "sum", "p_effective": 1e-5, "growth": "fixed"}
         ),
     }
 )

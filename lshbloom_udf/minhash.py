@@ -1,9 +1,18 @@
 """MinHash signatures and LSH band keys, datasketch-compatible.
 
-A document becomes a set of shingles: the tokens of Python's ``str.split()``
-(runs of Unicode whitespace as Python defines it), joined into word n-grams by
-one space; fewer than ``n`` tokens give one shingle of all of them; an empty or
-null document gives none. Each shingle is hashed with ``sha1_hash32`` (the
+A document becomes a set of shingles of one unit (``shingle``, after the
+optional normalization):
+
+- ``"words"`` (default): the tokens of Python's ``str.split()`` (runs of
+  Unicode whitespace as Python defines it), joined into word n-grams by one
+  space; fewer than ``n`` tokens give one shingle of all of them;
+- ``"chars"``: every window of ``n`` code points of the text with all
+  whitespace (``str.isspace()``) deleted;
+- ``"mixed"``: as ``"chars"``, but Han, kana and Hangul code points weigh 3
+  and others 1, and a shingle is the shortest run of weight ``>= n``;
+
+an empty or null document gives none (docs/algorithm.md gives the exact
+rules). Each shingle is hashed with ``sha1_hash32`` (the
 first 4 bytes of its SHA-1, little-endian) and the signature keeps, for each
 of ``k`` random permutations ``π_j``, the minimum ``π_j(h)`` over the shingles:
 
@@ -37,9 +46,14 @@ from lshbloom_udf.lsh import validate_bands, validate_num_perm
 SCHEMES = ("affine32", "legacy")
 MERSENNE_PRIME = (1 << 61) - 1
 
-# Normalization steps, applied in this order before tokenizing. The native
-# module takes them as a bit mask.
-NORMALIZATION_STEPS = {"nfkc": 1, "lower": 2, "punct": 4}
+# Normalization steps, applied in this order before shingling. The native
+# module takes them as a bit mask. "all" (and True) means nfkc, lower and punct:
+# dehyphen (join words hyphenated across a line break) is only ever named.
+NORMALIZATION_STEPS = {"dehyphen": 8, "nfkc": 1, "lower": 2, "punct": 4}
+ALL_STEPS = ("nfkc", "lower", "punct")
+
+# Shingle units (see the module docstring).
+SHINGLE_UNITS = ("words", "chars", "mixed")
 
 Normalize = Union[bool, str, Sequence[str], None]
 
@@ -48,20 +62,21 @@ def normalization_mask(normalize: Normalize) -> int:
     """The native bit mask for a normalization spec.
 
     ``False``/``None``/``""`` is none; ``True`` is all of NFKC, lowercase and
-    punctuation-to-space; a string such as ``"nfkc,lower"`` or a sequence of
-    step names picks steps.
+    punctuation-to-space; a string such as ``"nfkc,lower"`` or
+    ``"dehyphen,all"`` or a sequence of step names picks steps.
     """
+    all_mask = sum(NORMALIZATION_STEPS[s] for s in ALL_STEPS)
     if normalize is None or normalize is False:
         return 0
     if normalize is True:
-        return sum(NORMALIZATION_STEPS.values())
+        return all_mask
     steps = [s.strip() for s in normalize.split(",")] if isinstance(normalize, str) else list(normalize)
     mask = 0
     for step in steps:
         if step in ("", "none"):
             continue
         if step == "all":
-            mask |= sum(NORMALIZATION_STEPS.values())
+            mask |= all_mask
         elif step in NORMALIZATION_STEPS:
             mask |= NORMALIZATION_STEPS[step]
         else:
@@ -75,6 +90,12 @@ def normalization_name(normalize: Normalize) -> str:
     """Canonical text form of a normalization spec, e.g. ``"nfkc,lower,punct"`` or ``"none"``."""
     mask = normalization_mask(normalize)
     return ",".join(name for name, bit in NORMALIZATION_STEPS.items() if mask & bit) or "none"
+
+
+def validate_shingle(shingle: Any) -> str:
+    if shingle not in SHINGLE_UNITS:
+        raise ValueError(f"shingle must be one of {SHINGLE_UNITS}, got {shingle!r}")
+    return shingle
 
 
 def validate_scheme(scheme: str) -> None:
@@ -135,15 +156,17 @@ def signatures(
     scheme: str = "affine32",
     normalize: Normalize = False,
     threads: int = 1,
+    shingle: str = "words",
 ) -> np.ndarray:
     """MinHash signatures of ``texts`` as a ``(len(texts), num_perm)`` uint32 array.
 
     Row ``i`` equals ``datasketch.MinHash(num_perm, seed, scheme=scheme)``
-    updated with the shingles of ``texts[i]``. A null or empty text has no
-    shingles: its row is all ``2**32 - 1``. ``threads`` native threads share
-    the rows (same result for any count).
+    updated with the ``shingle`` shingles of ``texts[i]`` (UTF-8). A null or
+    empty text has no shingles: its row is all ``2**32 - 1``. ``threads``
+    native threads share the rows (same result for any count).
     """
-    return _native.minhash(_texts_list(texts), _signature_settings(num_perm, ngram, seed, scheme, normalize, threads))
+    settings = _signature_settings(num_perm, ngram, seed, scheme, normalize, threads, shingle)
+    return _native.minhash(_texts_list(texts), settings)
 
 
 BAND_KEYS = ("sum", "mix")
@@ -186,6 +209,7 @@ def text_band_keys(
     normalize: Normalize = False,
     threads: int = 1,
     band_key: str = "sum",
+    shingle: str = "words",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Band keys (see :func:`band_keys`) straight from texts without materializing the signatures.
 
@@ -193,21 +217,22 @@ def text_band_keys(
     array that is False for null/empty documents (whose keys are meaningless).
     ``threads`` native threads share the rows (same result for any count).
     """
-    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key)
+    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key, shingle)
     return _native.minhash_band_keys(_texts_list(texts), *settings)
 
 
-def _signature_settings(num_perm: int, ngram: int, seed: int, scheme: str, normalize: Normalize, threads: int):
+def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle):
     validate_ngram(ngram)
+    validate_shingle(shingle)
     a, b = permutations(num_perm, seed, scheme)
-    return _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads))
+    return _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads), shingle)
 
 
-def _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key):
+def _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key, shingle):
     """The native (signature, band) settings of a band-key computation, checked."""
     validate_ngram(ngram)  # before the bands: the order of the checks is the error a user sees first
     validate_bands(b, r, num_perm)
-    signature = _signature_settings(num_perm, ngram, seed, scheme, normalize, threads)
+    signature = _signature_settings(num_perm, ngram, seed, scheme, normalize, threads, shingle)
     return signature, _native.BandSettings(int(b), int(r), validate_band_key(band_key))
 
 
@@ -222,11 +247,12 @@ def arrow_band_keys(
     normalize: Normalize = False,
     threads: int = 1,
     band_key: str = "sum",
+    shingle: str = "words",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
     import pyarrow as pa
 
-    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key)
+    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key, shingle)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_string(array.type):

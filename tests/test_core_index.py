@@ -136,7 +136,7 @@ def test_manifest_records_every_compatibility_parameter(tmp_path):
     manifest = json.loads((tmp_path / "index" / "manifest.json").read_text())
     assert manifest["params"] == {
         "b": params.b, "r": params.r, "capacity": 500, "num_perm": 256, "threshold": 0.5, "scheme": "affine32",
-        "seed": 5, "ngram": 3, "normalize": "nfkc,lower", "p_effective": 1e-5, "band_key": "sum",
+        "seed": 5, "ngram": 3, "normalize": "nfkc,lower", "p_effective": 1e-5, "band_key": "sum", "shingle": "words",
     }
     assert manifest["p_band"] == pytest.approx(params.p_band)
     assert manifest["format_version"] == 1 and manifest["inserted"] == 0

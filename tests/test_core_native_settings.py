@@ -25,7 +25,8 @@ def test_signature_settings_keep_what_they_were_given():
     [
         ((A, B, "affine64", 1, 0), ValueError, "scheme must be 'affine32' or 'legacy', got \"affine64\""),
         ((A, B, "affine32", 0, 0), ValueError, "ngram must be >= 1, got 0"),
-        ((A, B, "affine32", 1, 8), ValueError, "normalize must be a bitmask of 1 (NFKC), 2 (lowercase), 4 (punctuation), got 8"),
+        ((A, B, "affine32", 1, 16), ValueError,
+         "normalize must be a bitmask of 1 (NFKC), 2 (lowercase), 4 (punctuation), 8 (dehyphen), got 16"),
         ((A, B, "affine32", 1, 0, 0), ValueError, "threads must be >= 1, got 0"),
         ((A.astype(float), B, "affine32", 1, 0), TypeError, "perm_a must be a numpy array of dtype uint64"),
         ((A.reshape(8, 8), B, "affine32", 1, 0), ValueError, "perm_a must be a 1-D array, got shape (8, 8)"),

@@ -2,7 +2,7 @@
 
 The manifest records every parameter that decides whether two runs' band keys
 are comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold,
-band key) and how the filters were sized (capacity, p_effective, per-band p,
+band key, shingle unit) and how the filters were sized (capacity, p_effective, per-band p,
 growth), the backend (its ``format`` name and ``bloom_format``), the format
 version, the documents inserted, and the committed runs. It is plain JSON.
 
@@ -36,7 +36,7 @@ MANIFEST_NAME = "manifest.json"
 # growth -> the manifest format version that records it
 FORMAT_VERSIONS = {"fixed": 1, "grow": 2}
 # Parameters added after format version 1 was written, with the value older manifests imply.
-LATER_PARAMS = {"band_key": "sum", "growth": "fixed"}
+LATER_PARAMS = {"band_key": "sum", "growth": "fixed", "shingle": "words"}
 
 
 def exists(path: str) -> bool:

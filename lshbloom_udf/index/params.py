@@ -17,7 +17,14 @@ from typing import Any, Collection, Optional, Union
 
 from lshbloom_udf.index import growth as growth_rules
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
-from lshbloom_udf.minhash import normalization_name, validate_band_key, validate_ngram, validate_scheme, validate_seed
+from lshbloom_udf.minhash import (
+    normalization_name,
+    validate_band_key,
+    validate_ngram,
+    validate_scheme,
+    validate_seed,
+    validate_shingle,
+)
 
 
 def validate_p_effective(p_effective: float) -> None:
@@ -63,6 +70,8 @@ class IndexParams:
     band_key: str = "sum"
     # "fixed" (IndexFullError at capacity) or "grow" (filter generations, see index.growth)
     growth: str = "fixed"
+    # the shingle unit: "words", "chars" or "mixed" (see minhash); a manifest without it is "words"
+    shingle: str = "words"
 
     @classmethod
     def for_threshold(
@@ -90,6 +99,7 @@ class IndexParams:
         validate_p_effective(self.p_effective)
         validate_band_key(self.band_key)
         growth_rules.validate_growth(self.growth)
+        validate_shingle(self.shingle)
         object.__setattr__(self, "normalize", normalization_name(self.normalize))
 
     @property
@@ -116,6 +126,7 @@ class IndexParams:
             scheme=self.scheme,
             normalize=self.normalize,
             band_key=self.band_key,
+            shingle=self.shingle,
         )
 
 

@@ -238,7 +238,9 @@ class IndexTransaction(LockHolder):
 def latest_run(runs, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
     """The last of ``runs`` (run records) that ingested documents with this content fingerprint and these parameters."""
     want = run_params(params)
+    # A run recorded before a parameter existed has that parameter's old value (manifest.LATER_PARAMS).
+    implied = {k: v for k, v in mf.LATER_PARAMS.items() if k in want}
     for run in reversed(runs):
-        if run.get("content_fingerprint") == content_fingerprint and run.get("params") == want:
+        if run.get("content_fingerprint") == content_fingerprint and {**implied, **run.get("params", {})} == want:
             return run
     return None

@@ -83,12 +83,12 @@ class DedupRun:
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
         from lshbloom_udf.minhash import normalization_mask
-        from lshbloom_udf.spark.verify import texts_source, verify_flags
+        from lshbloom_udf.spark.verify import Shingling, texts_source, verify_flags
 
         c, p = self.config, self.params
         verified = verify_flags(
-            self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b, ngram=p.ngram,
-            normalize_mask=normalization_mask(p.normalize), rule=self.verify_rule,
+            self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b,
+            shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
             prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
         )
         self._lap("verify")

@@ -80,6 +80,7 @@ def build_summary(config, params, documents: int, duplicates: int, empty: int, i
             "b": params.b,
             "r": params.r,
             "ngram": params.ngram,
+            "shingle": params.shingle,
             "normalize": params.normalize,
             "seed": params.seed,
             "scheme": params.scheme,
@@ -102,7 +103,7 @@ def format_summary(summary: dict) -> str:
         f"duplicates         {summary['duplicates']:,}  ({100 * summary['duplicate_rate']:.2f}%)",
         f"kept               {summary['kept']:,}",
         f"parameters         threshold {p.get('threshold')}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
-        f"ngram {p.get('ngram')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, band key {p.get('band_key', 'sum')}",
+        f"ngram {p.get('ngram')} {p.get('shingle', 'words')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, band key {p.get('band_key', 'sum')}",
         f"index              {where}: {human_bytes(idx.get('bytes_on_disk', 0))} of {idx.get('backend', 'pybloomfiltermmap3')} filters, "
         f"{idx.get('inserted_total', 0):,} documents inserted in all"
         + (f" ({idx['inserted_before']:,} before this run)" if idx.get("inserted_before") else ""),

@@ -86,7 +86,7 @@ TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
 MEASURES = ("jaccard", "containment")
 JACCARD, CONTAINMENT = 0, 1
 
-__all__ = ["MEASURES", "PairBloom", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
+__all__ = ["MEASURES", "PairBloom", "Shingling", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
 
 
 @dataclass(frozen=True)
@@ -160,15 +160,24 @@ class Verified:
 # -- executor functions (mapInArrow) -----------------------------------------------------------
 
 
-def shingle_set(text: Optional[str], ngram: int, normalize_mask: int) -> frozenset:
+@dataclass(frozen=True)
+class Shingling:
+    """How a text becomes its shingle set: the index's n-gram size, normalization mask and shingle unit."""
+
+    ngram: int
+    normalize_mask: int
+    unit: str = "words"
+
+
+def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:
     """The shingle set ``S`` of a text, by the contract (the signatures' shingles): every similarity
     verification computes goes through here."""
     from lshbloom_udf import _native
 
-    return frozenset(_native.shingles(text, ngram, normalize_mask))
+    return frozenset(_native.shingles(text, shingling.ngram, shingling.normalize_mask, shingling.unit))
 
 
-def similarity_mapper(ngram: int, normalize_mask: int, rule: VerifyRule):
+def similarity_mapper(shingling: Shingling, rule: VerifyRule):
     """(flagged row, kept row, similarity, measure code) of each pair of texts that ``rule`` verifies.
 
     ``J`` and ``C`` both come from one intersection of the two shingle sets.
@@ -184,7 +193,7 @@ def similarity_mapper(ngram: int, normalize_mask: int, rule: VerifyRule):
             if got is None:
                 if len(cache) > 256:
                     cache.clear()
-                got = cache[raw] = shingle_set(_decoded(raw), ngram, normalize_mask)
+                got = cache[raw] = shingle_set(_decoded(raw), shingling)
             return got
 
         for batch in batches:
@@ -212,7 +221,7 @@ def _decoded(raw):
 # -- the driver's side ------------------------------------------------------------------------
 
 
-def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normalize_mask: int, rule: VerifyRule,
+def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, shingling: Shingling, rule: VerifyRule,
                  prior_documents: bool, broadcast_limit: int) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
@@ -223,6 +232,7 @@ def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normal
     ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``, ``text``) of
     the rows of a one-column row-id frame (``small``: it may be broadcast);
     ``flagged_rows``: the pass's duplicates (int64 row ids);
+    ``shingling``: how texts become the shingle sets compared;
     ``rule``: when a candidate pair verifies (Jaccard, or containment too);
     ``prior_documents``: the index held documents before this run.
     """
@@ -238,8 +248,8 @@ def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, ngram: int, normal
     # computed, through the Bloom filter (not kept: N·b keys would be as large as the index).
     flagged_keys = keyed_of(flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        similar = functools.partial(_similarities, flagged_keys.sparkSession, texts_of=texts_of, ngram=ngram,
-                                    normalize_mask=normalize_mask, rule=rule, broadcast_limit=broadcast_limit)
+        similar = functools.partial(_similarities, flagged_keys.sparkSession, texts_of=texts_of,
+                                    shingling=shingling, rule=rule, broadcast_limit=broadcast_limit)
         # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
         bloom = flagged_bloom(flagged_keys, len(flagged), b)
         lap = _laps(out.stages, t0)
@@ -320,8 +330,7 @@ def _chain(out: Verified, pairs: VerifiedPairs) -> None:
                     (out.measure, pairs.measure))))
 
 
-def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, rule: VerifyRule,
-                  broadcast_limit: int) -> VerifiedPairs:
+def _similarities(spark, cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int) -> VerifiedPairs:
     """The candidate pairs ``rule`` verifies, with their similarity and measure."""
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -340,7 +349,7 @@ def _similarities(spark, cand, *, texts_of, ngram: int, normalize_mask: int, rul
     tf = texts.select(F.col(ROW_COL).alias(F_ROW), F.col(text_col).alias(TEXT_F))
     tk = texts.select(F.col(ROW_COL).alias(K_ROW), F.col(text_col).alias(TEXT_K))
     joined = pairs.join(tf, F_ROW).join(tk, K_ROW).select(F_ROW, K_ROW, TEXT_F, TEXT_K)
-    sims = joined.mapInArrow(similarity_mapper(ngram, normalize_mask, rule),
+    sims = joined.mapInArrow(similarity_mapper(shingling, rule),
                              f"{F_ROW} long, {K_ROW} long, {SIM} double, {MEASURE} byte")
     table = collect_arrow(sims)
     return VerifiedPairs.of(*(table.column(c).to_numpy().astype(t) for c, t in

@@ -10,7 +10,7 @@ pub use permute::{simd_backend, update_affine32, update_legacy};
 pub use words::reset_word_table;
 
 use crate::distinct::DistinctSet;
-use crate::shingles::Shingler;
+use crate::shingles::{ShingleSettings, Shingler};
 use words::{ShortKey, WORDS};
 
 /// 2^61 - 1.
@@ -153,10 +153,16 @@ pub struct MinHasher {
 }
 
 impl MinHasher {
+    /// Word `ngram`s after the normalization `flags`.
     pub fn new(perms: Permutations, ngram: usize, flags: u32) -> Self {
+        Self::with_shingles(perms, ShingleSettings::words(ngram, flags))
+    }
+
+    /// Shingles of any unit (the hashing does not depend on it).
+    pub fn with_shingles(perms: Permutations, shingles: ShingleSettings) -> Self {
         MinHasher {
             perms,
-            shingler: Shingler::new(ngram, flags),
+            shingler: Shingler::with_settings(shingles),
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
             pending: Vec::new(),

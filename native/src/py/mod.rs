@@ -22,6 +22,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NORM_NFKC", shingles::NORM_NFKC)?;
     m.add("NORM_LOWER", shingles::NORM_LOWER)?;
     m.add("NORM_PUNCT", shingles::NORM_PUNCT)?;
+    m.add("NORM_DEHYPHEN", shingles::NORM_DEHYPHEN)?;
+    m.add("SHINGLE_UNITS", shingles::Unit::NAMES.to_vec())?;
     m.add("PUNCT_UNICODE_VERSION", punct_table::UNICODE_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -8,7 +8,7 @@ use super::input::input_u64;
 use crate::bands::{BandKey, Banding};
 use crate::minhash::{MinHasher, Permutations, Scheme};
 use crate::parallel;
-use crate::shingles::NORM_ALL;
+use crate::shingles::{ShingleSettings, Unit, NORM_VALID};
 
 pub fn positive(name: &str, v: i64) -> PyResult<usize> {
     if v < 1 {
@@ -18,25 +18,39 @@ pub fn positive(name: &str, v: i64) -> PyResult<usize> {
 }
 
 pub fn check_normalize(normalize: i64) -> PyResult<u32> {
-    if !(0..=i64::from(NORM_ALL)).contains(&normalize) {
+    if !(0..=i64::from(NORM_VALID)).contains(&normalize) {
         return Err(value_err(format!(
-            "normalize must be a bitmask of 1 (NFKC), 2 (lowercase), 4 (punctuation), got {normalize}"
+            "normalize must be a bitmask of 1 (NFKC), 2 (lowercase), 4 (punctuation), 8 (dehyphen), got {normalize}"
         )));
     }
     Ok(normalize as u32)
 }
 
+pub fn check_unit(unit: &str) -> PyResult<Unit> {
+    Unit::parse(unit).ok_or_else(|| {
+        value_err(format!("unit must be one of {:?}, got {unit:?}", Unit::NAMES))
+    })
+}
+
+/// The checked shingling settings of a call.
+pub fn shingle_settings(unit: &str, ngram: i64, normalize: i64) -> PyResult<ShingleSettings> {
+    Ok(ShingleSettings {
+        unit: check_unit(unit)?,
+        ngram: positive("ngram", ngram)?,
+        flags: check_normalize(normalize)?,
+    })
+}
+
 /// How texts become MinHash signatures: the permutations `(perm_a, perm_b)`
-/// of `scheme`, word `ngram`s after `normalize` (a bitmask of the `NORM_*`
-/// flags), computed on `threads` native threads.
+/// of `scheme`, `ngram`s of `unit` after `normalize` (a bitmask of the
+/// `NORM_*` flags), computed on `threads` native threads.
 #[pyclass(frozen, module = "lshbloom_udf._native")]
 pub struct SignatureSettings {
     /// The prototype each thread clones.
     pub hasher: MinHasher,
     threads: usize,
     scheme: Scheme,
-    ngram: usize,
-    normalize: u32,
+    shingles: ShingleSettings,
 }
 
 impl SignatureSettings {
@@ -54,7 +68,7 @@ impl SignatureSettings {
 #[pymethods]
 impl SignatureSettings {
     #[new]
-    #[pyo3(signature = (perm_a, perm_b, scheme, ngram, normalize, threads = 1))]
+    #[pyo3(signature = (perm_a, perm_b, scheme, ngram, normalize, threads = 1, unit = "words"))]
     fn new(
         perm_a: &Bound<'_, PyAny>,
         perm_b: &Bound<'_, PyAny>,
@@ -62,23 +76,22 @@ impl SignatureSettings {
         ngram: i64,
         normalize: i64,
         threads: i64,
+        unit: &str,
     ) -> PyResult<Self> {
         let scheme = Scheme::parse(scheme).ok_or_else(|| {
             value_err(format!("scheme must be 'affine32' or 'legacy', got {scheme:?}"))
         })?;
-        let ngram = positive("ngram", ngram)?;
-        let normalize = check_normalize(normalize)?;
+        let shingles = shingle_settings(unit, ngram, normalize)?;
         let a = input_u64(perm_a, "perm_a")?;
         a.require_ndim("perm_a", 1, "1-D")?;
         let b = input_u64(perm_b, "perm_b")?;
         b.require_ndim("perm_b", 1, "1-D")?;
         let perms = Permutations::new(scheme, a.slice(), b.slice()).map_err(value_err)?;
         Ok(SignatureSettings {
-            hasher: MinHasher::new(perms, ngram, normalize),
+            hasher: MinHasher::with_shingles(perms, shingles),
             threads: positive("threads", threads)?,
             scheme,
-            ngram,
-            normalize,
+            shingles,
         })
     }
 
@@ -92,11 +105,15 @@ impl SignatureSettings {
     }
     #[getter]
     fn ngram(&self) -> usize {
-        self.ngram
+        self.shingles.ngram
     }
     #[getter]
     fn normalize(&self) -> u32 {
-        self.normalize
+        self.shingles.flags
+    }
+    #[getter]
+    fn unit(&self) -> &'static str {
+        self.shingles.unit.name()
     }
     #[getter]
     fn threads(&self) -> usize {
@@ -104,12 +121,17 @@ impl SignatureSettings {
     }
 
     fn __repr__(&self) -> String {
+        // The unit is shown only when it is not the default (the repr of a words setting is unchanged).
+        let unit = match self.shingles.unit {
+            Unit::Words => String::new(),
+            u => format!(", unit='{}'", u.name()),
+        };
         format!(
-            "SignatureSettings(num_perm={}, scheme='{}', ngram={}, normalize={}, threads={})",
+            "SignatureSettings(num_perm={}, scheme='{}', ngram={}, normalize={}, threads={}{unit})",
             self.hasher.num_perm(),
             self.scheme.name(),
-            self.ngram,
-            self.normalize,
+            self.shingles.ngram,
+            self.shingles.flags,
             self.threads
         )
     }

@@ -7,7 +7,7 @@ use pyo3::types::PyString;
 
 use super::errors::value_err;
 use super::input::{detach_with_arrow_rows, detach_with_texts, input_u32};
-use super::settings::{check_normalize, positive, BandSettings, SignatureSettings};
+use super::settings::{positive, shingle_settings, BandSettings, SignatureSettings};
 use crate::bands::{self, BandKey, Banding};
 use crate::{minhash, shingles};
 
@@ -23,17 +23,16 @@ fn keys_and_flags(py: Python<'_>, b: usize, (keys, has): (Vec<u64>, Vec<bool>)) 
     (matrix(py, has.len(), b, keys), Array1::from_vec(has).into_pyarray(py))
 }
 
-/// The distinct shingles of `text`, sorted bytewise (UTF-8 bytes).
+/// The distinct shingles of `text` in `unit`, sorted bytewise (UTF-8 bytes).
 #[pyfunction(name = "shingles")]
-#[pyo3(signature = (text, ngram, normalize = 0))]
-fn py_shingles(text: Option<Bound<'_, PyString>>, ngram: i64, normalize: i64) -> PyResult<Vec<Vec<u8>>> {
-    let ngram = positive("ngram", ngram)?;
-    let flags = check_normalize(normalize)?;
+#[pyo3(signature = (text, ngram, normalize = 0, unit = "words"))]
+fn py_shingles(text: Option<Bound<'_, PyString>>, ngram: i64, normalize: i64, unit: &str) -> PyResult<Vec<Vec<u8>>> {
+    let settings = shingle_settings(unit, ngram, normalize)?;
     let Some(text) = text else { return Ok(Vec::new()) };
     let s = text
         .to_cow()
         .map_err(|e| value_err(format!("text is not valid Unicode: {e}")))?;
-    Ok(shingles::Shingler::new(ngram, flags).shingle_set(&s))
+    Ok(shingles::Shingler::with_settings(settings).shingle_set(&s))
 }
 
 /// MinHash signatures of `texts`, shape (N, k).

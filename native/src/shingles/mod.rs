@@ -1,9 +1,15 @@
-//! Reference shingling (DESIGN §2): optional normalization, Python `str.split()`
-//! tokens, word n-grams joined by one ASCII space.
+//! Shingling (DESIGN §2, §7): optional normalization, then the shingles of
+//! one unit (`units.rs`): word n-grams of Python `str.split()` tokens joined
+//! by one ASCII space (the reference), or windows of code points of the
+//! whitespace-free text (`chars`, and `mixed` where dense scripts weigh 3).
 
+mod dehyphen;
 mod tokenize;
+mod units;
 
+pub use dehyphen::dehyphen;
 pub use tokenize::{tokenize, tokenize_scalar};
+pub use units::{is_dense, CharBuffer, ShingleSettings, Unit, DENSE_RANGES, DENSE_WEIGHT};
 
 use std::borrow::Cow;
 
@@ -18,8 +24,12 @@ pub const NORM_NFKC: u32 = 1;
 pub const NORM_LOWER: u32 = 2;
 /// Normalization flag: every punctuation character (general category P*) becomes ' '.
 pub const NORM_PUNCT: u32 = 4;
-/// All valid flag bits.
+/// Normalization flag: join words hyphenated across a line break (applied first, `dehyphen.rs`).
+pub const NORM_DEHYPHEN: u32 = 8;
+/// The steps Python's `"all"` means (NFKC, lowercase, punctuation).
 pub const NORM_ALL: u32 = NORM_NFKC | NORM_LOWER | NORM_PUNCT;
+/// All valid flag bits.
+pub const NORM_VALID: u32 = NORM_ALL | NORM_DEHYPHEN;
 
 /// Exactly the code points for which Python's `str.isspace()` is true, i.e. the
 /// separators of `str.split()` with no arguments. (Rust's `char::is_whitespace`
@@ -61,10 +71,10 @@ pub fn is_punct(c: char) -> bool {
         .is_ok()
 }
 
-/// Applies the normalization steps selected by `flags`, in the order NFKC,
-/// lowercase, punctuation → space. Borrows when nothing changes.
+/// Applies the normalization steps selected by `flags`, in the order
+/// dehyphen, NFKC, lowercase, punctuation → space. Borrows when nothing changes.
 pub fn normalize(text: &str, flags: u32) -> Cow<'_, str> {
-    let mut s = Cow::Borrowed(text);
+    let mut s = if flags & NORM_DEHYPHEN != 0 { dehyphen(text) } else { Cow::Borrowed(text) };
     if flags & NORM_NFKC != 0
         && !s.is_ascii()
         && is_nfkc_quick(s.chars()) != IsNormalized::Yes
@@ -90,26 +100,40 @@ pub fn normalize(text: &str, flags: u32) -> Cow<'_, str> {
     s
 }
 
-/// Produces the word n-gram shingles of documents, reusing its buffers.
+/// Produces the shingles of documents in one unit, reusing its buffers.
 #[derive(Debug, Clone)]
 pub struct Shingler {
+    unit: Unit,
     ngram: usize,
     flags: u32,
     tokens: Vec<(usize, usize)>,
     buf: Vec<u8>,
+    chars: CharBuffer,
 }
 
 impl Shingler {
-    /// `ngram` must be >= 1 and `flags` a subset of [`NORM_ALL`] (checked by the caller).
+    /// Word n-grams. `ngram` must be >= 1 and `flags` a subset of [`NORM_VALID`] (checked by the caller).
     pub fn new(ngram: usize, flags: u32) -> Self {
+        Self::with_settings(ShingleSettings::words(ngram, flags))
+    }
+
+    /// Shingles of `settings.unit`; same preconditions as [`Shingler::new`].
+    pub fn with_settings(settings: ShingleSettings) -> Self {
+        let ShingleSettings { unit, ngram, flags } = settings;
         assert!(ngram >= 1, "ngram must be >= 1");
-        assert!(flags & !NORM_ALL == 0, "unknown normalization flags");
+        assert!(flags & !NORM_VALID == 0, "unknown normalization flags");
         Shingler {
+            unit,
             ngram,
             flags,
             tokens: Vec::new(),
             buf: Vec::new(),
+            chars: CharBuffer::default(),
         }
+    }
+
+    pub fn settings(&self) -> ShingleSettings {
+        ShingleSettings { unit: self.unit, ngram: self.ngram, flags: self.flags }
     }
 
     pub fn ngram(&self) -> usize {
@@ -148,7 +172,15 @@ impl Shingler {
         self.for_each_span_normalized(text, |b, s, e| f(&b[s..e]))
     }
 
-    fn for_each_span_normalized<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, mut f: F) -> usize {
+    fn for_each_span_normalized<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
+        match self.unit {
+            Unit::Words => self.word_spans(text, f),
+            Unit::Chars => self.chars.windows(text, self.ngram, f),
+            Unit::Mixed => self.chars.weighted_windows(text, self.ngram, f),
+        }
+    }
+
+    fn word_spans<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, mut f: F) -> usize {
         tokenize(text, &mut self.tokens);
         let bytes = text.as_bytes();
         let toks = &self.tokens;
@@ -269,6 +301,17 @@ mod tests {
         assert_eq!(set("Ａ！b", 1, NORM_ALL), vec!["a", "b"]);
         // Symbols (S*) are not punctuation.
         assert_eq!(set("a+b $c", 1, NORM_PUNCT), vec!["$c", "a+b"]);
+    }
+
+    #[test]
+    fn dehyphen_step_comes_first_and_all_excludes_it() {
+        // "all" does not join hyphenated breaks; with dehyphen, "Docu-\n" joins
+        // before lowercasing and punctuation (which would turn '-' into ' ').
+        assert_eq!(set("Docu-\nment", 1, NORM_ALL), vec!["docu", "ment"]);
+        assert_eq!(set("Docu-\nment", 1, NORM_VALID), vec!["document"]);
+        assert_eq!(set("Docu-\nment x-\n", 1, NORM_DEHYPHEN), vec!["Document", "x"]);
+        // NFKC after dehyphen: a fullwidth hyphen-minus (U+FF0D) is not joined.
+        assert_eq!(set("a\u{FF0D}\nb", 1, NORM_DEHYPHEN | NORM_NFKC), vec!["a-", "b"]);
     }
 
     #[test]

@@ -1,0 +1,105 @@
+//! The `dehyphen` normalization step: words split across a line break by a
+//! hyphen ("docu-\n  ment", as OCR and PDF extraction leave them) are joined.
+//!
+//! Rule: a hyphen (U+002D, U+00AD soft hyphen, U+2010) right after an
+//! alphabetic character (`char::is_alphabetic`), followed by optional spaces
+//! and tabs, one line break (`\r\n`, `\n` or `\r`) and optional spaces and
+//! tabs, is removed together with that whitespace. Matches are found in the
+//! original text, left to right (a removal never creates a new match: the
+//! character before a hyphen is never part of an earlier match).
+
+use std::borrow::Cow;
+
+fn is_hyphen(c: char) -> bool {
+    matches!(c, '-' | '\u{AD}' | '\u{2010}')
+}
+
+/// Byte length of the hyphen's trailing whitespace `[ \t]* (\r\n|\n|\r) [ \t]*`
+/// at the start of `rest`, or `None` when there is no line break.
+fn break_len(rest: &[u8]) -> Option<usize> {
+    let blank = |from: usize| from + rest[from..].iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+    let mut i = blank(0);
+    match rest.get(i) {
+        Some(b'\r') if rest.get(i + 1) == Some(&b'\n') => i += 2,
+        Some(b'\n' | b'\r') => i += 1,
+        _ => return None,
+    }
+    Some(blank(i))
+}
+
+/// `text` with every hyphenated line break removed; borrowed when there is none.
+pub fn dehyphen(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    // Cheap rejection: no '-' byte, no soft hyphen (C2 AD), no U+2010 (E2 80 90).
+    if !bytes.iter().any(|&b| b == b'-' || b == 0xAD || b == 0x90) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::new();
+    let mut copied = 0; // bytes of `text` already in `out` or removed
+    let mut prev_alpha = false;
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i..].chars().next().expect("i is on a char boundary");
+        let after = i + c.len_utf8();
+        if prev_alpha && is_hyphen(c) {
+            if let Some(n) = break_len(&bytes[after..]) {
+                out.push_str(&text[copied..i]);
+                copied = after + n;
+                i = copied;
+                // The next character follows removed whitespace, not a letter.
+                prev_alpha = false;
+                continue;
+            }
+        }
+        prev_alpha = c.is_alphabetic();
+        i = after;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_hyphenated_line_breaks() {
+        assert_eq!(dehyphen("docu-\n  ment"), "document");
+        assert_eq!(dehyphen("docu- \t\r\n\tment"), "document");
+        assert_eq!(dehyphen("docu-\rment"), "document");
+        assert_eq!(dehyphen("soft\u{AD}\nhyphen"), "softhyphen");
+        assert_eq!(dehyphen("uni\u{2010}\ncode"), "unicode");
+        assert_eq!(dehyphen("Кон-\nец"), "Конец");
+        assert_eq!(dehyphen("a-\nb c-\nd"), "ab cd");
+        assert_eq!(dehyphen("end-\n"), "end");
+    }
+
+    #[test]
+    fn leaves_other_hyphens_alone() {
+        for t in [
+            "well-known", "a - \nb", "9-\n1", "_-\nx", "a-\n\nb", "a-\n\r\nb", "-\nx", "a\u{2011}\nb",
+            "a\u{2013}\nb", "a-\u{85}b", "a-\u{2028}b", "a-\u{A0}\nb", "a-\u{3000}\nb", "plain",
+        ] {
+            let want = match t {
+                "a-\n\nb" => "a\nb",
+                "a-\n\r\nb" => "a\r\nb",
+                _ => t,
+            };
+            assert_eq!(dehyphen(t), want, "{t:?}");
+        }
+        assert!(matches!(dehyphen("well-known"), Cow::Borrowed(_)));
+        assert!(matches!(dehyphen("no hyphen here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn removal_does_not_create_new_matches() {
+        // The second hyphen follows a line break in the text, not a letter.
+        assert_eq!(dehyphen("a-\n-\nb"), "a-\nb");
+        // Alphabetic covers Nl and marks (Rust's Alphabetic property), not digits.
+        assert_eq!(dehyphen("\u{2160}-\nx"), "\u{2160}x");
+        assert_eq!(dehyphen("漢-\n字"), "漢字");
+    }
+}
