@@ -64,7 +64,7 @@ impl SignatureSettings {
         threads: i64,
     ) -> PyResult<Self> {
         let scheme = Scheme::parse(scheme).ok_or_else(|| {
-            value_err(format!("scheme must be 'affine32' or 'legacy', got {scheme:?}"))
+            value_err(format!("scheme must be 'affine32', 'legacy' or 'poisson', got {scheme:?}"))
         })?;
         let ngram = positive("ngram", ngram)?;
         let normalize = check_normalize(normalize)?;
