@@ -4,7 +4,8 @@ Every batch function releases the GIL while it works. Array arguments are used
 in place when they have the expected dtype and are C-contiguous, and copied
 otherwise (other integer dtypes accepted where noted, with a range check).
 
-Schemes: ``"affine32"`` (datasketch 2.x) or ``"legacy"`` (datasketch < 2.0).
+Schemes: ``"affine32"`` (datasketch 2.x), ``"legacy"`` (datasketch < 2.0) or
+``"poisson"`` (xxh3-64 shingle hashes, independent rows, O(shingles + k log k)).
 ``normalize`` is a bitmask of :data:`NORM_NFKC`, :data:`NORM_LOWER`,
 :data:`NORM_PUNCT`, :data:`NORM_DEHYPHEN` (applied first, then the others in
 that order). ``unit`` is one of :data:`SHINGLE_UNITS`.
@@ -36,7 +37,7 @@ PUNCT_UNICODE_VERSION: Final[str]
 """Unicode version of the punctuation table behind :data:`NORM_PUNCT`."""
 
 _StrPath = str | PathLike[str]
-_Scheme = Literal["affine32", "legacy"]
+_Scheme = Literal["affine32", "legacy", "poisson"]
 _BandKey = Literal["sum", "mix"]
 _U64Array = npt.NDArray[np.uint64] | npt.NDArray[np.int64] | npt.NDArray[np.uint32]
 """uint64 in place; int64 (>= 0) and uint32 are converted."""
@@ -71,7 +72,8 @@ class SignatureSettings:
     :func:`minhash_band_keys_arrow`.
 
     ``perm_a``/``perm_b`` are the permutation parameters of ``scheme`` (one per
-    permutation, ``k = len(perm_a)``; odd and < ``2**32`` for ``"affine32"``);
+    permutation, ``k = len(perm_a)``; odd and < ``2**32`` for ``"affine32"``;
+    for ``"poisson"``, ``k`` copies of the xxh3 seed and ``k`` zeros);
     shingles are ``ngram``-grams of ``unit`` (see :func:`shingles`) after
     ``normalize``; ``threads`` native threads share the rows (contiguous
     ranges) -- the result never depends on it.

@@ -227,8 +227,9 @@ class DedupConfig:
                              "comma list of dehyphen,nfkc,lower,punct (dehyphen joins words hyphenated across a line "
                              "break); a bare flag means all", _normalize, "minhash", cli={"nargs": "?", "const": "all"})
     seed: int = setting(1, "seed of the MinHash permutations", _seed, "minhash", cli={"type": int})
-    scheme: str = setting("affine32", "permutation scheme: affine32 (datasketch >= 2) or legacy (datasketch < 2, "
-                          "the paper's code)", _choice(*SCHEMES), "minhash")
+    scheme: str = setting("affine32", "permutation scheme: affine32 (datasketch >= 2), legacy (datasketch < 2, "
+                          "the paper's code) or poisson (xxh3 shingle hashes, independent rows in O(shingles + "
+                          "k log k), not datasketch's: docs/algorithm.md section 2.1)", _choice(*SCHEMES), "minhash")
     band_key: str = setting("mix", "how a band's values become its key: mix (a 64-bit hash of the band: no false "
                             "matches between distinct documents at any scale) or sum (datasketch's: identical index "
                             "files, but distinct documents collide at scale, docs/algorithm.md section 7)",

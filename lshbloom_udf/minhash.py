@@ -24,6 +24,12 @@ datasketch draws them, so the same text, seed and ``k`` give bit-identical
 signatures. ``P[min π(A) = min π(B)] = J(A, B)``, so matching signature
 positions estimate Jaccard similarity.
 
+``poisson`` (not datasketch's) hashes each shingle with xxh3-64 under
+``seed`` and lets the hash drive a rate-``k`` Poisson process of arrivals in
+random rows; row ``j`` is the earliest arrival in row ``j`` over the shingles.
+Rows are independent MinHash values, as with ``k`` permutations, at a cost of
+O(shingles + k log k) instead of O(shingles x k) (docs/algorithm.md §2.1).
+
 Band keys: band ``i`` of ``b`` bands of ``r`` rows is ``sig[i·r:(i+1)·r]`` and
 its key is the exact sum of those values mod ``2^61 - 1`` — datasketch's
 ``MinHashLSHBloom`` band hash. Documents sharing any band key are candidate
@@ -43,7 +49,7 @@ import numpy as np
 from lshbloom_udf import _native
 from lshbloom_udf.lsh import validate_bands, validate_num_perm
 
-SCHEMES = ("affine32", "legacy")
+SCHEMES = ("affine32", "legacy", "poisson")
 MERSENNE_PRIME = (1 << 61) - 1
 
 # Normalization steps, applied in this order before shingling. The native
@@ -115,12 +121,19 @@ def validate_seed(seed: int) -> None:
 
 @functools.lru_cache(maxsize=32)
 def permutations(num_perm: int, seed: int = 1, scheme: str = "affine32") -> tuple[np.ndarray, np.ndarray]:
-    """The ``(a, b)`` permutation parameters datasketch's ``MinHash`` draws, as uint64 arrays."""
+    """The ``(a, b)`` permutation parameters datasketch's ``MinHash`` draws, as uint64 arrays.
+
+    For ``poisson`` (no permutations): ``k`` copies of ``seed`` and ``k`` zeros, what the native module takes.
+    """
     validate_num_perm(num_perm)
     validate_seed(seed)
     validate_scheme(scheme)
     gen = np.random.RandomState(seed)
-    if scheme == "legacy":
+    if scheme == "poisson":
+        # No permutations: the native sketch takes k copies of the xxh3 seed (and k zeros).
+        a = np.full(num_perm, seed, dtype=np.uint64)
+        b = np.zeros(num_perm, dtype=np.uint64)
+    elif scheme == "legacy":
         # datasketch < 2 draws (a, b) interleaved per permutation, a >= 1.
         drawn = np.array(
             [(gen.randint(1, MERSENNE_PRIME, dtype=np.uint64), gen.randint(0, MERSENNE_PRIME, dtype=np.uint64)) for _ in range(num_perm)],
@@ -161,9 +174,10 @@ def signatures(
     """MinHash signatures of ``texts`` as a ``(len(texts), num_perm)`` uint32 array.
 
     Row ``i`` equals ``datasketch.MinHash(num_perm, seed, scheme=scheme)``
-    updated with the ``shingle`` shingles of ``texts[i]`` (UTF-8). A null or
-    empty text has no shingles: its row is all ``2**32 - 1``. ``threads``
-    native threads share the rows (same result for any count).
+    updated with the ``shingle`` shingles of ``texts[i]`` (UTF-8) (``affine32``,
+    ``legacy``; for ``poisson`` see the module docstring). A null or empty text
+    has no shingles: its row is all ``2**32 - 1``. ``threads`` native threads
+    share the rows (same result for any count).
     """
     settings = _signature_settings(num_perm, ngram, seed, scheme, normalize, threads, shingle)
     return _native.minhash(_texts_list(texts), settings)

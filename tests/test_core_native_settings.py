@@ -23,7 +23,8 @@ def test_signature_settings_keep_what_they_were_given():
 @pytest.mark.parametrize(
     "args, error, message",
     [
-        ((A, B, "affine64", 1, 0), ValueError, "scheme must be 'affine32' or 'legacy', got \"affine64\""),
+        ((A, B, "affine64", 1, 0), ValueError, "scheme must be 'affine32', 'legacy' or 'poisson', got \"affine64\""),
+        ((A, B, "poisson", 1, 0), ValueError, "scheme poisson takes perm_a = k copies of the seed"),
         ((A, B, "affine32", 0, 0), ValueError, "ngram must be >= 1, got 0"),
         ((A, B, "affine32", 1, 16), ValueError,
          "normalize must be a bitmask of 1 (NFKC), 2 (lowercase), 4 (punctuation), 8 (dehyphen), got 16"),

@@ -1,10 +1,16 @@
-//! MinHash signatures compatible with datasketch 2.x (`affine32`, `legacy`).
+//! MinHash signatures compatible with datasketch 2.x (`affine32`, `legacy`),
+//! and the `poisson` scheme (xxh3-64 shingle hashes, O(shingles + k log k)).
 //!
 //! `permute` holds the permutation kernels, `words` the per-thread table of
-//! word hashes that turns a document into the hashes of its distinct shingles.
+//! word hashes that turns a document into the hashes of its distinct shingles,
+//! `poisson` the independent-rows sketch of the `poisson` scheme.
 
+mod exponential;
 mod permute;
+mod poisson;
 mod words;
+
+pub use poisson::PoissonSketch;
 
 pub use permute::{simd_backend, update_affine32, update_legacy};
 pub use words::reset_word_table;
@@ -47,6 +53,9 @@ pub enum Scheme {
     Affine32,
     /// datasketch < 2.0: `((a * h + b) mod 2^64) mod (2^61 - 1) & 0xFFFFFFFF`.
     Legacy,
+    /// Not datasketch's: xxh3-64 shingle hashes, each driving a Poisson process
+    /// of arrivals over the k rows (see `poisson`).
+    Poisson,
 }
 
 impl Scheme {
@@ -54,6 +63,7 @@ impl Scheme {
         match name {
             "affine32" => Some(Scheme::Affine32),
             "legacy" => Some(Scheme::Legacy),
+            "poisson" => Some(Scheme::Poisson),
             _ => None,
         }
     }
@@ -62,6 +72,7 @@ impl Scheme {
         match self {
             Scheme::Affine32 => "affine32",
             Scheme::Legacy => "legacy",
+            Scheme::Poisson => "poisson",
         }
     }
 }
@@ -71,10 +82,12 @@ impl Scheme {
 pub enum Permutations {
     Affine32 { a: Vec<u32>, b: Vec<u32> },
     Legacy { a: Vec<u64>, b: Vec<u64> },
+    Poisson(PoissonSketch),
 }
 
 impl Permutations {
-    /// Validates and converts the (a, b) parameters computed by Python.
+    /// Validates and converts the (a, b) parameters computed by Python. For
+    /// `poisson`, `a` holds k copies of the xxh3 seed and `b` k zeros.
     pub fn new(scheme: Scheme, a: &[u64], b: &[u64]) -> Result<Permutations, String> {
         if a.len() != b.len() {
             return Err(format!(
@@ -112,6 +125,14 @@ impl Permutations {
                 a: a.to_vec(),
                 b: b.to_vec(),
             }),
+            Scheme::Poisson => {
+                if a.iter().any(|&x| x != a[0]) || b.iter().any(|&x| x != 0) {
+                    return Err("scheme poisson takes perm_a = k copies of the seed and perm_b = k zeros \
+                                (lshbloom_udf.minhash.permutations(k, seed, 'poisson'))"
+                        .into());
+                }
+                Ok(Permutations::Poisson(PoissonSketch::new(a.len(), a[0])))
+            }
         }
     }
 
@@ -119,6 +140,7 @@ impl Permutations {
         match self {
             Permutations::Affine32 { a, .. } => a.len(),
             Permutations::Legacy { a, .. } => a.len(),
+            Permutations::Poisson(p) => p.num_perm(),
         }
     }
 
@@ -126,14 +148,17 @@ impl Permutations {
         match self {
             Permutations::Affine32 { .. } => Scheme::Affine32,
             Permutations::Legacy { .. } => Scheme::Legacy,
+            Permutations::Poisson(_) => Scheme::Poisson,
         }
     }
 
-    /// `sig[k] = min(sig[k], phv_k(h))` for every shingle hash `h`.
+    /// `sig[k] = min(sig[k], phv_k(h))` for every 32-bit shingle hash `h`
+    /// (the datasketch schemes; `poisson` hashes to 64 bits in `signature`).
     pub fn update(&self, hashes: &[u32], sig: &mut [u32]) {
         match self {
             Permutations::Affine32 { a, b } => update_affine32(a, b, hashes, sig),
             Permutations::Legacy { a, b } => update_legacy(a, b, hashes, sig),
+            Permutations::Poisson(_) => unreachable!("poisson signatures are sketched from 64-bit hashes"),
         }
     }
 }
@@ -145,6 +170,9 @@ pub struct MinHasher {
     shingler: Shingler,
     distinct: DistinctSet,
     hashes: Vec<u32>,
+    /// The xxh3-64 of every shingle (`poisson`; repeats kept: they cannot
+    /// change a row and cost less than dropping them).
+    hashes64: Vec<u64>,
     /// Shingles of this document that missed the word table.
     pending: Vec<ShortKey>,
     scratch: Vec<u32>,
@@ -165,6 +193,7 @@ impl MinHasher {
             shingler: Shingler::with_settings(shingles),
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
+            hashes64: Vec::new(),
             pending: Vec::new(),
             scratch: Vec::new(),
             keys: Vec::new(),
@@ -182,6 +211,13 @@ impl MinHasher {
         assert_eq!(sig.len(), self.perms.num_perm());
         sig.fill(u32::MAX);
         let Some(text) = text else { return false };
+        if let Permutations::Poisson(p) = &self.perms {
+            let hashes = &mut self.hashes64;
+            hashes.clear();
+            self.shingler.for_each(text, |s| hashes.push(p.shingle_hash(s)));
+            p.sketch(hashes, sig);
+            return !hashes.is_empty();
+        }
         // Repeated shingles cannot change a minimum, and text repeats most of
         // its words: emit each distinct shingle's hash once (short ones through
         // the word table, long ones through a per-document set), then permute.

@@ -79,7 +79,7 @@ impl SignatureSettings {
         unit: &str,
     ) -> PyResult<Self> {
         let scheme = Scheme::parse(scheme).ok_or_else(|| {
-            value_err(format!("scheme must be 'affine32' or 'legacy', got {scheme:?}"))
+            value_err(format!("scheme must be 'affine32', 'legacy' or 'poisson', got {scheme:?}"))
         })?;
         let shingles = shingle_settings(unit, ngram, normalize)?;
         let a = input_u64(perm_a, "perm_a")?;
