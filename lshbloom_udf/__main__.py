@@ -68,7 +68,7 @@ def _sharded(args, result) -> dict:
     params = IndexParams(b=result.b, r=result.r, capacity=result.docs, num_perm=result.num_perm,
                          p_effective=result.p_effective, growth=result.growth)
     return sharded_plan(params, parse_bytes(args.shard_memory), args.executors, args.executor_cores,
-                        parse_bytes(args.executor_memory))
+                        parse_bytes(args.executor_memory), bloom=args.bloom)
 
 
 def default_worker_python() -> None:

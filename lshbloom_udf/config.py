@@ -240,7 +240,8 @@ class DedupConfig:
     expected_docs: Optional[int] = setting(None, "capacity of a new index (default: the number of input documents)",
                                            _optional(_integer(1)), "index", cli={"type": int}, sizes="capacity")
     bloom: Optional[str] = setting(None, "Bloom filter backend: blocked (one cache line per key per band: ~8x faster "
-                                   "driver pass, ~1.5x larger) or pybloomfiltermmap3 (datasketch's files). Default: an "
+                                   "driver pass, ~1.5x larger), cuckoo (two cache lines per key per band, smaller than classic Bloom filters at "
+                                   "low rates) or pybloomfiltermmap3 (datasketch's files). Default: an "
                                    "existing index keeps its own; a new one is blocked with the mix band key (datasketch "
                                    "cannot use mix keys anyway) and pybloomfiltermmap3 with sum",
                                    _optional(_choice(*BLOOM_BACKENDS)), "index")

@@ -25,6 +25,12 @@ A blocked index (``bloom="blocked"``) sets 16 bits per key in one 512-bit
 block; its block count is the smallest whose exact false-positive rate is
 within ``p`` (:mod:`lshbloom_udf.index.backends`), larger than ``m`` at low rates.
 
+A cuckoo index (``bloom="cuckoo"``) stores an f-bit fingerprint per key in
+one of two 512-bit buckets; ``f`` and the bucket count come from the closed
+form of its false-positive rate ``1 − (1 − 1/(2^f − 1))^(2n/B)`` and a 95 %
+load limit (the Rust module ``cuckoo``, docs/algorithm.md): below ``m`` at
+LSHBloom's per-band rates (0.96x at the defaults).
+
 A growing index (``growth="grow"``, :mod:`lshbloom_udf.index.growth`) sizes
 generation ``g`` for ``n·2^g`` documents at the effective rate
 ``p_eff·2^-(g+1)``; :func:`plan` gives its first generation's figures and
@@ -118,9 +124,10 @@ class Plan:
                 f"threshold / num_perm     {self.threshold} / {self.num_perm} (ngram {self.ngram})",
                 f"bands b x rows r         {self.b} x {self.r}",
                 f"p_effective / per band   {self.p_effective:.3g} / {self.p_band:.6g}",
-                f"hashes per band          {self.hashes_per_band}",
+                f"{backend(self.bloom).key_bits_label:25s}{self.hashes_per_band}",
                 f"bits per band            {self.bits_per_band:,}  (formula {self.formula_bits_per_band:,.0f})",
-                f"index size               {human_bytes(self.index_bytes)}  ({self.index_bytes:,} bytes)",
+                f"index size               {human_bytes(self.index_bytes)}  ({self.index_bytes:,} bytes, "
+                f"{self.index_bytes / self.formula_index_bytes:.2f}x a classic Bloom filter's bits)",
                 f"LSH FP / FN (integrals)  {self.lsh_false_positive:.6g} / {self.lsh_false_negative:.6g}",
                 f"LSHBloom FP / FN         {self.lshbloom_false_positive:.6g} / {self.lshbloom_false_negative:.6g}",
                 f"fits here in             {where}  (/dev/shm free {human_bytes(self.shm_free_bytes)}, RAM {human_bytes(self.ram_bytes)})",
@@ -274,7 +281,7 @@ def parse_bytes(text) -> int:
 
 
 def sharded_plan(params: IndexParams, shard_memory: int, executors: int, executor_cores: int,
-                 executor_memory: int, costs: dict = SHARDED_COSTS) -> dict:
+                 executor_memory: int, costs: dict = SHARDED_COSTS, bloom: str | None = None) -> dict:
     """What ``--pass sharded`` needs for an index of ``params`` on ``executors`` x ``executor_cores`` cores.
 
     S (shards per band) is the least whose shard filter fits ``shard_memory``
@@ -284,13 +291,14 @@ def sharded_plan(params: IndexParams, shard_memory: int, executors: int, executo
     interpreter and Arrow batches); Spark counts it outside the JVM heap
     (``spark.executor.memoryOverhead`` or ``spark.executor.pyspark.memory``).
     Time: ``docs x (keys_ns_per_doc + b x decide_ns_per_key) / (executors x
-    cores)``, from :data:`SHARDED_COSTS`.
+    cores)``, from :data:`SHARDED_COSTS`. ``bloom``: the shard filters'
+    backend (:func:`~lshbloom_udf.index.shards.shard_bloom`).
     """
-    from lshbloom_udf.index.shards import plan_shards
+    from lshbloom_udf.index.shards import plan_shards, shard_bloom
 
     if min(executors, executor_cores) < 1:
         raise ValueError("executors and executor cores must be >= 1")
-    shards = plan_shards(params, shard_memory)
+    shards = plan_shards(params, shard_memory, bloom=shard_bloom(bloom))
     task_bytes = 2 * shards.shard_bytes() + (64 << 20)
     cores = executors * executor_cores
     ns = params.capacity * (costs["keys_ns_per_doc_core"] + params.b * costs["decide_ns_per_key_core"])

@@ -74,14 +74,15 @@ def test_a_failing_open_releases_the_lock(tmp_path):
 
 
 def test_backends_are_looked_up_by_name_and_by_manifest_format():
-    assert BLOOM_BACKENDS == ("pybloomfiltermmap3", "blocked")
-    classic, blocked = backend("pybloomfiltermmap3"), backend("blocked")
-    assert (classic.file_name(3), blocked.file_name(3)) == ("band-3.bf", "band-3.bbf")
+    assert BLOOM_BACKENDS == ("pybloomfiltermmap3", "blocked", "cuckoo")
+    classic, blocked, cuckoo = backend("pybloomfiltermmap3"), backend("blocked"), backend("cuckoo")
+    assert (classic.file_name(3), blocked.file_name(3), cuckoo.file_name(3)) == ("band-3.bf", "band-3.bbf", "band-3.cbf")
     assert backend_for_format("lshbloom-index") is classic and backend_for_format("lshbloom-blocked-index") is blocked
+    assert backend_for_format("lshbloom-cuckoo-index") is cuckoo and not cuckoo.datasketch_compatible
     assert backend_for_format("other") is None and backend_for_format(None) is None
     assert classic.datasketch_compatible and not blocked.datasketch_compatible
     with pytest.raises(errors.UsageError, match="bloom must be one of"):
-        backend("cuckoo")
+        backend("quotient")
     with pytest.raises(ValueError, match="bloom must be one of"):
         backend(None)
 

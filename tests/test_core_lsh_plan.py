@@ -99,7 +99,7 @@ def test_plan_cli_rejects_bad_parameters():
     assert bad.returncode == 2 and "positive integer" in bad.stderr
 
 
-@pytest.mark.parametrize("bloom", ["pybloomfiltermmap3", "blocked"])
+@pytest.mark.parametrize("bloom", ["pybloomfiltermmap3", "blocked", "cuckoo"])
 def test_plan_gives_the_bytes_of_the_index_it_sizes(tmp_path, bloom):
     params = IndexParams.for_threshold(capacity=20_000, threshold=0.4, num_perm=256, p_effective=1e-6)
     sized = plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6, bloom=bloom)
@@ -109,8 +109,11 @@ def test_plan_gives_the_bytes_of_the_index_it_sizes(tmp_path, bloom):
     # Blocked filters cost more space at LSHBloom's per-band rates (docs/benchmarks.md §3).
     other = plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6, bloom="blocked")
     assert other.index_bytes > plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6).index_bytes
+    # Cuckoo filters cost less than classic Bloom filters' bits there (docs/benchmarks.md).
+    cuckoo = plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6, bloom="cuckoo")
+    assert cuckoo.index_bytes < cuckoo.formula_index_bytes
     with pytest.raises(ValueError, match="bloom must be"):
-        plan(100, bloom="cuckoo")
+        plan(100, bloom="quotient")
 
 
 def test_plan_cli_defaults_are_the_products():

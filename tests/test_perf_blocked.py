@@ -100,7 +100,7 @@ def test_blocked_index_decisions_equal_compatible_index(tmp_path):
     with pytest.raises(IndexMismatchError):
         LSHBloomIndex.open(path, expected={"num_perm": 128})
     with pytest.raises(ValueError, match="bloom must be one of"):
-        LSHBloomIndex.create(str(tmp_path / "other"), params, bloom="cuckoo")
+        LSHBloomIndex.create(str(tmp_path / "other"), params, bloom="quotient")
 
 
 def test_blocked_bands_query_insert_equals_row_by_row(tmp_path):

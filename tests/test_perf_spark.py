@@ -66,7 +66,7 @@ def test_blocked_backend_keeps_an_index_across_runs(docs_df, spark, tmp_path):
     with pytest.raises(IndexMismatchError, match="blocked Bloom filters, asked for pybloomfiltermmap3"):
         _deduplicate(second, index_dir=index_dir, bloom="pybloomfiltermmap3", **REFERENCE)
     with pytest.raises(DedupInputError, match="bloom must be"):
-        _deduplicate(docs_df, bloom="cuckoo", **REFERENCE)
+        _deduplicate(docs_df, bloom="quotient", **REFERENCE)
     # Capacity: a fixed blocked index sized for too few documents refuses the run and is left unchanged.
     small = str(tmp_path / "small")
     _deduplicate(first, bloom="blocked", index_dir=small, expected_docs=half, growth="fixed", progress=False, **REFERENCE)

@@ -56,7 +56,7 @@ def test_params_are_typed_and_validated():
     with pytest.raises(ValueError, match="band_key"):
         LSHBloomDeduplicator().setBandKey("xor")
     with pytest.raises(ValueError, match="bloom must be one of"):
-        LSHBloomDeduplicator(bloom="cuckoo")
+        LSHBloomDeduplicator(bloom="quotient")
     t = LSHBloomDeduplicator().setThreshold(0.8).setIdCol("id").setIndexDir(None)
     assert t.getThreshold() == 0.8 and t.getIdCol() == "id" and t.getIndexDir() is None
 

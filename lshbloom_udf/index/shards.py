@@ -21,8 +21,15 @@ from typing import Optional
 from lshbloom_udf.index.backends import backend
 from lshbloom_udf.index.params import IndexParams
 
-# The blocked format's seeds are per (band, generation); shards of a band hold disjoint keys and share them.
-SHARD_BLOOM = "blocked"
+# The backends a shard filter can be: their seeds are per (band, generation), and shards of a band hold disjoint
+# keys and share them. The first is the default.
+SHARD_BLOOMS = ("blocked", "cuckoo")
+SHARD_BLOOM = SHARD_BLOOMS[0]
+
+
+def shard_bloom(bloom: Optional[str]) -> str:
+    """The shard filters' backend for the ``bloom`` setting: itself if a shard can be one, else the default."""
+    return bloom if bloom in SHARD_BLOOMS else SHARD_BLOOM
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,7 @@ class ShardPlan:
 
     params: IndexParams
     shards_per_band: int
+    bloom: str = SHARD_BLOOM
 
     @property
     def b(self) -> int:
@@ -52,7 +60,7 @@ class ShardPlan:
         return self.params.generation_p_band(generation)
 
     def shard_bytes(self, generation: int = 0) -> int:
-        return backend(SHARD_BLOOM).file_bytes(self.shard_capacity(generation), self.p_band(generation))
+        return backend(self.bloom).file_bytes(self.shard_capacity(generation), self.p_band(generation))
 
     def index_bytes(self) -> int:
         """Bytes of generation 0 of every shard (what a fixed index holds; a growing one adds generations)."""
@@ -60,7 +68,8 @@ class ShardPlan:
 
     def to_dict(self) -> dict:
         return {"shards_per_band": self.shards_per_band, "shard_capacity": self.shard_capacity(0),
-                "shard_bytes": self.shard_bytes(0), "shards": self.shards, "index_bytes": self.index_bytes()}
+                "shard_bytes": self.shard_bytes(0), "shards": self.shards, "index_bytes": self.index_bytes(),
+                "bloom": self.bloom}
 
 
 def shard_keys(capacity: int, shards_per_band: int) -> int:
@@ -69,11 +78,13 @@ def shard_keys(capacity: int, shards_per_band: int) -> int:
     return max(1, math.ceil(mean + 4 * math.sqrt(mean)))
 
 
-def plan_shards(params, shard_memory: int, shards_per_band: Optional[int] = None) -> ShardPlan:
-    """The least S whose generation-0 shard filter fits ``shard_memory`` bytes (or the given S of an index)."""
+def plan_shards(params, shard_memory: int, shards_per_band: Optional[int] = None,
+                bloom: str = SHARD_BLOOM) -> ShardPlan:
+    """The least S whose generation-0 shard filter (of backend ``bloom``) fits ``shard_memory`` bytes (or the given
+    S of an index)."""
     if shards_per_band is not None:
-        return ShardPlan(params, shards_per_band)
-    kind = backend(SHARD_BLOOM)
+        return ShardPlan(params, shards_per_band, bloom)
+    kind = backend(bloom)
 
     def fits(s: int) -> bool:
         return kind.file_bytes(shard_keys(params.capacity, s), params.p_band) <= shard_memory
@@ -86,4 +97,4 @@ def plan_shards(params, shard_memory: int, shards_per_band: Optional[int] = None
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     s = hi
-    return ShardPlan(params, s)
+    return ShardPlan(params, s, bloom)

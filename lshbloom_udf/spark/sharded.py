@@ -10,8 +10,8 @@ fate, so the test of key ``(k, i)`` depends only on the earlier keys of band
 ranges within a band. The pass therefore splits band ``i``'s keys into ``S``
 shards by a well-mixed hash, ``shard = i·S + (mix(key) · S) >> 64``, shuffles
 the ``(row, key)`` pairs to their shard, in processing order, and
-test-and-sets the shard's own Bloom filter in that order (the native blocked
-filter's ``add``: "was present"). A document is a duplicate when any of its
+test-and-sets the shard's own filter in that order (the native blocked or
+cuckoo filter's ``add``: "was present"). A document is a duplicate when any of its
 ``b`` keys hits; the hit rows are deduplicated on the driver. No process holds
 more than one shard's filter at a time.
 
@@ -44,7 +44,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_keys  # noqa: F401 (re-exported)
+from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_bloom, shard_keys  # noqa: F401
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed, arrow_batch_limits
 
 SHARD_COL, FIRST_COL = "shard", "first"
@@ -162,7 +162,7 @@ class ShardFilters:
 
         self.plan, self.shard, self.directory = plan, shard, directory
         self.band = shard // plan.shards_per_band
-        self.kind = backend(SHARD_BLOOM)
+        self.kind = backend(plan.bloom)
         self.files: list = []
         if sorted(stored) != list(range(len(stored))):
             raise RuntimeError(f"internal error: shard {shard} has generations {sorted(stored)}")
@@ -170,7 +170,7 @@ class ShardFilters:
             self._open(g, stored[g][0] if g in stored else None, writable=g >= len(stored) - 1)
 
     def _path(self, g: int) -> str:
-        return os.path.join(self.directory, f"shard-{self.shard}-g{g}.bbf")
+        return os.path.join(self.directory, f"shard-{self.shard}-g{g}.{self.kind.extension}")
 
     def _open(self, g: int, data: Optional[bytes], writable: bool) -> None:
         path = self._path(g)
@@ -384,7 +384,10 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
         params = dataclasses.replace(params, growth="fixed")
     else:
         params, manifest = txn.index_params(params, config.sizing_given)
-    plan = plan_shards(params, config.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None)
+    # An index keeps the backend it was written with (the manifest's "bloom"); a new one takes the setting's.
+    bloom = manifest.get("bloom", SHARD_BLOOM) if manifest else shard_bloom(config.bloom)
+    plan = plan_shards(params, config.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None,
+                       bloom)
     if config.progress:
         print(f"lshbloom: sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
               f"{human_bytes(plan.shard_bytes())} per shard filter", file=sys.stderr, flush=True)
@@ -403,8 +406,8 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
               f"{params.capacity:,}; its false-positive rate is now above p_effective. Use a larger --expected-docs "
               "for a new index, or --growth grow.", file=sys.stderr)
     mean_keys = (before + active) / plan.shards_per_band
-    band_fp = backend(SHARD_BLOOM).band_false_positive(int(mean_keys), plan.shard_capacity(), plan.p_band())
-    info.update(inserted_before=before, backend=SHARD_BLOOM, reused=before > 0 and info["kept"], shard_plan=plan.to_dict(),
+    band_fp = backend(plan.bloom).band_false_positive(int(mean_keys), plan.shard_capacity(), plan.p_band())
+    info.update(inserted_before=before, backend=plan.bloom, reused=before > 0 and info["kept"], shard_plan=plan.to_dict(),
                 bytes_on_disk=fill["bytes"], inserted_total=before + active, capacity=params.capacity,
                 p_effective=params.p_effective, p_band=plan.p_band(), expected_false_positive=effective_p(band_fp, plan.b),
                 location=info["path"] or "executors (temporary)")

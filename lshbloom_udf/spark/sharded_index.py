@@ -196,11 +196,17 @@ class ShardedTransaction:
 
     def check_compatible(self, params: IndexParams, sizing_given=True, bloom: Optional[str] = None):
         """Refuse an index these parameters cannot use (:class:`IndexMismatchError`); its parameters, or None."""
-        if bloom is not None and bloom != "blocked":
-            raise IndexMismatchError(f"{self.path}: the sharded pass keeps blocked Bloom filters; drop bloom={bloom!r}")
+        from lshbloom_udf.index.shards import SHARD_BLOOM, SHARD_BLOOMS
+
+        if bloom is not None and bloom not in SHARD_BLOOMS:
+            raise IndexMismatchError(f"{self.path}: the sharded pass keeps {' or '.join(SHARD_BLOOMS)} filters; "
+                                     f"drop bloom={bloom!r}")
         manifest = self.manifest()
         if manifest is None:
             return None
+        if bloom is not None and bloom != manifest.get("bloom", SHARD_BLOOM):
+            raise IndexMismatchError(f"{self.path}: this sharded index keeps {manifest.get('bloom', SHARD_BLOOM)} "
+                                     f"filters; drop bloom={bloom!r} or use another index_dir")
         have = params_from_manifest(manifest)
         check_expected(self.path, have, expected_params(params, sizing_given))
         return have
@@ -266,7 +272,7 @@ class ShardedTransaction:
                        previous: Optional[dict]) -> None:
         """The manifest of the version this run wrote, before its run record (:meth:`commit` adds it)."""
         self.staged.update({
-            "format": FORMAT, "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": "blocked",
+            "format": FORMAT, "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": plan.get("bloom", "blocked"),
             "params": asdict(params), "shard_plan": plan, "inserted": inserted, "fill": fill,
             "runs": list(previous.get("runs", [])) if previous else [],
         })

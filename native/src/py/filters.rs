@@ -1,5 +1,6 @@
-//! The filter classes: `BloomFile` and `BlockedFile` (one filter file),
-//! `BandFilters` and `BlockedBands` (one file per band of an index).
+//! The filter classes: `BloomFile`, `BlockedFile` and `CuckooFile` (one
+//! filter file), `BandFilters`, `BlockedBands` and `CuckooBands` (one file per
+//! band of an index).
 //!
 //! Their methods are written once, generic over the file format, on
 //! [`Handle`]. A pyo3 class cannot be generic, so `filter_class!` only
@@ -16,6 +17,7 @@ use super::input::{input_keys, input_u64};
 use crate::bandset::{BandFilter, BandSet, FilterFile};
 use crate::blocked::BlockedFile;
 use crate::bloom::BloomFile;
+use crate::cuckoo::CuckooFile;
 use crate::error::BloomError;
 
 /// What a filter class holds.
@@ -313,6 +315,29 @@ filter_class!(file
     }
 });
 
+filter_class!(file
+    /// One cuckoo filter file (one 64-byte line per bucket), memory-mapped.
+    PyCuckooFile(CuckooFile, "CuckooFile") {
+    #[staticmethod]
+    fn create(path: PathBuf, capacity: u64, error_rate: f64, seed: u64) -> PyResult<Self> {
+        let f = CuckooFile::create(&path, capacity, error_rate, seed)?;
+        Ok(Self(Handle(Some(f))))
+    }
+    #[getter]
+    fn num_buckets(&self) -> PyResult<u64> { Ok(self.0.get()?.num_buckets()) }
+    #[getter]
+    fn fp_bits(&self) -> PyResult<u32> { Ok(self.0.get()?.fp_bits()) }
+    #[getter]
+    fn slots(&self) -> PyResult<u32> { Ok(self.0.get()?.slots()) }
+    #[getter]
+    fn num_bits(&self) -> PyResult<u64> { Ok(self.0.get()?.num_buckets() * 512) }
+    #[getter]
+    fn seed(&self) -> PyResult<u64> { Ok(self.0.get()?.seed()) }
+    fn __repr__(&self) -> String {
+        self.0.file_repr(|f| format!("num_buckets={} fp_bits={}", f.num_buckets(), f.fp_bits()))
+    }
+});
+
 filter_class!(bands
     /// The b band filters of an LSHBloom index, one file per band.
     PyBandFilters(BloomFile, "BandFilters"));
@@ -321,7 +346,13 @@ filter_class!(bands
     /// The b blocked band filters of an LSHBloom index (`--bloom blocked`).
     PyBlockedBands(BlockedFile, "BlockedBands"));
 
+filter_class!(bands
+    /// The b cuckoo band filters of an LSHBloom index (`--bloom cuckoo`).
+    PyCuckooBands(CuckooFile, "CuckooBands"));
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCuckooFile>()?;
+    m.add_class::<PyCuckooBands>()?;
     m.add_class::<PyBloomFile>()?;
     m.add_class::<PyBandFilters>()?;
     m.add_class::<PyBlockedFile>()?;

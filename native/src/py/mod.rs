@@ -11,7 +11,7 @@ mod sizing;
 
 use pyo3::prelude::*;
 
-use crate::{blocked, punct_table, shingles};
+use crate::{blocked, cuckoo, punct_table, shingles};
 
 /// Adds every function, class and constant of `lshbloom_udf._native` to `m`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -19,6 +19,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sizing::register(m)?;
     filters::register(m)?;
     m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
+    m.add("CUCKOO_FORMAT_VERSION", cuckoo::VERSION)?;
     m.add("NORM_NFKC", shingles::NORM_NFKC)?;
     m.add("NORM_LOWER", shingles::NORM_LOWER)?;
     m.add("NORM_PUNCT", shingles::NORM_PUNCT)?;

@@ -1,9 +1,9 @@
-//! Sizing of both filter formats, as the index and `plan` need it.
+//! Sizing of the filter formats, as the index and `plan` need it.
 
 use pyo3::prelude::*;
 
 use super::errors::value_err;
-use crate::{blocked, bloom};
+use crate::{blocked, bloom, cuckoo};
 
 /// (num_hashes, num_bits) exactly as pybloomfilter sizes a filter.
 #[pyfunction]
@@ -45,7 +45,35 @@ fn blocked_measure_fp(py: Python<'_>, capacity: u64, error_rate: f64, queries: u
         .map_err(value_err)
 }
 
+/// (fp_bits, slots, num_buckets) of the smallest cuckoo filter for `capacity` keys at `error_rate`.
+#[pyfunction]
+fn cuckoo_geometry(capacity: u64, error_rate: f64) -> PyResult<(u32, u32, u64)> {
+    let g = cuckoo::geometry(capacity, error_rate).map_err(value_err)?;
+    Ok((g.fp_bits, g.slots, g.num_buckets))
+}
+
+/// False-positive rate of a cuckoo filter of `num_buckets` buckets of `fp_bits`-bit fingerprints holding `n` keys.
+#[pyfunction]
+fn cuckoo_fp_rate(n: f64, num_buckets: u64, fp_bits: u32) -> PyResult<f64> {
+    if !(cuckoo::MIN_FP_BITS..=cuckoo::MAX_FP_BITS).contains(&fp_bits) {
+        return Err(value_err(format!("fp_bits must be in [{}, {}], got {fp_bits}", cuckoo::MIN_FP_BITS, cuckoo::MAX_FP_BITS)));
+    }
+    Ok(cuckoo::fp_rate(n, some_blocks(num_buckets)?, fp_bits))
+}
+
+/// Measures a cuckoo filter's false-positive rate in memory:
+/// (false positives, num_buckets, fp_bits, keys stored).
+#[pyfunction]
+#[pyo3(signature = (capacity, error_rate, queries, seed = 0))]
+fn cuckoo_measure_fp(py: Python<'_>, capacity: u64, error_rate: f64, queries: u64, seed: u64) -> PyResult<(u64, u64, u32, u64)> {
+    let m = py.detach(|| cuckoo::measure_fp(capacity, error_rate, queries, seed)).map_err(value_err)?;
+    Ok((m.false_positives, m.num_buckets, m.fp_bits, m.stored))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cuckoo_geometry, m)?)?;
+    m.add_function(wrap_pyfunction!(cuckoo_fp_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(cuckoo_measure_fp, m)?)?;
     m.add_function(wrap_pyfunction!(bloom_geometry, m)?)?;
     m.add_function(wrap_pyfunction!(blocked_num_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(blocked_fp_rate, m)?)?;

@@ -1,0 +1,92 @@
+//! Cuckoo filters with one cache line per bucket (`--bloom cuckoo`): a key is
+//! an f-bit fingerprint stored in one of two 64-byte buckets, so a query reads
+//! at most two cache lines, and the filter takes fewer bits than a classic
+//! Bloom filter at the low per-band rates of LSHBloom.
+//!
+//! ## Layout
+//!
+//! A bucket is one 64-byte line holding `s = floor(512 / f)` slots of `f` bits
+//! (slot `i` is bits `[i f, (i + 1) f)` of the line read as a little-endian
+//! 512-bit number). A slot holding 0 is empty; fingerprints are never 0, and
+//! the occupied slots of a bucket are always a prefix (no deletions; a kick
+//! overwrites a slot in place), so a scan stops at the first empty slot.
+//! For a key `x` and the filter's seed (`mum`, `h1`, `h2` as in `blocked`):
+//!
+//! ```text
+//! a   = (h1 * B) >> 64                              bucket 1 (Lemire's fast range)
+//! fp  = 1 + ((h2 * (2^f - 1)) >> 64)                uniform over 1 .. 2^f - 1
+//! c   = (mum(fp ^ K3, K4) * B) >> 64                the fingerprint's bucket offset
+//! alt(i, fp) = (c - i) mod B                        bucket 2 = alt(a, fp); alt(alt(i)) = i
+//! ```
+//!
+//! `alt` needs only the bucket and the fingerprint (a kicked fingerprint moves
+//! to its other bucket without its key) and works for any B (XOR would need a
+//! power of two). Insert: the first empty slot of bucket 1, else of bucket 2,
+//! else kick a pseudo-random resident of one of them to its other bucket, up
+//! to `MAX_KICKS` times; if that fails every move is undone and the insert
+//! returns an error (the filter is unchanged: nothing silently lost).
+//!
+//! ## False-positive rate (the sizing maths)
+//!
+//! A query `x` is a false positive iff some stored `y` has `fp_y = fp_x` and
+//! sits in one of x's two buckets. With equal fingerprints the two keys share
+//! `c`, so their bucket pairs `{a, c − a}` and `{b, c − b}` meet iff `a = b` or
+//! `a + b ≡ c (mod B)`: probability `2/B` over x's uniform bucket. So, with
+//! `q = 1/(2^f − 1)` and `n` keys stored,
+//!
+//! ```text
+//! FP(n, B, f) = 1 − (1 − q)^(2n/B)    (≤ 2nq/B: each of the ≤ 2n/B expected residents matches w.p. q)
+//! ```
+//!
+//! (the exact rate is `1 − E[(1 − q)^S]` over the occupancy `S` of x's two
+//! buckets, `E[S] = 2n/B`; by Jensen it is at most the formula). Sizing for
+//! `capacity = n` at rate `p` picks, for every `f` in 2..=64,
+//!
+//! ```text
+//! B_fp(f)   = ceil(2n · ln(1 − q) / ln(1 − p))      (the least B with FP(n, B, f) ≤ p; closed form)
+//! B_load(f) = ceil(n / (0.95 · s(f)))               (load ≤ 95 %: far below the ~99.8 % where
+//!                                                   two-choice cuckoo with ≥ 8 slots per bucket fails)
+//! ```
+//!
+//! and keeps the `f` with the least `B(f) = max(B_fp, B_load)` (ties: the
+//! larger `f`). At p = 1.2e-7 that is f = 29, 17 slots: 0.96x a classic Bloom
+//! filter's bits; at 1.2e-12 f = 44: 0.86x (docs/algorithm.md).
+//!
+//! ## File format (one file per band, `band-{i}.cbf`)
+//!
+//! ```text
+//! 0   magic "LSHBCKO\0"   8 bytes
+//! 8   version (= 1)       u32
+//! 12  header_len (= 64)   u32
+//! 16  num_buckets         u64
+//! 24  capacity            u64
+//! 32  error_rate          f64   (the per-band target the file was sized for)
+//! 40  seed                u64
+//! 48  elem_count          u64   (keys added while absent)
+//! 56  fp_bits             u32   (f)
+//! 60  reserved            4 bytes (zero)
+//! 64  buckets, 64 bytes each
+//! ```
+
+mod bands;
+mod file;
+mod kernel;
+mod sizing;
+
+pub use file::{measure_fp, CuckooFile, Measured};
+pub use kernel::{locate, Loc};
+pub use sizing::{fp_rate, geometry, slots_for, Geometry, MAX_LOAD_DEN, MAX_LOAD_NUM};
+
+pub const MAGIC: &[u8; 8] = b"LSHBCKO\0";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 64;
+pub const BUCKET_BYTES: usize = 64;
+pub const BUCKET_BITS: u32 = 512;
+/// Fingerprint widths the format allows.
+pub const MIN_FP_BITS: u32 = 2;
+pub const MAX_FP_BITS: u32 = 64;
+/// Kicks tried before an insert gives up (and undoes them).
+pub const MAX_KICKS: usize = 2000;
+
+/// The b cuckoo band filters of an LSHBloom index (`--bloom cuckoo`).
+pub type CuckooBands = crate::bandset::BandSet<CuckooFile>;
