@@ -235,7 +235,7 @@ def text_band_keys(
     return _native.minhash_band_keys(_texts_list(texts), *settings)
 
 
-def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle):
+def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle: str = "words"):
     validate_ngram(ngram)
     validate_shingle(shingle)
     a, b = permutations(num_perm, seed, scheme)
