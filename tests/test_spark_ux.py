@@ -152,7 +152,11 @@ def test_rate_is_over_the_decision_stage_and_says_when_startup_dominates(spark):
     result = deduplicate(frame(spark), id_col="id", progress=False, return_summary=True)
     s = result.summary
     assert s["docs_per_second"] == pytest.approx(s["documents"] / s["seconds"]["driver_pass"], rel=1e-2)
-    assert s["startup_bound"] is True and "Spark's start-up dominates" in result.summary_text()
+    first = s["seconds"]["first_keys"]
+    assert 0 < first <= s["seconds"]["driver_pass"]
+    assert s["startup_bound"] == (first > 0.5 * s["seconds"]["driver_pass"])
+    assert ("Spark's start-up dominates" in result.summary_text()) == s["startup_bound"]
+    assert f"{first:.2f} s of it before the first keys" in result.summary_text()
     assert "temporary (in " in result.summary_text() and "driver pass (the whole index in the driver)" in result.summary_text()
 
 
@@ -240,3 +244,39 @@ def test_summary_fields_are_documented(spark, tmp_path):
     fields = set(s) | set(s["params"]) | set(s["index"]) | set(s["seconds"]) | set(s["verify"])
     missing = sorted(f for f in fields if f"`{f}`" not in doc)
     assert not missing, f"docs/summary.md does not explain {missing}"
+
+
+QUIET_RUN = r"""
+import json, sys
+from pyspark.sql import SparkSession
+from lshbloom_udf import deduplicate, hooks
+
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "true").getOrCreate())
+sc = spark.sparkContext
+bar = lambda: sc._jsc.sc().progressBar()
+seen = {"before": bar().isDefined()}
+hooks.install("after-pin", lambda **_: seen.update(during=bar().isDefined()))
+df = spark.createDataFrame([(str(i), "some words of document %d and more words" % (i % 50)) for i in range(400)],
+                           "id string, text string")
+df.count()
+sys.stderr.write("\nQUIET-RUN-START\n"); sys.stderr.flush()
+deduplicate(df, id_col="id", progress=False)
+restored = bar()
+seen.update(after=restored.isDefined())
+sys.stderr.write("\nQUIET-RUN-END\n"); sys.stderr.flush()
+sys.stdout.write(json.dumps(seen) + "\n")
+spark.stop()
+"""
+
+
+def test_quiet_run_turns_off_sparks_console_progress_bar_and_gives_it_back(tmp_path):
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET_RUN)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"before": True, "during": False, "after": True}
+    during = done.stderr.split("QUIET-RUN-START")[1].split("QUIET-RUN-END")[0]
+    assert "[Stage" not in during and "lshbloom:" not in during
+    assert "WARN" not in during  # no stray warning from the run's job group (nor anything else)

@@ -27,6 +27,9 @@ from lshbloom_udf.spark.ingest import col
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
 
 
+WAITING_INTERVAL = 10.0
+
+
 class Progress:
     """Documents done, docs/s and ETA, logged every ``interval`` seconds from the pass's first second.
 
@@ -49,8 +52,14 @@ class Progress:
             self._thread.start()
 
     def _tick(self) -> None:
+        last_done, last_line = -1, 0.0
         while not self._stop.wait(self.interval):
-            self._log(final=False)
+            now = time.monotonic()
+            # A line per interval while documents are decided; while nothing moves (Spark starting, the first keys
+            # computed), one every WAITING_INTERVAL seconds.
+            if self.done != last_done or now - last_line >= WAITING_INTERVAL:
+                last_done, last_line = self.done, now
+                self._log(final=False)
 
     def update(self, done: int, duplicates: int) -> None:
         self.done, self.duplicates = done, duplicates
@@ -109,6 +118,8 @@ class PassOutcome:
     duplicates: int = 0
     empty: int = 0
     documents: int = 0
+    # Seconds from the pass's start to its first keys: Spark's start-up and the first chunk's keys (0: not measured).
+    first_keys_seconds: float = 0.0
 
     def rows(self) -> np.ndarray:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
@@ -134,7 +145,10 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str =
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
     try:
+        t0 = time.monotonic()
         for start, keys, active in chunks:
+            if not outcome.first_keys_seconds:
+                outcome.first_keys_seconds = time.monotonic() - t0
             n = len(active)
             hits = np.flatnonzero(index.decide(keys, active, insert))
             if hits.size:

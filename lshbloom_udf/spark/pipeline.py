@@ -80,7 +80,7 @@ class DedupRun:
         self.seconds["total"] = self._t - self._t_start
         duplicates = outcome.duplicates if verified is None else len(verified.rows)
         summary = build_summary(self.config, self.params, self.documents, duplicates, outcome.empty,
-                                index_info, self.seconds, self.pass_label)
+                                index_info, self.seconds, self.pass_label, outcome.first_keys_seconds)
         if verified is not None:
             summary["verify"] = verified.summary(self.config.verify_threshold or self.params.threshold)
         return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None)
