@@ -24,12 +24,27 @@ _FORMAT = "lshbloom: %(message)s"
 STEP_PREFIX = "lshbloom: "
 
 
-def configure(level: int | str = logging.INFO, stream=None) -> None:
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a line is logged (a notebook or a test may replace it)."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def configure(level: int | str = logging.INFO) -> None:
     """The command line's handler: ``lshbloom: message`` lines on stderr at ``level`` (for this package only)."""
     for h in list(logger.handlers):
         if getattr(h, "_lshbloom_cli", False):
             logger.removeHandler(h)
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter(_FORMAT))
     handler._lshbloom_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
@@ -41,7 +56,7 @@ def ensure_visible() -> None:
     """Progress of a run that shows it reaches stderr even when nobody configured logging (a notebook)."""
     if logger.handlers or logging.getLogger().handlers:
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter(_FORMAT))
     logger.addHandler(handler)
     if logger.level == logging.NOTSET:
