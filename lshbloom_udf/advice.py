@@ -50,8 +50,12 @@ def advise(sized, driver_memory: int, executors: int, executor_cores: int, costs
     costs = costs or measured_costs()
     cores = executors * executor_cores
     fits = sized.index_bytes * DRIVER_HEADROOM <= driver_memory
+    times = {"driver": driver_seconds(sized.docs, sized.b, sized.bloom, cores, costs),
+             "sharded": sharded_seconds(sized.docs, sized.b, cores, costs)}
     if fits:
         why = "the index fits the driver's memory: one ordered pass, keep-first, nothing shuffled"
+        if times["sharded"] < times["driver"]:
+            why += "; the sharded pass would be faster on these cores, but decides any-earlier (--pass sharded)"
     else:
         why = ("the index does not fit the driver's memory with a quarter to spare: shard it over the executors "
                "(any-earlier; size them with --pass sharded)")
@@ -59,10 +63,7 @@ def advise(sized, driver_memory: int, executors: int, executor_cores: int, costs
         "recommended_pass": "driver" if fits else "sharded",
         "why": why,
         "driver_memory": driver_memory,
-        "expected_seconds": {
-            "driver": driver_seconds(sized.docs, sized.b, sized.bloom, cores, costs),
-            "sharded": sharded_seconds(sized.docs, sized.b, cores, costs),
-        },
+        "expected_seconds": times,
         "cores": cores,
         "costs": costs,
     }
