@@ -50,7 +50,8 @@ lint: build
 demo: build
 	$(PY) -m lshbloom_udf sample --output $(DEMO_DIR)/sample.jsonl
 	rm -rf $(DEMO_DIR)/out $(DEMO_DIR)/index
-	$(VENV)/bin/spark-submit --master 'local[2]' --conf spark.ui.enabled=false --conf spark.log.level=WARN \
+	$(VENV)/bin/spark-submit --master 'local[2]' --conf spark.ui.enabled=false \
+		--driver-java-options "-Dlog4j2.configurationFile=$(abspath conf/log4j2-quiet.properties)" \
 		spark_jobs/dedup.py --input $(DEMO_DIR)/sample.jsonl --output $(DEMO_DIR)/out \
 		--index-dir $(DEMO_DIR)/index
 

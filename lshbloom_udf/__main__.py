@@ -9,6 +9,7 @@ import sys
 from typing import Optional
 
 from lshbloom_udf import sample
+from lshbloom_udf.advice import advice_text, advise
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
@@ -32,11 +33,14 @@ def _plan(argv: list[str]) -> None:
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
     parser.add_argument("--pass", dest="pass_mode", choices=("driver", "sharded"), default=DEFAULTS["pass_mode"],
                         help="driver (the index in one process) or sharded (shards on the executors); default %(default)s")
-    parser.add_argument("--executors", type=int, default=1, help="sharded: executors (default %(default)s)")
-    parser.add_argument("--executor-cores", type=int, default=4, help="sharded: cores per executor (default %(default)s)")
+    parser.add_argument("--executors", type=int, default=1,
+                        help="executors computing the keys (both passes) and the shards (default %(default)s)")
+    parser.add_argument("--executor-cores", type=int, default=4, help="cores per executor (default %(default)s)")
     parser.add_argument("--executor-memory", default="8g", help="sharded: memory per executor (default %(default)s)")
     parser.add_argument("--shard-memory", default=str(DEFAULTS["shard_memory"]),
                         help="sharded: filter bytes per task, e.g. 128m (default %(default)s)")
+    parser.add_argument("--driver-memory", default=None,
+                        help="the driver's memory for the pass advice, e.g. 64g (default: this machine's RAM)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     if args.docs != int(args.docs):
@@ -54,12 +58,15 @@ def _plan(argv: list[str]) -> None:
             generations=args.generations,
         )
         sharded = _sharded(args, result) if args.pass_mode == "sharded" else None
+        driver_memory = parse_bytes(args.driver_memory) if args.driver_memory else result.ram_bytes
+        advice = advise(result, driver_memory, args.executors, args.executor_cores)
     except ValueError as e:
         parser.error(str(e))
     if args.json:
-        print(json.dumps({**result.to_dict(), **({"sharded": sharded} if sharded else {})}, indent=2))
+        print(json.dumps({**result.to_dict(), **advice, **({"sharded": sharded} if sharded else {})}, indent=2))
     else:
-        print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else ""))
+        print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else "")
+              + "\n" + advice_text(advice))
 
 
 def _sharded(args, result) -> dict:

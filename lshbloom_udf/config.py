@@ -208,8 +208,10 @@ class DedupConfig:
                                param="outputCol", aliases=("flag_col",))
     mode: str = setting("flag", "flag (every row + a flag column) | filter (the rows kept) | duplicates (the rows "
                         "removed)", _choice(*MODES), "columns")
-    order_by: Optional[tuple] = setting(None, "process documents in this column order (comma list on the command "
-                                        "line) instead of input order", _optional(_order_by), "columns",
+    order_by: Optional[tuple] = setting(None, "process documents in this order instead of input order: the first of "
+                                        "near-duplicates is kept. Column names (a comma list on the command line) or "
+                                        "Spark Column expressions: F.length('text').desc() keeps the longest, "
+                                        "F.col('ts').desc() the newest", _optional(_order_by), "columns",
                                         cli={"type": lambda s: [c.strip() for c in s.split(",") if c.strip()]})
     # -- MinHash / LSH: they decide compatibility with an existing index. threshold, ngram and normalize were
     # chosen by the evaluation study (docs/evaluation.md); the paper's values are PRESETS["paper"].
@@ -289,8 +291,11 @@ class DedupConfig:
                                 "the shard count follows from it and the capacity (on the command line also 64m, 1g)",
                                 _integer(1 << 12), "decision", cli={"type": _memory, "metavar": "BYTES"})
     # -- how the run goes
-    progress: bool = setting(True, "show driver-pass progress (docs/s, ETA) on stderr", _boolean, "run",
-                             flag="--quiet", cli={"action": "store_false", "help": "no progress lines on stderr"})
+    progress: bool = setting(True, "log each step of the run and the driver pass's progress (docs/s, ETA) to the "
+                             "lshbloom_udf logger, and let Spark's console progress bar show the run's jobs; false: "
+                             "only warnings", _boolean, "run", flag="--quiet",
+                             cli={"action": "store_false", "help": "only warnings on stderr: no step or progress "
+                                  "lines, no Spark console progress bar"})
     key_transfer: str = setting("auto", "how the band keys reach the driver pass: socket (executors stream them to "
                                 "the driver while they compute them), spark (toLocalIterator, one partition at a "
                                 "time: for executors that cannot open a connection to the driver), or auto (socket; "

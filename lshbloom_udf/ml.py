@@ -30,7 +30,7 @@ from pyspark.ml import Transformer
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from lshbloom_udf.config import DedupConfig, Setting, settings
+from lshbloom_udf.config import DEFAULTS, DedupConfig, Setting, settings
 from lshbloom_udf.minhash import normalization_name
 from lshbloom_udf.spark.api import run
 
@@ -128,6 +128,16 @@ def _sizing(param: str) -> bool:
     return DedupConfig.__dataclass_fields__[_SETTING_OF[param]].metadata["setting"].sizes is not None
 
 
+def _param_doc(f, spec: Setting) -> str:
+    """The Param's doc: the setting's help, and for a sizing Param (left undefined so that an existing index keeps its
+    own sizing) what an undefined value means, so that explainParams' "(undefined)" is not read as "no default"."""
+    if spec.sizes is None:
+        return spec.help
+    default = DEFAULTS[f.name]
+    new = "the number of input documents" if default is None else (f"{default:g}" if isinstance(default, float) else default)
+    return f"{spec.help}; undefined: a new index uses {new}, an existing index keeps its own"
+
+
 def _declare_params() -> None:
     """One Param, getter and setter per setting that has a Param name."""
     for f, spec in settings(scope="run"):
@@ -136,7 +146,7 @@ def _declare_params() -> None:
         pname = _param_name(f.name, spec)
         _SETTING_OF[pname] = f.name
         setattr(LSHBloomDeduplicator, pname,
-                Param(Params._dummy(), pname, spec.help, typeConverter=_converter(f.name, f.type, spec)))
+                Param(Params._dummy(), pname, _param_doc(f, spec), typeConverter=_converter(f.name, f.type, spec)))
         suffix = pname[0].upper() + pname[1:]
 
         def getter(self, _p=pname):

@@ -123,15 +123,25 @@ def build_sample(
     """Documents ``{"id", "text", "source"}``: originals plus near-duplicate variants, shuffled.
 
     ``source`` numbers the original a document derives from. ``num_docs`` is
-    an upper bound: the standard library offers some 1,600 distinct
-    docstrings of 25 words, and originals are never repeated.
+    exact; originals are never repeated, so a sample needs
+    ``num_docs x (1 - duplicate_fraction)`` distinct standard-library docstrings
+    (some 1,600 of 25+ words): more raises :class:`ValueError` saying the most there can be.
     """
     rng = random.Random(seed)
     originals = stdlib_documents(min_words)
     if not originals:
         raise RuntimeError("no standard-library docstrings found to build a sample from")
+    if num_docs < 1 or not 0.0 <= duplicate_fraction < 1.0:
+        raise ValueError(f"need --docs >= 1 and a duplicate fraction in [0, 1), got {num_docs}, {duplicate_fraction}")
     num_dups = int(num_docs * duplicate_fraction)
-    num_orig = min(num_docs - num_dups, len(originals))
+    num_orig = num_docs - num_dups
+    if num_orig > len(originals):
+        most = int(len(originals) / (1.0 - duplicate_fraction))
+        raise ValueError(
+            f"this Python's standard library has {len(originals):,} distinct docstrings of {min_words}+ words: with "
+            f"--duplicate-fraction {duplicate_fraction} the sample holds at most {most:,} documents, not {num_docs:,}; "
+            "ask for fewer, or a larger --duplicate-fraction"
+        )
     docs = [{"text": originals[i], "source": i} for i in range(num_orig)]
     for _ in range(num_dups):
         src = rng.randrange(num_orig)
@@ -154,11 +164,18 @@ def main(argv: Optional[list[str]] = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m lshbloom_udf sample", description=__doc__.splitlines()[0])
-    parser.add_argument("--output", required=True, help="JSONL file to write")
-    parser.add_argument("--docs", type=int, default=2000)
-    parser.add_argument("--duplicate-fraction", type=float, default=0.2)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--output", required=True, help="JSONL file to write (fields id, text, source)")
+    parser.add_argument("--docs", type=int, default=2000,
+                        help="documents to write, exactly (default %(default)s; the standard library's docstrings "
+                             "bound it: the command fails saying how many it can make)")
+    parser.add_argument("--duplicate-fraction", type=float, default=0.2,
+                        help="share of the documents that are near-duplicate variants of an original "
+                             "(default %(default)s)")
+    parser.add_argument("--seed", type=int, default=7, help="random seed of the variants and the order (default %(default)s)")
     args = parser.parse_args(argv)
-    docs = build_sample(args.docs, args.duplicate_fraction, args.seed)
+    try:
+        docs = build_sample(args.docs, args.duplicate_fraction, args.seed)
+    except ValueError as e:
+        parser.error(str(e))
     write_jsonl(docs, args.output)
-    print(f"wrote {len(docs)} documents to {args.output}")
+    print(f"wrote {len(docs):,} documents to {args.output}")

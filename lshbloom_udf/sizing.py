@@ -45,6 +45,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 
+from lshbloom_udf.advice import measured_costs
 from lshbloom_udf.index.backends import BLOOM_FORMAT, BLOOM_PREAMBLE_BYTES, backend
 from lshbloom_udf.index.fs import human_bytes
 from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
@@ -120,17 +121,24 @@ class Plan:
         return "\n".join(
             [
                 f"documents (capacity)     {self.docs:,}",
+                "  = how many documents the index is sized for (more and its false-positive rate rises)",
                 f"Bloom filters            {self.bloom}",
                 f"threshold / num_perm     {self.threshold} / {self.num_perm} (ngram {self.ngram})",
                 f"bands b x rows r         {self.b} x {self.r}",
+                "  = a pair is flagged when its signatures agree on all r values of at least one of the b bands",
                 f"p_effective / per band   {self.p_effective:.3g} / {self.p_band:.6g}",
+                "  = chance that a new document is flagged by a Bloom false positive (any band / one band)",
                 f"{backend(self.bloom).key_bits_label:25s}{self.hashes_per_band}",
                 f"bits per band            {self.bits_per_band:,}  (formula {self.formula_bits_per_band:,.0f})",
+                "  = size of one band's filter; the formula is an optimal Bloom filter's, -n ln p / (ln 2)^2",
                 f"index size               {human_bytes(self.index_bytes)}  ({self.index_bytes:,} bytes, "
                 f"{self.index_bytes / self.formula_index_bytes:.2f}x a classic Bloom filter's bits)",
                 f"LSH FP / FN (integrals)  {self.lsh_false_positive:.6g} / {self.lsh_false_negative:.6g}",
+                "  = the bands' errors: share of pairs below the threshold flagged / above it missed (S-curve areas)",
                 f"LSHBloom FP / FN         {self.lshbloom_false_positive:.6g} / {self.lshbloom_false_negative:.6g}",
+                "  = the same with the Bloom filters' false positives added (what a run should see)",
                 f"fits here in             {where}  (/dev/shm free {human_bytes(self.shm_free_bytes)}, RAM {human_bytes(self.ram_bytes)})",
+                "  = where this machine can hold the index: /dev/shm or RAM is fast, disk only is slow for the driver pass",
             ]
             + self._growth_lines()
         )
@@ -263,11 +271,9 @@ def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict
 
 
 # Costs per core of the sharded pass, measured by benchmarks/sharded.py on local[2] (docs/benchmarks.md,
-# "The sharded pass"): the keys stage per document (shingles, 512-permutation MinHash, band keys) and the
-# decision stage per band key (explode, shuffle, sort, test-and-set, hit rows; a kept index's new version).
+# "The sharded pass"), kept as data with the machine's name (lshbloom_udf/measured/, read by lshbloom_udf.advice).
 # A cluster's network shuffle costs more per key than local[2]'s loopback: plan reads them as a lower bound.
-SHARDED_COSTS = {"keys_ns_per_doc_core": 20_290.0, "decide_ns_per_key_core": 662.0,
-                 "machine": "AMD EPYC 2 vCPUs, local[2], 10^6 documents, load 0.2-2.3 (docs/benchmarks.md)"}
+SHARDED_COSTS = {k: measured_costs()[k] for k in ("keys_ns_per_doc_core", "decide_ns_per_key_core", "machine")}
 
 
 def parse_bytes(text) -> int:

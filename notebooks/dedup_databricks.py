@@ -4,8 +4,9 @@
 # MAGIC
 # MAGIC Deduplicates a small real corpus end to end with `lshbloom_udf.deduplicate`: the bundled sample
 # MAGIC (standard-library docstrings plus near-duplicate edits), keep-first decisions with the default settings
-# MAGIC (Jaccard threshold 0.45 over normalized word 4-grams, 512 permutations), flagged documents shown next to the kept document they
-# MAGIC duplicate, the run's summary, and a second batch deduplicated against the first by reusing the index.
+# MAGIC (`DEFAULTS`, printed below), verified, flagged documents shown next to the kept document they duplicate
+# MAGIC (`duplicate_of`), the longest or newest document kept (`order_by`), the run's summary, and a second batch
+# MAGIC deduplicated against the first by reusing the index.
 # MAGIC
 # MAGIC **Setup.** Install the `lshbloom-spark` wheel (`make wheel`, uploaded to a Unity Catalog volume) as a cluster
 # MAGIC library, or for this notebook with the `%pip install` cell below (both reach the driver and the workers; it has a
@@ -51,12 +52,16 @@ display(batch1.limit(5))
 # MAGIC ## 2. Deduplicate
 # MAGIC Band keys are computed on the workers (vectorized, per Arrow batch); the keep-first Bloom-filter pass runs
 # MAGIC on the driver, partition by partition; `is_duplicate` is joined back on `id` (checked to be unique).
+# MAGIC `verify=True` checks every flag with the exact Jaccard similarity of the two documents and removes the flags
+# MAGIC the filters gave without it; `duplicate_of=True` adds `duplicate_of` (the id of the earlier kept document) and
+# MAGIC `similarity` (their exact Jaccard).
 
 # COMMAND ----------
 
 index_dir = os.path.join(tempfile.mkdtemp(prefix="lshbloom-"), "index")  # driver-local disk
 # expected_docs sizes the index for every batch it will hold (default: the size of this input).
-result = deduplicate(batch1, text_col="text", id_col="id", index_dir=index_dir, expected_docs=len(docs), return_summary=True)
+result = deduplicate(batch1, text_col="text", id_col="id", index_dir=index_dir, expected_docs=len(docs),
+                     verify=True, duplicate_of=True, return_summary=True)
 flagged = result.df.cache()
 display(flagged.groupBy("is_duplicate").count())
 
@@ -64,36 +69,46 @@ display(flagged.groupBy("is_duplicate").count())
 
 # MAGIC %md
 # MAGIC ## 3. Flagged documents and the kept document they duplicate
-# MAGIC The index does not store which document matched, so for display we pick the kept document with the highest
-# MAGIC MinHash Jaccard estimate, from the same signatures the run used (bit-identical to datasketch's `MinHash`).
+# MAGIC The index stores no texts, so the pass alone cannot say which document matched; verification does.
 
 # COMMAND ----------
 
-from lshbloom_udf import signatures
+from pyspark.sql import functions as F
 
-# the shingling and MinHash settings the run used
-SHINGLING = {name: DEFAULTS[name] for name in ("num_perm", "ngram", "normalize", "seed", "scheme")}
-
-rows = flagged.select("id", "text", "source", "is_duplicate").collect()
-kept = [r for r in rows if not r["is_duplicate"] and r["text"]]
-kept_signatures = signatures([r["text"] for r in kept], **SHINGLING)
-
-
-def best_kept_match(text):
-    estimates = (kept_signatures == signatures([text], **SHINGLING)[0]).mean(axis=1)
-    best = int(estimates.argmax())
-    return float(estimates[best]), kept[best]
-
-
-pairs = []
-for r in [r for r in rows if r["is_duplicate"]][:5]:
-    score, match = best_kept_match(r["text"])
-    pairs.append((r["id"], match["id"], round(score, 2), r["source"] == match["source"], r["text"][:200], match["text"][:200]))
-display(spark.createDataFrame(pairs, "duplicate string, kept string, jaccard double, same_source boolean, duplicate_text string, kept_text string"))
+pairs = flagged.where("duplicate_of is not null").alias("d").join(flagged.alias("k"), F.col("d.duplicate_of") == F.col("k.id"))
+display(pairs.select(F.col("d.id").alias("duplicate"), F.col("k.id").alias("kept"), F.round("d.similarity", 2).alias("jaccard"),
+                     (F.col("d.source") == F.col("k.source")).alias("same_source"),
+                     F.substring("d.text", 1, 200).alias("duplicate_text"), F.substring("k.text", 1, 200).alias("kept_text")).limit(5))
 
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC ## 3b. Which document is kept
+# MAGIC Keep-first keeps the first document of a group in processing order (input order by default). `order_by` takes
+# MAGIC Spark Column expressions: `F.length("text").desc()` keeps the longest of each group, `F.col("ts").desc()` the
+# MAGIC newest. (A string such as `"-ts"` is a column name, not a descending order: it is refused.)
+
+# COMMAND ----------
+
+longest = deduplicate(batch1, id_col="id", order_by=F.length("text").desc(), verify=True, duplicate_of=True, progress=False)
+longest_pairs = longest.where("duplicate_of is not null").alias("d").join(
+    longest.alias("k"), F.col("d.duplicate_of") == F.col("k.id")).select(
+    F.length("d.text").alias("duplicate_length"), F.length("k.text").alias("kept_length"))
+keeps_longest = longest_pairs.where("kept_length < duplicate_length").count() == 0
+print("keep-longest: every kept document at least as long as its duplicates:", keeps_longest)
+display(longest_pairs.limit(5))
+
+# COMMAND ----------
+
+dated = batch1.withColumn("ts", F.date_add(F.lit("2024-01-01").cast("date"), (F.abs(F.hash("id")) % 365).cast("int")))
+newest = deduplicate(dated, id_col="id", order_by=[F.col("ts").desc()], verify=True, duplicate_of=True, progress=False)
+newest_pairs = newest.where("duplicate_of is not null").alias("d").join(
+    newest.alias("k"), F.col("d.duplicate_of") == F.col("k.id")).select("d.id", "d.ts", F.col("k.ts").alias("kept_ts"))
+print("keep-newest: every kept document at least as new:", newest_pairs.where("kept_ts < ts").count() == 0)
+display(newest_pairs.limit(5))
+
+# COMMAND ----------
+
 # MAGIC ## 4. The summary
 
 # COMMAND ----------
@@ -106,13 +121,14 @@ print(json.dumps(result.summary["seconds"], indent=2))
 # MAGIC %md
 # MAGIC ## 5. A second batch against the same index
 # MAGIC Reopening `index_dir` checks the manifest and keeps the index's sizing; batch-2 documents that near-duplicate
-# MAGIC anything kept in batch 1 are flagged. Other parameters on the same index are refused.
+# MAGIC anything kept in batch 1 are flagged (with `duplicate_of` null: the index keeps no texts of batch 1, so a
+# MAGIC flag from an earlier run cannot be verified). Other parameters on the same index are refused.
 
 # COMMAND ----------
 
-result2 = deduplicate(batch2, id_col="id", index_dir=index_dir, return_summary=True)
+result2 = deduplicate(batch2, id_col="id", index_dir=index_dir, verify=True, duplicate_of=True, return_summary=True)
 print(result2.summary_text())
-first_sources = {r["source"] for r in rows}
+first_sources = {r["source"] for r in flagged.select("source").collect()}
 across = result2.df.where("is_duplicate").where(result2.df.source.isin(sorted(first_sources)))
 print(across.count(), "batch-2 documents flagged as near-duplicates of batch-1 documents")
 display(across.limit(5))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from pyspark.sql import functions as F
@@ -233,20 +234,32 @@ def test_summary_contents(docs_df, docs):
     json.dumps(summary)
 
 
-def test_progress_lines_on_stderr(docs_df, capsys, monkeypatch):
+def test_progress_lines_through_the_logger(docs_df, monkeypatch):
+    import logging
+
     from lshbloom_udf.spark import driver_pass as S
 
     monkeypatch.setattr(S.Progress, "__init__", _fast_progress_init(S.Progress.__init__))
-    deduplicate(docs_df, chunk_rows=50, progress=True)
-    err = capsys.readouterr().err
-    lines = [l for l in err.splitlines() if l.startswith("lshbloom:")]
-    assert lines and "docs/s" in lines[0] and ("ETA" in lines[0] or "done" in lines[0])
-    assert lines[-1].endswith("done")
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger("lshbloom_udf")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        deduplicate(docs_df, chunk_rows=50, progress=True)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    progress = [l for l in lines if "docs/s" in l]
+    assert progress and ("ETA" in progress[0] or "done" in progress[0])
+    assert re.search(r"done in \d+\.\d s$", progress[-1])
 
 
 def _fast_progress_init(orig):
-    def init(self, total, enabled=True, interval=2.0, stream=None):
-        orig(self, total, enabled=enabled, interval=0.0, stream=stream)
+    def init(self, total, enabled=True, interval=1.0):
+        orig(self, total, enabled=enabled, interval=0.01)
 
     return init
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -42,6 +43,13 @@ def test_databricks_notebook_runs(spark, capsys):
     assert "refused:" in out and "threshold" in out
     assert namespace["result"].summary["duplicates"] > 0
     assert namespace["across"].count() > 0
+    # The product names the kept document (no hand-made matching), and order_by keeps the longest / newest.
+    assert {"duplicate_of", "similarity"} <= set(namespace["flagged"].columns)
+    named = namespace["flagged"].where("duplicate_of is not null").count()
+    assert named == namespace["flagged"].where("is_duplicate").count() > 0
+    assert namespace["keeps_longest"] is True and namespace["longest_pairs"].count() > 0
+    assert "keep-newest: every kept document at least as new: True" in out
+    assert "best_kept_match" not in open(os.path.join(NOTEBOOKS, "dedup_databricks.py")).read()
     assert len(shown) >= 4 and all(len(s) for s in shown)
 
 
@@ -64,5 +72,9 @@ def test_jupyter_notebook_runs(tmp_path):
     assert "DUPLICATE" in outputs and "KEPT" in outputs
     assert "batch-2 documents flagged as near-duplicates of batch-1 documents" in outputs
     assert "refused:" in outputs
+    assert "Jaccard" in outputs and "with KEPT" in outputs  # duplicate_of's pairs, from the product
+    assert "every kept document at least as long: True" in outputs
+    assert "keep-newest: every kept document at least as new: True" in outputs
+    assert "best_kept_match" not in json.dumps(nb)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

@@ -46,6 +46,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
                    help="start from a named preset instead of the defaults; 'paper' = the LSHBloom paper's settings "
                         "(unigrams, T=0.5, 256 permutations, no normalization, legacy scheme; conf/paper.toml)")
+    p.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper, default=None,
+                   help="level of lshbloom's log lines on stderr: INFO shows each step and the driver pass's progress, "
+                        "WARNING only warnings (default INFO, WARNING with --quiet)")
     for f, spec in settings():
         if spec.flag is None:
             continue

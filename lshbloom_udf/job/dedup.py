@@ -16,6 +16,7 @@ from typing import Optional
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
+from lshbloom_udf.log import configure, console_progress, logger, step
 from lshbloom_udf.job.io import JobError, Output, first_line, read_input, write_text
 
 
@@ -51,6 +52,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
 
     args = build_parser(prog).parse_args(argv)
     config = config_from(args)
+    configure(args.log_level or ("WARNING" if not config.progress else "INFO"))
     t0 = time.monotonic()
     txn = _open_index(config)
     # A session that already exists (given, a notebook's, a test's) is used and left running.
@@ -98,10 +100,9 @@ def _open_index(config):
         raise JobError(f"--index-dir {index_dir}: {first_line(e)}") from None
     done = txn.recovered
     if done["rolled_forward"]:
-        print(f"lshbloom: finished the commit of run {done['rolled_forward']} that a crashed job left half done",
-              file=sys.stderr)
+        logger.warning("finished the commit of run %s that a crashed job left half done", done["rolled_forward"])
     if done["discarded"]:
-        print(f"lshbloom: discarded {len(done['discarded'])} staging copie(s) of crashed run(s)", file=sys.stderr)
+        logger.warning("discarded %d staging copie(s) of crashed run(s)", len(done["discarded"]))
     return txn
 
 
@@ -121,10 +122,9 @@ def _write_and_commit(result, txn, output: Output, args, config) -> None:
         prior = next(r for r in txn.runs() if r["run_id"] == index_info["reproduced_from"])
         if prior.get("output") == output.qualified and output.exists():
             # The run completed before (perhaps it was killed after its commit): its output is the result.
-            print(
-                f"lshbloom: this input was already ingested by run {index_info['reproduced_from']}, whose output "
-                f"{args.output} is in place: nothing to do (--force-new-ingest to ingest it again)",
-                file=sys.stderr,
+            logger.warning(
+                f"this input was already ingested by run {index_info['reproduced_from']}, whose output "
+                f"{args.output} is in place: nothing to do (--force-new-ingest to ingest it again)"
             )
             result.close()
             return
@@ -134,7 +134,9 @@ def _write_and_commit(result, txn, output: Output, args, config) -> None:
     output.prepare_temporary(txn)
     hooks.fire("output-write", path=output.local_tmp)
     try:
-        writer.save(output.tmp)
+        with step(result.df.sparkSession, "write", show=config.progress), console_progress(
+                result.df.sparkSession, config.progress):
+            writer.save(output.tmp)
     except AnalysisException as e:
         raise JobError(f"cannot write --output {args.output}: {first_line(e)}") from None
     finally:
@@ -156,7 +158,6 @@ def _report(spark, summary: dict, args, config, seconds: dict) -> None:
 
     summary.update(input=args.input, output=args.output, output_format=config.output_format)
     summary["seconds"].update({k: round(v, 3) for k, v in seconds.items()})
-    summary["docs_per_second"] = summary["documents"] / max(seconds["job_total"], 1e-9)
     summary_path = args.summary_path or args.output.rstrip("/") + ".summary.json"
     summary["summary_path"] = summary_path
     write_text(spark, summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")

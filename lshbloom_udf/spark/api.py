@@ -6,16 +6,16 @@ import os
 import time
 from typing import Optional
 
-from lshbloom_udf.config import DedupConfig
+from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import IndexTransaction
 from lshbloom_udf.spark.keys import INTERNAL_COLS
 from lshbloom_udf.spark.pipeline import DedupRun
-from lshbloom_udf.spark.result import DedupResult
+from lshbloom_udf.spark.result import DedupResult, check_bands
 
 
 def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: bool = False, **settings):
-    """Near-duplicate detection with LSHBloom over the string column ``text_column`` of ``df``.
+    """Near-duplicate detection with LSHBloom over the string column ``text_col`` (default ``{text_column}``) of ``df``.
 
     ``config`` (a :class:`~lshbloom_udf.config.DedupConfig`, default the
     product's defaults) and keyword ``settings`` on top of it: any setting of
@@ -24,7 +24,9 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     ``flag_col``. A bad value raises :class:`DedupInputError` naming it.
 
     Decisions are "keep first" in input order (partition by partition, row by
-    row) or in ``order_by`` order: a document is a duplicate when one of its
+    row) or in ``order_by`` order (column names or Spark Column expressions:
+    ``order_by=F.length("text").desc()`` keeps the longest of near-duplicates,
+    ``order_by=[F.col("ts").desc()]`` the newest): a document is a duplicate when one of its
     ``b`` band keys was seen in an earlier kept document (or in the index at
     ``index_dir`` from a previous run). ``insert="all"`` decides any-earlier
     instead: every document's keys are inserted, and a document is a duplicate
@@ -44,10 +46,15 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     (checkpointed) with a deterministic internal row id, and the decisions are
     joined back on it.
 
-    ``bloom="blocked"`` uses the blocked Bloom backend (faster, larger, not
-    readable by datasketch); the default ``"pybloomfiltermmap3"`` is the
-    datasketch-compatible file format. ``p_effective`` and ``expected_docs``
-    size a *new* index (defaults 1e-5 and the number of input rows); an
+    Defaults (:data:`~lshbloom_udf.config.DEFAULTS`): threshold {threshold},
+    num_perm {num_perm}, ngram {ngram}, normalize {normalize!r}, band_key
+    {band_key!r}, mode {mode!r}, insert {insert!r}, pass_mode {pass_mode!r}.
+    ``bloom``: a new index is {new_bloom!r} with the default band key (the
+    blocked backend: one cache line per key per band, faster, larger, not
+    readable by datasketch); ``"pybloomfiltermmap3"`` is datasketch's file
+    format (the default with ``band_key="sum"``); an existing index keeps its
+    own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
+    {p_effective:g} and the number of input rows); an
     existing index at ``index_dir`` keeps its own sizing unless they are given,
     in which case they must match it. Every other index setting must match an
     existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
@@ -71,6 +78,10 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     config = (config or DedupConfig()).replace(**settings)
     result = run(df, config)
     return result if return_summary else result.df
+
+
+# The defaults in the docstring are read from the settings' declarations, never retyped.
+deduplicate.__doc__ = deduplicate.__doc__.format(**DEFAULTS, new_bloom=DedupConfig().new_index_bloom)
 
 
 def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = None, defer_commit: bool = False,
@@ -99,7 +110,10 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     try:
         if txn is not None:
             txn.check_compatible(params, config.sizing_given, config.bloom)
+        warnings = check_bands(config, params)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
+        if warnings:
+            result.summary["warnings"] = warnings
         result.transaction, result._owns_transaction = txn, transaction is None
         if txn is not None and not defer_commit:
             result.commit()
@@ -159,4 +173,8 @@ def check_columns(df, config: DedupConfig) -> None:
             raise DedupInputError(f"the input already has column(s) {taken}, which duplicate_of adds; rename them")
     for c in config.order_by or ():
         if isinstance(c, str) and c not in names:
-            raise DedupInputError(f"order-by column {c!r} not found; the input has columns {names}")
+            hint = ""
+            if c[:1] in "-+":
+                hint = ("; a leading '-' does not mean descending: pass a Column, e.g. order_by=F.col('ts').desc() "
+                        "(newest first) or F.length('text').desc() (longest first)")
+            raise DedupInputError(f"order-by column {c!r} not found; the input has columns {names}{hint}")

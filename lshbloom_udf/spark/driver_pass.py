@@ -7,61 +7,87 @@ and with ``key_transfer="spark"``, ``toLocalIterator`` over
 :func:`~lshbloom_udf.spark.keys.packer`'s chunks (:func:`spark_chunks`). The
 index decides each chunk in native code
 (:meth:`~lshbloom_udf.index.LSHBloomIndex.query_insert`). Progress (documents,
-docs/s, ETA) goes to stderr.
+docs/s, ETA) goes to the ``lshbloom_udf`` logger.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from lshbloom_udf import hooks
+from lshbloom_udf.log import logger
 from lshbloom_udf.spark.ingest import col
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
 
 
-class Progress:
-    """Documents done, docs/s and ETA on stderr, at most every ``interval`` seconds."""
+WAITING_INTERVAL = 10.0
 
-    def __init__(self, total: int, enabled: bool = True, interval: float = 2.0, stream=None):
+
+class Progress:
+    """Documents done, docs/s and ETA, logged every ``interval`` seconds from the pass's first second.
+
+    A timer thread writes the line, so it shows while the first keys are still
+    being computed; :meth:`update` only records the counts. Disabled: nothing.
+    """
+
+    def __init__(self, total: int, enabled: bool = True, interval: float = 1.0):
         self.total = total
         self.enabled = enabled
         self.interval = interval
-        self.stream = stream if stream is not None else sys.stderr
         self.start = time.monotonic()
-        self.last = self.start
-        self.printed = False
+        self.done = 0
+        self.duplicates = 0
+        self.lines = 0
+        self._stop = threading.Event()
+        self._thread = None
+        if enabled:
+            self._thread = threading.Thread(target=self._tick, name="lshbloom-progress", daemon=True)
+            self._thread.start()
 
-    def update(self, done: int, duplicates: int, final: bool = False) -> None:
-        if not self.enabled:
+    def _tick(self) -> None:
+        last_done, last_line = -1, 0.0
+        while not self._stop.wait(self.interval):
+            now = time.monotonic()
+            # A line per interval while documents are decided; while nothing moves (Spark starting, the first keys
+            # computed), one every WAITING_INTERVAL seconds.
+            if self.done != last_done or now - last_line >= WAITING_INTERVAL:
+                last_done, last_line = self.done, now
+                self._log(final=False)
+
+    def update(self, done: int, duplicates: int) -> None:
+        self.done, self.duplicates = done, duplicates
+
+    def close(self) -> None:
+        """Stop the timer; one final line if any was written (a pass shorter than ``interval`` writes none)."""
+        if self._thread is None:
             return
-        now = time.monotonic()
-        if not final and now - self.last < self.interval:
-            return
-        if final and not self.printed:
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        if self.lines:
+            self._log(final=True)
+
+    def _log(self, final: bool) -> None:
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        done = self.done
+        rate = done / elapsed
         if final:
-            eta = "done"
+            eta = f"done in {elapsed:.1f} s"
         elif rate > 0:
             eta = "ETA " + _hms((self.total - done) / rate)
         else:
-            eta = "ETA ?"
+            eta = "ETA ? (waiting for the first keys)"
         pct = 100.0 * done / self.total if self.total else 100.0
-        print(
-            f"lshbloom: {done:,}/{self.total:,} documents ({pct:.1f}%), {duplicates:,} duplicates, "
-            f"{rate:,.0f} docs/s, {eta}",
-            file=self.stream,
-            flush=True,
-        )
-        self.printed = True
+        logger.info("%s/%s documents (%.1f%%), %s duplicates, %s docs/s, %s", f"{done:,}", f"{self.total:,}", pct,
+                    f"{self.duplicates:,}", f"{rate:,.0f}", eta)
+        self.lines += 1
 
 
 def _hms(seconds: float) -> str:
@@ -92,6 +118,8 @@ class PassOutcome:
     duplicates: int = 0
     empty: int = 0
     documents: int = 0
+    # Seconds from the pass's start to its first keys: Spark's start-up and the first chunk's keys (0: not measured).
+    first_keys_seconds: float = 0.0
 
     def rows(self) -> np.ndarray:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
@@ -116,17 +144,22 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str =
     rule ``insert`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`)."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
-    for start, keys, active in chunks:
-        n = len(active)
-        hits = np.flatnonzero(index.decide(keys, active, insert))
-        if hits.size:
-            outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
-        outcome.duplicates += int(hits.size)
-        outcome.empty += int(n - np.count_nonzero(active))
-        outcome.documents += n
-        bar.update(outcome.documents, outcome.duplicates)
-        hooks.fire("driver-pass", done=outcome.documents)
-    bar.update(outcome.documents, outcome.duplicates, final=True)
+    try:
+        t0 = time.monotonic()
+        for start, keys, active in chunks:
+            if not outcome.first_keys_seconds:
+                outcome.first_keys_seconds = time.monotonic() - t0
+            n = len(active)
+            hits = np.flatnonzero(index.decide(keys, active, insert))
+            if hits.size:
+                outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
+            outcome.duplicates += int(hits.size)
+            outcome.empty += int(n - np.count_nonzero(active))
+            outcome.documents += n
+            bar.update(outcome.documents, outcome.duplicates)
+            hooks.fire("driver-pass", done=outcome.documents)
+    finally:
+        bar.close()
     if outcome.documents != documents:
         raise RuntimeError(f"internal error: driver pass saw {outcome.documents} documents, expected {documents}")
     return outcome

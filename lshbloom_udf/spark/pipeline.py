@@ -20,13 +20,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import sys
 import time
 from typing import Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import LSHBloomIndex, manifest_bloom, run_params
+from lshbloom_udf.log import console_progress, ensure_visible, logger, step
 from lshbloom_udf.spark.driver_pass import PassOutcome, run_driver_pass, spark_chunks, temporary_index_dir
 from lshbloom_udf.spark.ingest import FINGERPRINT, check_ids, col, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
@@ -55,22 +55,45 @@ class DedupRun:
         self.seconds[stage] = now - self._t
         self._t = now
 
+    def step(self, name: str):
+        """A step of the run: its Spark jobs described ``lshbloom: <name>``, logged at start and end."""
+        return step(self.df.sparkSession, name, show=self.config.progress)
+
     def execute(self) -> DedupResult:
-        self.pin()
-        self.check_input()
-        outcome, index_info, stats = self.decide()
-        record = self.run_record(outcome, index_info, stats)
-        dup_rows = outcome.rows()
-        verified = self.verify(dup_rows, index_info) if self.config.verify else None
-        result_df = self.join(dup_rows, verified)
+        if self.config.progress:
+            ensure_visible()
+        with console_progress(self.df.sparkSession, self.config.progress):
+            with self.step("pin"):
+                self.pin()
+            with self.step("check input"):
+                self.check_input()
+            with self.step(self.pass_name):
+                outcome, index_info, stats = self.decide()
+            record = self.run_record(outcome, index_info, stats)
+            dup_rows = outcome.rows()
+            verified = None
+            if self.config.verify:
+                with self.step("verify"):
+                    verified = self.verify(dup_rows, index_info)
+            result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
         duplicates = outcome.duplicates if verified is None else len(verified.rows)
         summary = build_summary(self.config, self.params, self.documents, duplicates, outcome.empty,
-                                index_info, self.seconds)
+                                index_info, self.seconds, self.pass_label, outcome.first_keys_seconds)
         if verified is not None:
             summary["verify"] = verified.summary(self.verify_rule)
         return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None)
+
+    @property
+    def pass_label(self) -> str:
+        """The decision stage's name in the summary: driver, sharded, or reproduced (no pass ran)."""
+        return "reproduced" if self.reproduce else self.config.pass_mode
+
+    @property
+    def pass_name(self) -> str:
+        return {"reproduced": "reproduce the earlier run's flags", "sharded": "keys + sharded pass"}.get(
+            self.pass_label, "keys + driver pass")
 
     # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
 
@@ -190,7 +213,7 @@ class DedupRun:
             manifest = self.txn.manifest()
             bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
             outcome, stats = self._pass(self.txn.stage(self.params, c.sizing_given, bloom), info, self.index_dir)
-        self._lap("driver_pass")
+        self._lap({"driver": "driver_pass", "sharded": "sharded_pass"}.get(self.pass_label, "reproduce"))
         return outcome, info, stats
 
     def _pass(self, index, info: dict, path: str) -> tuple[PassOutcome, dict]:
@@ -211,11 +234,10 @@ class DedupRun:
             location="/dev/shm" if real.startswith("/dev/shm") else os.path.dirname(real),
         )
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
-            print(
-                f"lshbloom: warning: the index holds {stats['inserted']:,} documents, more than its capacity "
+            logger.warning(
+                f"the index holds {stats['inserted']:,} documents, more than its capacity "
                 f"{index.params.capacity:,}; its false-positive rate is now {stats['expected_false_positive']:.3g} "
-                f"(sized for {index.params.p_effective:.3g}). Use a larger --expected-docs for a new index.",
-                file=sys.stderr,
+                f"(sized for {index.params.p_effective:.3g}). Use a larger --expected-docs for a new index."
             )
         return outcome, stats
 
@@ -263,8 +285,18 @@ class DedupRun:
             inserted_before=int(prior["inserted_total"]) - int(prior["inserted"]),
             inserted_total=int((self.txn.manifest() or {}).get("inserted", 0)),
             reused=True,
+            backend=self._stored_backend(),
         )
         return outcome
+
+    def _stored_backend(self) -> str:
+        """The kept index's Bloom backend, as its manifest records it (a sharded index: always blocked shards)."""
+        if self.config.pass_mode == "sharded":
+            from lshbloom_udf.spark.sharded import SHARD_BLOOM
+
+            return SHARD_BLOOM
+        manifest = self.txn.manifest()
+        return manifest_bloom(manifest) if manifest is not None else "?"
 
     def run_record(self, outcome: PassOutcome, info: dict, stats: Optional[dict]) -> Optional[dict]:
         """What the index's manifest will record of this run (None: no kept index changes)."""

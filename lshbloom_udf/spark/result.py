@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from lshbloom_udf.log import logger
 from lshbloom_udf.sizing import human_bytes
 
 
@@ -13,10 +14,8 @@ from lshbloom_udf.sizing import human_bytes
 class DedupResult:
     """A run's DataFrame and summary; with ``defer_commit`` also its open index transaction.
 
-    Iterates as ``(df, summary)``. The summary is a JSON-ready dict:
-    documents, empty_documents, duplicates, kept, duplicate_rate, mode,
-    columns, params, index (path, backend, bytes, inserted, run_id, …),
-    seconds per stage and docs_per_second; :meth:`summary_text` formats it.
+    Iterates as ``(df, summary)``. The summary is a JSON-ready dict, every
+    field of which docs/summary.md explains; :meth:`summary_text` formats it.
     """
 
     df: Any
@@ -62,8 +61,24 @@ class DedupResult:
         return format_summary(self.summary)
 
 
-def build_summary(config, params, documents: int, duplicates: int, empty: int, index_info: dict, seconds: dict) -> dict:
+# A decision stage that waited for its first keys more than this share of its time measured Spark's start-up
+# (scheduling, Python workers, the first chunk's keys), not the product's throughput (docs/benchmarks.md has that).
+# The sharded pass cannot tell when its first keys came: below SMALL_RUN documents its rate is start-up-bound.
+STARTUP_SHARE = 0.5
+SMALL_RUN = 100_000
+DECISION_STAGES = {"driver": "driver_pass", "sharded": "sharded_pass", "reproduced": "reproduce"}
+
+
+def build_summary(config, params, documents: int, duplicates: int, empty: int, index_info: dict, seconds: dict,
+                  pass_label: str = "driver", first_keys_seconds: float = 0.0) -> dict:
+    """The run's summary (every field: docs/summary.md)."""
     order_by = [str(c) for c in config.order_by] if config.order_by else None
+    decision = seconds.get(DECISION_STAGES.get(pass_label, ""), 0.0)
+    if first_keys_seconds:
+        seconds = {**seconds, "first_keys": first_keys_seconds}
+        startup_bound = first_keys_seconds > STARTUP_SHARE * decision
+    else:
+        startup_bound = documents < SMALL_RUN
     return {
         "documents": documents,
         "empty_documents": empty,
@@ -71,11 +86,14 @@ def build_summary(config, params, documents: int, duplicates: int, empty: int, i
         "kept": documents - duplicates,
         "duplicate_rate": duplicates / documents if documents else 0.0,
         "mode": config.mode,
+        "pass": pass_label,
+        "run": run_kind(index_info),
         "text_column": config.text_column,
         "id_column": config.id_column,
         "order_by": order_by,
         "params": {
             "threshold": params.threshold,
+            "bands_threshold": bands_threshold(params.b, params.r),
             "num_perm": params.num_perm,
             "b": params.b,
             "r": params.r,
@@ -88,32 +106,141 @@ def build_summary(config, params, documents: int, duplicates: int, empty: int, i
         },
         "index": index_info,
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
-        "docs_per_second": documents / max(seconds["total"], 1e-9),
+        # Over the decision stage only (the documents it decided), not the run's start-up.
+        "docs_per_second": documents / decision if decision > 0 else None,
+        "startup_bound": startup_bound,
     }
+
+
+# |bands' threshold - threshold| above which explicit bands warn (check_bands).
+BANDS_TOLERANCE = 0.05
+
+
+def check_bands(config, params) -> list[str]:
+    """Explicit ``bands`` whose S-curve rises far from ``threshold``: the warning (logged once per setting), or []."""
+    if config.bands is None:
+        return []
+    rises = bands_threshold(params.b, params.r)
+    if abs(rises - params.threshold) <= BANDS_TOLERANCE:
+        return []
+    message = (f"bands b x r = {params.b} x {params.r} flag pairs from Jaccard ~{rises:.2f} ((1/b)^(1/r)), not the "
+               f"threshold {params.threshold}: drop bands to use the optimum for the threshold, or set a threshold "
+               "near the bands'")
+    key = (params.b, params.r, params.threshold, params.num_perm)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        logger.warning(message)
+    return [message]
+
+
+_WARNED: set = set()
+
+
+def bands_threshold(b: int, r: int) -> float:
+    """Where the S-curve ``1 - (1 - s^r)^b`` of ``b`` bands of ``r`` rows rises: ``(1/b)^(1/r)``."""
+    return round((1.0 / b) ** (1.0 / r), 4)
+
+
+def run_kind(index_info: dict) -> str:
+    """What the run did to its index: temporary, new index, index grown, or reproduced."""
+    if index_info.get("reproduced"):
+        return "reproduced"
+    if not index_info.get("kept"):
+        return "temporary index"
+    return "index grown" if index_info.get("inserted_before") else "new index"
+
+
+_PASS_TEXT = {"driver": "driver pass (the whole index in the driver)",
+              "sharded": "sharded pass (band-key shards on the executors)",
+              "reproduced": "none: reproduced an earlier run"}
 
 
 def format_summary(summary: dict) -> str:
     """The summary of a run as text."""
     idx = summary.get("index", {})
-    s = summary.get("seconds", {})
     p = summary.get("params", {})
-    where = idx.get("path") or f"temporary ({idx.get('location', '-')}, removed)"
     lines = [
         f"documents          {summary['documents']:,}  (empty/null text: {summary['empty_documents']:,})",
         f"duplicates         {summary['duplicates']:,}  ({100 * summary['duplicate_rate']:.2f}%)",
         f"kept               {summary['kept']:,}",
+        f"run                {_run_text(summary)}",
+        f"pass               {_PASS_TEXT.get(summary.get('pass', 'driver'), summary.get('pass'))}",
         f"parameters         threshold {p.get('threshold')}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
         f"ngram {p.get('ngram')} {p.get('shingle', 'words')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, band key {p.get('band_key', 'sum')}",
-        f"index              {where}: {human_bytes(idx.get('bytes_on_disk', 0))} of {idx.get('backend', 'pybloomfiltermmap3')} filters, "
-        f"{idx.get('inserted_total', 0):,} documents inserted in all"
-        + (f" ({idx['inserted_before']:,} before this run)" if idx.get("inserted_before") else ""),
-        "seconds            " + ", ".join(f"{k} {v:.2f}" for k, v in s.items()),
-        f"rate               {summary['docs_per_second']:,.0f} docs/s",
+        f"index              {_index_text(idx)}",
+        "seconds            " + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("seconds", {}).items()),
+        f"rate               {_rate_text(summary)}",
     ]
+    for warning in summary.get("warnings", ()):
+        lines.insert(-2, f"warning            {warning}")
     if math.isfinite(idx.get("expected_false_positive", 0.0) or 0.0) and idx.get("expected_false_positive"):
-        lines.insert(5, f"index FP rate now  {idx['expected_false_positive']:.3g} (sized for p_effective {idx.get('p_effective'):.3g})")
+        lines.insert(-2, f"index FP rate now  {idx['expected_false_positive']:.3g} (sized for p_effective {idx.get('p_effective'):.3g})")
     v = summary.get("verify")
     if v:
-        lines.insert(2, f"verified           {v['kept_flagged']:,} of the pass's {v['pass_flagged']:,} flags at Jaccard >= "
-                        f"{v['threshold']} ({v['unflagged']:,} unflagged, {v['unverifiable']:,} from earlier runs)")
+        lines.insert(3, _verify_text(v, summary, idx))
     return "\n".join(lines)
+
+
+def _run_text(summary: dict) -> str:
+    idx = summary.get("index", {})
+    kind = summary.get("run", run_kind(idx))
+    if kind == "reproduced":
+        return (f"reproduced run {idx.get('reproduced_from')}: a committed run ingested these documents in this order; "
+                "its flags are returned and nothing is inserted (force_new_ingest to ingest them again)")
+    if kind == "index grown":
+        return f"index grown: {idx.get('inserted_before', 0):,} documents from earlier runs, this run's added"
+    if kind == "new index":
+        return "new index: the first run of the kept index"
+    return "temporary index: sized for this input, removed after the run"
+
+
+def _index_text(idx: dict) -> str:
+    backend = idx.get("backend", "?")
+    total = f"{idx.get('inserted_total', 0):,} documents inserted in all"
+    before = f" ({idx['inserted_before']:,} before this run)" if idx.get("inserted_before") else ""
+    if idx.get("reproduced"):
+        return f"{idx.get('path')}: {backend} filters, unchanged by this run ({total})"
+    if idx.get("kept"):
+        where = idx.get("path")
+    elif str(idx.get("location", "")).startswith("executors"):
+        where = "temporary (shards on the executors, removed)"
+    else:
+        where = f"temporary (in {idx.get('location', '-')}, removed)"
+    return f"{where}: {human_bytes(idx.get('bytes_on_disk', 0))} of {backend} filters, {total}{before}"
+
+
+def _rate_text(summary: dict) -> str:
+    stage = DECISION_STAGES.get(summary.get("pass", "driver"), "driver_pass")
+    seconds = summary.get("seconds", {}).get(stage)
+    rate = summary.get("docs_per_second")
+    if summary.get("pass") == "reproduced" or not rate or seconds is None:
+        return "not measured (no pass ran)"
+    first = summary.get("seconds", {}).get("first_keys")
+    waited = f", {first:.2f} s of it before the first keys" if first else ""
+    text = (f"{rate:,.0f} docs/s over the {stage.replace('_', ' ')} ({summary['documents']:,} documents in "
+            f"{seconds:.2f} s{waited})")
+    if summary.get("startup_bound"):
+        text += "; at this size Spark's start-up dominates: not the product's throughput (docs/benchmarks.md)"
+    return text
+
+
+def _verify_rule_text(v: dict) -> str:
+    rule = f"exact Jaccard below {v['threshold']}"
+    if v.get("containment_threshold") is not None:
+        rule += f" and containment below {v['containment_threshold']}"
+    return rule
+
+
+def _verify_text(v: dict, summary: dict, idx: dict) -> str:
+    text = (f"verified           the pass flagged {v['pass_flagged']:,}; verification removed {v['unflagged']:,} "
+            f"of those flags ({_verify_rule_text(v)} with every earlier kept candidate)")
+    if v.get("by_containment"):
+        text += f"; {v['by_containment']:,} kept flagged by containment"
+    if v.get("unverifiable"):
+        text += f"; {v['unverifiable']:,} stay flagged unverified (matched only earlier runs' documents)"
+    if idx.get("inserted_total") is not None and not idx.get("reproduced"):
+        inserted = idx.get("inserted_total", 0) - idx.get("inserted_before", 0)
+        text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} documents "
+                 f"the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the {v['unflagged']:,} unflagged "
+                 "(and empty documents are never inserted)")
+    return text

@@ -369,12 +369,12 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
     temporary index: nothing is written, only the hit rows travel).
     """
     import dataclasses
-    import sys
 
     from pyspark.sql import functions as F
 
     from lshbloom_udf.index import backend
     from lshbloom_udf.index.params import effective_p
+    from lshbloom_udf.log import logger
     from lshbloom_udf.sizing import human_bytes
     from lshbloom_udf.spark.driver_pass import PassOutcome
 
@@ -389,8 +389,8 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
     plan = plan_shards(params, config.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None,
                        bloom)
     if config.progress:
-        print(f"lshbloom: sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
-              f"{human_bytes(plan.shard_bytes())} per shard filter", file=sys.stderr, flush=True)
+        logger.info(f"sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
+                    f"{human_bytes(plan.shard_bytes())} per shard filter")
     before = int(manifest["inserted"]) if manifest else 0
     with arrow_batch_limits(keyed.sparkSession):
         if txn is None:
@@ -402,9 +402,9 @@ def run_sharded(keyed, params, config, documents: int, txn, info: dict):
             txn.stage_manifest(params, plan.to_dict(), before + active, fill, manifest)
     hooks.fire("sharded-pass", duplicates=len(rows))
     if params.growth == "fixed" and before + active > params.capacity and txn is not None:
-        print(f"lshbloom: warning: the sharded index holds {before + active:,} documents, more than its capacity "
-              f"{params.capacity:,}; its false-positive rate is now above p_effective. Use a larger --expected-docs "
-              "for a new index, or --growth grow.", file=sys.stderr)
+        logger.warning(f"the sharded index holds {before + active:,} documents, more than its capacity "
+                       f"{params.capacity:,}; its false-positive rate is now above p_effective. Use a larger "
+                       "--expected-docs for a new index, or --growth grow.")
     mean_keys = (before + active) / plan.shards_per_band
     band_fp = backend(plan.bloom).band_false_positive(int(mean_keys), plan.shard_capacity(), plan.p_band())
     info.update(inserted_before=before, backend=plan.bloom, reused=before > 0 and info["kept"], shard_plan=plan.to_dict(),

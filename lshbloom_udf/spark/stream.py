@@ -137,7 +137,8 @@ class KeyStream:
         def job():
             t = time.monotonic()
             try:
-                sc.setJobGroup(self.group, "lshbloom: band keys to the driver pass", interruptOnCancel=True)
+                # The thread inherited the run's local properties; the group (to cancel the job) replaces the description.
+                sc.setJobGroup(self.group, "lshbloom: keys + driver pass", interruptOnCancel=True)
                 df.collect()
             except BaseException as e:  # handed to the pass, which raises it
                 with self.cond:
@@ -263,9 +264,18 @@ class KeyStream:
             self.server.close()
         finally:
             if self._job is not None and self._job.is_alive():
-                self.spark.sparkContext.cancelJobGroup(self.group)
-                self._job.join(timeout=60)
+                self._stop_job()
             shutil.rmtree(self.spool, ignore_errors=True)
+
+
+    def _stop_job(self) -> None:
+        """Cancel the keys job only while it has active jobs: cancelling a group whose jobs all ended makes Spark's
+        DAGScheduler warn "Failed to cancel job group" (the pass read every key while the job was finishing)."""
+        sc = self.spark.sparkContext
+        tracker = sc.statusTracker()
+        if not self.job_done and set(tracker.getJobIdsForGroup(self.group)) & set(tracker.getActiveJobsIds()):
+            sc.cancelJobGroup(self.group)
+        self._job.join(timeout=60)
 
 
 class _Reader:
