@@ -16,7 +16,7 @@ from typing import Optional
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
-from lshbloom_udf.job.io import JobError, Output, first_line, read_input, write_text
+from lshbloom_udf.job.io import JobError, Output, first_line, read_input, refuse_output_over_input, write_text
 
 
 def main(argv=None, prog: str = PROG, spark=None) -> None:
@@ -59,6 +59,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     try:
         spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
         output = Output(spark, args.output)
+        refuse_output_over_input(spark, output, args.input, [(_summary_path(args), "the summary")])
         with _refused():  # a corrupt manifest, named by the message
             committed = {r.get("output") for r in txn.runs()} if txn is not None else set()
         if output.exists() and not args.overwrite and output.qualified not in committed:
@@ -150,6 +151,10 @@ def _write_and_commit(result, txn, output: Output, args, config) -> None:
             result.commit()
 
 
+def _summary_path(args) -> str:
+    return args.summary_path or args.output.rstrip("/") + ".summary.json"
+
+
 def _report(spark, summary: dict, args, config, seconds: dict) -> None:
     """The summary: printed, and written as JSON beside the output."""
     from lshbloom_udf.spark import format_summary
@@ -157,7 +162,7 @@ def _report(spark, summary: dict, args, config, seconds: dict) -> None:
     summary.update(input=args.input, output=args.output, output_format=config.output_format)
     summary["seconds"].update({k: round(v, 3) for k, v in seconds.items()})
     summary["docs_per_second"] = summary["documents"] / max(seconds["job_total"], 1e-9)
-    summary_path = args.summary_path or args.output.rstrip("/") + ".summary.json"
+    summary_path = _summary_path(args)
     summary["summary_path"] = summary_path
     write_text(spark, summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     print(format_summary(summary))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from lshbloom_udf.errors import UsageError
+from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
 
 
 class JobError(UsageError):
@@ -60,7 +61,7 @@ class Output:
     Hadoop file system it is a Hadoop rename just before the index commit.
     """
 
-    SUFFIX = ".lshbloom-tmp"
+    SUFFIX = OUTPUT_TMP_SUFFIX
 
     def __init__(self, spark, path: str):
         try:
@@ -102,6 +103,51 @@ class Output:
             self._fs.delete(self._hpath, True)
         if not self._fs.rename(self._htmp, self._hpath):
             raise RuntimeError(f"cannot rename {self.tmp} to {self.qualified}")
+
+
+def refuse_output_over_input(spark, output: "Output", input_arg: str, extra_outputs=()) -> None:
+    """Refuse (:class:`JobError`) an output, its temporary or ``extra_outputs`` (the summary) that equals, contains
+    or lies inside an input path — whatever ``--overwrite`` says: replacing it would destroy the input.
+
+    Inputs are resolved as the reader resolves them (globs expanded, ``file://`` URIs and Hadoop paths
+    qualified) and, on the local file system, with symlinks resolved.
+    """
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    targets = [(output.qualified, "--output"), (output.tmp, "the temporary of --output"), *extra_outputs]
+    resolved_targets = [(_resolved(jvm, conf, t), what) for t, what in targets]
+    for given in (s for s in input_arg.split(",") if s):
+        for source in _input_paths(jvm, conf, given):
+            for target, what in resolved_targets:
+                if _overlaps(source, target):
+                    raise JobError(
+                        f"{what} {target} would overwrite the input {given} ({source}): an output must not be, contain "
+                        "or lie inside an input path, with or without --overwrite. Write it elsewhere"
+                    )
+
+
+def _input_paths(jvm, conf, given: str) -> list[str]:
+    """The qualified, resolved paths an input argument names (its glob's matches, or itself)."""
+    hpath = jvm.org.apache.hadoop.fs.Path(given)
+    fs = hpath.getFileSystem(conf)
+    matches = fs.globStatus(hpath)
+    paths = [m.getPath().toString() for m in matches] if matches else []
+    return [_resolved(jvm, conf, p) for p in paths or [fs.makeQualified(hpath).toString()]]
+
+
+def _resolved(jvm, conf, qualified: str) -> str:
+    """A qualified path; a local one as ``file:`` + its real path (symlinks resolved)."""
+    hpath = jvm.org.apache.hadoop.fs.Path(qualified)
+    uri = hpath.getFileSystem(conf).makeQualified(hpath).toUri()
+    if uri.getScheme() == "file":
+        return "file:" + os.path.realpath(uri.getPath())
+    return str(uri.toString()).rstrip("/")
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Is one path the other, or inside it?"""
+    a, b = a.rstrip("/") or "/", b.rstrip("/") or "/"
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
 def write_text(spark, path: str, text: str) -> None:
