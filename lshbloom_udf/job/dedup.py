@@ -16,7 +16,8 @@ from typing import Optional
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
-from lshbloom_udf.job.io import JobError, Output, first_line, read_input, refuse_output_over_input, write_text
+from lshbloom_udf.job.io import (JobError, Output, first_line, read_input, refuse_output_over_input,
+                                 unreadable_input_file, write_text)
 
 
 def main(argv=None, prog: str = PROG, spark=None) -> None:
@@ -37,12 +38,20 @@ def _refused(prefix: str = ""):
     """Spark's analysis errors and the index's file errors (damaged, unwritable, full disk) as job errors."""
     from pyspark.errors import AnalysisException
 
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
     try:
         yield
     except LSHBloomError:
         raise
     except (AnalysisException, ValueError, OSError) as e:
         raise JobError(prefix + first_line(e)) from None
+    except (Py4JJavaError, PySparkException) as e:
+        unreadable = unreadable_input_file(e)
+        if unreadable is None:
+            raise
+        raise JobError(prefix + unreadable) from None
 
 
 def run(argv=None, prog: str = PROG, spark=None) -> int:

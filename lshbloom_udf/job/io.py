@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from typing import Optional
 
 from lshbloom_udf.errors import UsageError
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
@@ -17,7 +19,11 @@ def read_input(spark, config, input_arg: str):
     from pyspark.errors import AnalysisException
 
     inputs = [s for s in input_arg.split(",") if s]
-    reader = spark.read.format(config.input_format).options(**config.input_options)
+    options = dict(config.input_options)
+    if config.input_format == "json":
+        # Jackson's default limit (20 M characters per string) would make a long document an unparsable record.
+        options.setdefault("maxStringLen", str(JSON_MAX_STRING_LEN))
+    reader = spark.read.format(config.input_format).options(**options)
     try:
         df = reader.load(inputs if len(inputs) > 1 else inputs[0])
         df.schema  # noqa: B018  (resolve now)
@@ -25,6 +31,10 @@ def read_input(spark, config, input_arg: str):
         raise JobError(f"cannot read --input {input_arg} as {config.input_format}: {first_line(e)}") from None
     check_malformed(df, input_arg, config.input_format)
     return df
+
+
+# The JSON reader's longest string (Spark's "maxStringLen" option): Java's longest, unless the user sets another.
+JSON_MAX_STRING_LEN = 2**31 - 1
 
 
 def check_malformed(df, input_path: str, input_format: str) -> None:
@@ -42,15 +52,33 @@ def check_malformed(df, input_path: str, input_format: str) -> None:
     others = [c for c in df.columns if c != corrupt]
     if not others:
         raise JobError(f"--input {input_path}: no record can be parsed as {input_format}")
-    # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too.
+    # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too. Every
+    # column is used, so the parser reads every field as the job will (a pruned read could skip a field that
+    # fails to parse, e.g. a string past the reader's length limit, and see no corrupt record).
+    every = F.hash(*[F.col(f"`{c}`") for c in others])
     row = df.where(F.col(corrupt).isNotNull()).agg(
-        F.count(F.lit(1)).alias("n"), F.count(F.col(f"`{others[0]}`")).alias("m"), F.first(F.col(corrupt)).alias("first")
+        F.count(F.lit(1)).alias("n"), F.max(every).alias("m"), F.first(F.col(corrupt)).alias("first")
     ).collect()[0]
     if row["n"]:
         raise JobError(
             f"--input {input_path}: {row['n']:,} record(s) cannot be parsed as {input_format} (first: "
             f"{str(row['first'])[:80]!r}); fix them, or drop them knowingly with --input-option mode=DROPMALFORMED"
         )
+
+
+# Spark's error classes for an input file it cannot read (corrupt, truncated, or a schema other than the others')
+_UNREADABLE = re.compile(r"\[(FAILED_READ_FILE[A-Z_.]*|CANNOT_READ_FILE_FOOTER[A-Z_.]*)\]\s*(?P<what>[^\n]*)")
+
+
+def unreadable_input_file(error: BaseException) -> Optional[str]:
+    """One line naming the input file a Spark job failed to read (its error class says so), or None."""
+    text = str(getattr(error, "java_exception", None) or "") + "\n" + str(error)
+    found = _UNREADABLE.search(text)
+    if found is None:
+        return None
+    what = re.sub(r"\s*SQLSTATE: \w+\.?\s*$", "", found["what"]).strip()
+    return (f"an input file cannot be read: {what} (the file is corrupt or its schema differs from the other "
+            "input files'; fix or remove it, or read the good files only)")
 
 
 class Output:

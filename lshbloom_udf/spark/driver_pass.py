@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.spark.ingest import col
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
@@ -81,7 +81,7 @@ def temporary_index_dir(params, bloom: str) -> str:
                 base = "/dev/shm"
         except OSError:
             pass
-    return tempfile.mkdtemp(prefix="lshbloom-index-", dir=base)
+    return make_temp_dir("index", base)
 
 
 @dataclass
