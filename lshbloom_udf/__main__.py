@@ -1,4 +1,4 @@
-"""Command line: ``lshbloom {dedup,plan,sample} ...`` (also ``python -m lshbloom_udf ...``)."""
+"""Command line: ``lshbloom {dedup,plan,sample,check-index,clean} ...`` (also ``python -m lshbloom_udf ...``)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,34 @@ def _dedup(argv: list[str]) -> None:
     dedup_main(argv, prog="lshbloom dedup")
 
 
-COMMANDS = {"dedup": _dedup, "plan": _plan, "sample": sample.main}
+def _check_index(argv: list[str]) -> None:
+    """``lshbloom check-index DIR``: the full check of a kept index (exit 0: whole; 2: the damaged file named)."""
+    from lshbloom_udf.errors import LSHBloomError, exit_code
+    from lshbloom_udf.index.check import check_index
+
+    parser = argparse.ArgumentParser(
+        prog="lshbloom check-index",
+        description="Check every file of a kept index against the checksums its manifest recorded at commit.")
+    parser.add_argument("index_dir", help="the --index-dir of earlier runs (a sharded index's starts Spark locally)")
+    args = parser.parse_args(argv)
+    try:
+        print(check_index(args.index_dir))
+    except (LSHBloomError, OSError) as e:
+        print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}", file=sys.stderr)
+        sys.exit(exit_code(e) if isinstance(e, LSHBloomError) else 2)
+
+
+def _clean(argv: list[str]) -> None:
+    """``lshbloom clean``: remove the temporary files of dead lshbloom processes on this host."""
+    from lshbloom_udf.litter import remove_dead_owners
+
+    argparse.ArgumentParser(prog="lshbloom clean", description=_clean.__doc__.split(": ", 1)[1]).parse_args(argv)
+    removed = remove_dead_owners()
+    print(f"removed {len(removed)} temporary path(s) of dead lshbloom processes" +
+          "".join(f"\n  {p}" for p in removed))
+
+
+COMMANDS = {"dedup": _dedup, "plan": _plan, "sample": sample.main, "check-index": _check_index, "clean": _clean}
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -165,6 +165,12 @@ def minhash_band_keys_arrow(
     """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
 
 
+def file_checksum(path: _StrPath) -> int:
+    """xxh3-64 of the whole file at ``path``, read through a memory map (the GIL released)."""
+
+def bytes_checksum(data: bytes) -> int:
+    """xxh3-64 of ``data``."""
+
 def bloom_geometry(
     capacity: int, error_rate: float, num_hashes: int | None = None
 ) -> tuple[int, int]:

@@ -257,6 +257,10 @@ class DedupConfig:
                                      "the same documents (they will all be flagged as duplicates of themselves); "
                                      "default: reproduce that run's result", _boolean, "index",
                                      cli={"action": "store_true"})
+    verify_index: bool = setting(False, "before the run, check every file of a kept index against the checksums its "
+                                 "manifest recorded at commit: besides the band files (always checked when the index "
+                                 "opens), the runs' duplicate records, and every filter part of a sharded index",
+                                 _boolean, "index", cli={"action": "store_true"})
     # -- verification (lshbloom_udf/spark/verify.py)
     verify: bool = setting(False, "after the pass, keep a document flagged only if an earlier document the pass kept "
                            "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it (or containment >= "

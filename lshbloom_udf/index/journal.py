@@ -15,6 +15,7 @@ from typing import Mapping
 
 from lshbloom_udf.errors import IndexRecoveryNeededError
 from lshbloom_udf.index.fs import apply_renames, fsync_path, rmtree, write_json_atomically
+from lshbloom_udf.index.paths import checked_outputs, checked_renames
 
 JOURNAL_NAME = ".commit.json"
 STAGING_PREFIX = ".staging-"
@@ -29,22 +30,27 @@ def has_journal(path: str) -> bool:
 def roll_forward(path: str, journal: Mapping) -> None:
     """Apply a commit journal's renames; each is done at most once, so this can be repeated after a crash.
 
-    Relative paths are inside the index directory ``path`` (see
-    :func:`~lshbloom_udf.index.fs.apply_renames`).
+    Relative paths are inside the index directory ``path``; each rename is
+    checked first (:func:`~lshbloom_udf.index.paths.checked_renames`): a
+    journal naming any other path is :class:`IndexCorruptError` and nothing
+    is renamed.
     """
+    journal_path = os.path.join(path, JOURNAL_NAME)
+    ops = checked_renames(path, journal.get("ops") if isinstance(journal, Mapping) else None, journal_path)
 
     def missing(src: str, dst: str) -> IndexRecoveryNeededError:
         return IndexRecoveryNeededError(
-            f"{os.path.join(path, JOURNAL_NAME)}: cannot finish the commit of run {journal.get('run_id')}: "
+            f"{journal_path}: cannot finish the commit of run {journal.get('run_id')}: "
             f"neither {src} nor {dst} exists (was the index or the output moved?)"
         )
 
-    apply_renames(path, journal["ops"], missing)
+    apply_renames(path, [list(op) for op in ops], missing)
 
 
 def commit(path: str, journal: Mapping) -> None:
     """Write the journal (atomically), do its renames, delete it."""
     journal_path = os.path.join(path, JOURNAL_NAME)
+    checked_renames(path, journal["ops"], journal_path)  # what recovery would refuse is never written
     write_json_atomically(journal_path, journal)
     roll_forward(path, journal)
     os.remove(journal_path)
@@ -56,16 +62,15 @@ def write_pending(staging: str, outputs: list[str]) -> None:
     write_json_atomically(os.path.join(staging, PENDING_NAME), {"pid": os.getpid(), "outputs": outputs})
 
 
-def _discard_staging(staging: str) -> None:
+def _staging_outputs(staging: str) -> list[str]:
+    """The temporary outputs a staging copy registered, each checked to be one (:mod:`~.paths`)."""
+    record = os.path.join(staging, PENDING_NAME)
     try:
-        with open(os.path.join(staging, PENDING_NAME), encoding="utf-8") as f:
-            outputs = json.load(f).get("outputs", [])
-    except (OSError, ValueError):
-        outputs = []
-    for tmp in outputs:
-        if os.path.lexists(tmp):
-            rmtree(tmp)
-    rmtree(staging)
+        with open(record, encoding="utf-8") as f:
+            pending = json.load(f)
+    except (OSError, ValueError):  # written atomically: absent (not yet written) or damaged; it names nothing
+        return []
+    return list(checked_outputs(pending.get("outputs", []) if isinstance(pending, dict) else None, record))
 
 
 def recover(path: str) -> dict:
@@ -74,24 +79,33 @@ def recover(path: str) -> dict:
     A commit journal (``.commit.json``) means the crashed run had decided to
     commit: its renames are finished (roll forward). Staging copies
     (``.staging-*``) of runs that never reached their journal are removed,
-    with the temporary outputs they had registered. Returns what was done.
+    with the temporary outputs they had registered. Every record is checked
+    before anything is renamed or deleted: one naming a path the job does
+    not write raises :class:`IndexCorruptError` and nothing changes.
+    Returns what was done.
     """
     report: dict = {"rolled_forward": None, "discarded": []}
     journal_path = os.path.join(path, JOURNAL_NAME)
+    journal = None
     if os.path.exists(journal_path):
         try:
             with open(journal_path, encoding="utf-8") as f:
                 journal = json.load(f)
         except json.JSONDecodeError as e:  # written atomically: cannot happen short of disk damage
             raise IndexRecoveryNeededError(f"{journal_path}: corrupt commit journal ({e})") from None
+        checked_renames(path, journal.get("ops") if isinstance(journal, dict) else None, journal_path)
+    stale = {name: _staging_outputs(os.path.join(path, name))
+             for name in sorted(os.listdir(path)) if name.startswith(STAGING_PREFIX)}
+    if journal is not None:
         roll_forward(path, journal)
         os.remove(journal_path)
         fsync_path(path)
         report["rolled_forward"] = journal.get("run_id")
-    for name in sorted(os.listdir(path)):
-        if name.startswith(STAGING_PREFIX):
-            _discard_staging(os.path.join(path, name))
-            report["discarded"].append(name)
+    for name, outputs in stale.items():
+        for tmp in outputs:
+            rmtree(tmp)
+        rmtree(os.path.join(path, name))
+        report["discarded"].append(name)
     if report["discarded"] or report["rolled_forward"]:
         fsync_path(path)
     return report

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import asdict, fields
 from typing import Any, Mapping, Optional
 
@@ -41,6 +42,40 @@ LATER_PARAMS = {"band_key": "sum", "growth": "fixed", "shingle": "words"}
 
 def exists(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MANIFEST_NAME))
+
+
+# What an index directory without a manifest may hold: the lock, a journal, staging copies, a manifest's temporary.
+_NO_MANIFEST_YET = re.compile(r"\.lock|\.commit\.json(\.tmp-[0-9]+)?|\.staging-.*|manifest\.json\.tmp-[0-9]+")
+_INDEX_FILES = re.compile(r"(gen[0-9]+-)?band-[0-9]+\.b?bf|runs")
+
+
+def check_directory(path: str) -> None:
+    """Refuse a directory without a manifest that holds anything but what a new index's directory holds.
+
+    Band files or run records without ``manifest.json`` are a kept index
+    that lost its manifest (:class:`IndexCorruptError`: a new empty index
+    must not replace it); anything else is not an index directory at all
+    (:class:`IndexMismatchError`: it is not lshbloom's to fill).
+    """
+    if exists(path) or not os.path.isdir(path):
+        return
+    names = sorted(os.listdir(path))
+    kept = [n for n in names if _INDEX_FILES.fullmatch(n)]
+    if kept:
+        shown = ", ".join(kept[:4]) + (" ..." if len(kept) > 4 else "")
+        raise IndexCorruptError(
+            f"{path}: holds index files ({shown}) but no {MANIFEST_NAME}; a kept index is never replaced by an "
+            f"empty one. Restore {MANIFEST_NAME} from a backup, or rebuild the index from its runs' inputs into a new "
+            "--index-dir (docs/reliability.md, 'What an operator does'); band files datasketch wrote are taken "
+            "over with LSHBloomIndex.adopt"
+        )
+    foreign = [n for n in names if not _NO_MANIFEST_YET.fullmatch(n)]
+    if foreign:
+        shown = ", ".join(foreign[:4]) + (" ..." if len(foreign) > 4 else "")
+        raise IndexMismatchError(
+            f"{path}: not an LSHBloom index directory (it holds {shown} and no {MANIFEST_NAME}); give --index-dir "
+            "a new or empty directory, or the directory of an existing index"
+        )
 
 
 def read_manifest(path: str) -> dict:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional
 import numpy as np
 
 from lshbloom_udf.errors import CapacityWarning, IndexMismatchError, IndexRecoveryNeededError
+from lshbloom_udf.index import checksums
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import BLOOM_FORMAT, BACKENDS, backend
 from lshbloom_udf.index.generations import FilterStack, Generation, create_generation
@@ -40,8 +41,12 @@ class LSHBloomIndex(LockHolder):
     (:mod:`lshbloom_udf.index.growth`).
     """
 
-    def __init__(self, path: str, manifest: dict, read_only: bool, lock: Optional[IndexLock] = None):
-        """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases it."""
+    def __init__(self, path: str, manifest: dict, read_only: bool, lock: Optional[IndexLock] = None,
+                 verify: bool = True):
+        """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases it.
+
+        ``verify``: check the band files against the manifest's checksums (:mod:`~.checksums`).
+        """
         self.path = path
         self._manifest = manifest
         self.params = mf.params_from_manifest(manifest)
@@ -53,6 +58,12 @@ class LSHBloomIndex(LockHolder):
         generations = mf.generations_from_manifest(manifest, self.params)
         self._filters = FilterStack(path, self.backend, self.params, generations, read_only, label=path)
         self.closed = False
+        if verify:
+            try:
+                checksums.verify(manifest, self._filters.all_paths(), path)
+            except BaseException:
+                self._filters.close()
+                raise
 
     @property
     def label(self) -> str:
@@ -83,14 +94,16 @@ class LSHBloomIndex(LockHolder):
             if cls.exists(path) or any(os.path.exists(os.path.join(path, other.file_name(0))) for other in BACKENDS.values()):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
             manifest = mf.new_manifest(kind, params)
-            create_generation(path, kind, params.b, 0, Generation(params.capacity, manifest["p_band"]))
+            paths = create_generation(path, kind, params.b, 0, Generation(params.capacity, manifest["p_band"]))
+            checksums.record(manifest, paths)
             mf.write_manifest(path, manifest)
             return manifest
 
         return cls._open_locked(path, False, lock, new_files)
 
     @classmethod
-    def _open_locked(cls, path: str, read_only: bool, lock: bool, manifest: Callable[[], dict]) -> "LSHBloomIndex":
+    def _open_locked(cls, path: str, read_only: bool, lock: bool, manifest: Callable[[], dict],
+                     verify: bool = True) -> "LSHBloomIndex":
         """Take the lock (unless ``lock`` is False), get the ``manifest()`` under it, and open the index holding it.
 
         A writer first finishes a commit a crashed run left half done and
@@ -106,7 +119,7 @@ class LSHBloomIndex(LockHolder):
                     f"{path}: a run crashed while committing to this index; open it for writing once "
                     "(or rerun the job) to finish that commit before reading it"
                 )
-            index = cls(path, manifest(), read_only=read_only, lock=held)
+            index = cls(path, manifest(), read_only=read_only, lock=held, verify=verify)
             held.keep()
         return index
 
@@ -119,6 +132,7 @@ class LSHBloomIndex(LockHolder):
         *,
         bloom: Optional[str] = None,
         lock: bool = True,
+        verify: bool = True,
     ) -> "LSHBloomIndex":
         """Open the index at ``path``.
 
@@ -129,7 +143,8 @@ class LSHBloomIndex(LockHolder):
 
         A writer first finishes a commit a crashed run left half done (see
         :meth:`_open_locked`). ``lock=False`` is for a caller that already
-        holds the lock.
+        holds the lock; ``verify=False`` skips the band files' checksums (a
+        caller that verified the files it copied).
         """
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{path}: no such index directory")
@@ -140,7 +155,7 @@ class LSHBloomIndex(LockHolder):
             mf.check_compatible(path, manifest, expected, bloom)
             return manifest
 
-        return cls._open_locked(path, read_only, lock, checked)
+        return cls._open_locked(path, read_only, lock, checked, verify)
 
     @classmethod
     def open_or_create(
@@ -194,8 +209,8 @@ class LSHBloomIndex(LockHolder):
                 raise IndexMismatchError(f"{path}: band files have {name}={value}, not {params[name]}")
         params.update(capacity=capacity, p_effective=p_effective)
         manifest = {**mf.new_manifest(kind, IndexParams(**params)), "p_band": p_band, "adopted": True}
-        index = cls._open_locked(path, False, True, lambda: manifest)
-        mf.write_manifest(path, manifest)
+        index = cls._open_locked(path, False, True, lambda: manifest, verify=False)
+        index.sync()  # the manifest, with the band files' checksums
         return index
 
     # -- queries ------------------------------------------------------------
@@ -316,6 +331,7 @@ class LSHBloomIndex(LockHolder):
         if self.read_only:
             return
         self._filters.sync()
+        checksums.record(self._manifest, self.band_paths())
         mf.write_manifest(self.path, self.manifest)
 
     def close(self) -> None:

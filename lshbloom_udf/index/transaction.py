@@ -13,11 +13,12 @@ import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import IndexCorruptError
-from lshbloom_udf.index import journal
+from lshbloom_udf.index import checksums, journal
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import BLOOM_FORMAT, backend
 from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
 from lshbloom_udf.index.lock import IndexLock, LockHolder
+from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside
 from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
 from lshbloom_udf.index.store import LSHBloomIndex
 
@@ -51,6 +52,7 @@ class IndexTransaction(LockHolder):
         self.path = path
         with IndexLock(path) as lock:
             self.recovered = journal.recover(path)
+            mf.check_directory(path)
             self._lock = lock.keep()
         self.staging: Optional[str] = None
         self.index: Optional[LSHBloomIndex] = None
@@ -85,9 +87,23 @@ class IndexTransaction(LockHolder):
         """The latest committed run that ingested documents with this content fingerprint and these parameters."""
         return latest_run(self.runs(), content_fingerprint, params)
 
+    def verify(self) -> dict:
+        """The full check (``verify_index``): every band file against its checksum, every run's duplicates against
+        its SHA-256. :class:`IndexCorruptError` names the first damaged file; returns what was checked."""
+        manifest = self.manifest()
+        if manifest is None:
+            return {"band_files": 0, "runs": 0}
+        live = LSHBloomIndex(self.path, manifest, read_only=True)  # verifies the band files' checksums
+        bands = len(live.band_paths())
+        live.close()
+        for run in manifest.get("runs", []):
+            self.load_duplicates(run)
+        return {"band_files": bands, "runs": len(manifest.get("runs", [])),
+                "checksums": checksums.CHECKSUMS in manifest}
+
     def load_duplicates(self, run: Mapping) -> np.ndarray:
         """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
-        path = os.path.join(self.path, run["duplicates_file"])
+        path = inside(self.path, run.get("duplicates_file"), os.path.join(self.path, mf.MANIFEST_NAME))
         with open(path, "rb") as f:
             data = f.read()
         if len(data) % 8 or hashlib.sha256(data).hexdigest() != run["duplicates_sha256"]:
@@ -106,7 +122,7 @@ class IndexTransaction(LockHolder):
     def add_output(self, tmp_path: str) -> None:
         """Register a temporary output, so that a crash before the commit has it removed by the next run."""
         self._ensure_staging()
-        self._outputs.append(os.path.abspath(tmp_path))
+        self._outputs.append(_temporary_output(tmp_path))
         journal.write_pending(self.staging, self._outputs)
 
     def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = BLOOM_FORMAT) -> LSHBloomIndex:
@@ -120,7 +136,9 @@ class IndexTransaction(LockHolder):
         else:
             self.check_compatible(params, sizing_given, bloom)
             self._copy_live_index(staging)
-            self.index = LSHBloomIndex.open(staging, expected=expected_params(params, sizing_given), lock=False)
+            # The live files were verified (checksums) before they were copied.
+            self.index = LSHBloomIndex.open(staging, expected=expected_params(params, sizing_given), lock=False,
+                                            verify=False)
         self.index.label = self.path
         return self.index
 
@@ -157,7 +175,7 @@ class IndexTransaction(LockHolder):
             raise RuntimeError("a run record needs a staged index")
         ops: list = []
         for tmp, final in outputs:
-            tmp, final = os.path.abspath(tmp), os.path.abspath(final)
+            tmp, final = _temporary_output(tmp, final), os.path.abspath(final)
             fsync_tree(tmp)
             ops.append([tmp, final])
         record = None
@@ -233,6 +251,15 @@ class IndexTransaction(LockHolder):
             self.abort()
         finally:
             self._release_lock()
+
+
+def _temporary_output(tmp: str, final: Optional[str] = None) -> str:
+    """The absolute path of a temporary output, which must be named ``<final>.lshbloom-tmp``: the only paths
+    outside the index directory that its recovery deletes or renames (:mod:`~lshbloom_udf.index.paths`)."""
+    tmp = os.path.abspath(tmp)
+    if not tmp.endswith(OUTPUT_TMP_SUFFIX) or (final is not None and tmp != os.path.abspath(final) + OUTPUT_TMP_SUFFIX):
+        raise ValueError(f"a temporary output must be named <final path>{OUTPUT_TMP_SUFFIX}, not {tmp}")
+    return tmp
 
 
 def latest_run(runs, content_fingerprint: str, params: IndexParams) -> Optional[dict]:

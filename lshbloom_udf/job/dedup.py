@@ -16,8 +16,9 @@ from typing import Optional
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
+from lshbloom_udf.job.io import (JobError, Output, first_line, read_input, refuse_output_over_input,
+                                 unreadable_input_file, write_text)
 from lshbloom_udf.log import configure, console_progress, logger, step
-from lshbloom_udf.job.io import JobError, Output, first_line, read_input, write_text
 
 
 def main(argv=None, prog: str = PROG, spark=None) -> None:
@@ -38,12 +39,20 @@ def _refused(prefix: str = ""):
     """Spark's analysis errors and the index's file errors (damaged, unwritable, full disk) as job errors."""
     from pyspark.errors import AnalysisException
 
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
     try:
         yield
     except LSHBloomError:
         raise
     except (AnalysisException, ValueError, OSError) as e:
         raise JobError(prefix + first_line(e)) from None
+    except (Py4JJavaError, PySparkException) as e:
+        unreadable = unreadable_input_file(e)
+        if unreadable is None:
+            raise
+        raise JobError(prefix + unreadable) from None
 
 
 def run(argv=None, prog: str = PROG, spark=None) -> int:
@@ -61,6 +70,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     try:
         spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
         output = Output(spark, args.output)
+        refuse_output_over_input(spark, output, args.input, [(_summary_path(args), "the summary")])
         with _refused():  # a corrupt manifest, named by the message
             committed = {r.get("output") for r in txn.runs()} if txn is not None else set()
         if output.exists() and not args.overwrite and output.qualified not in committed:
@@ -152,13 +162,17 @@ def _write_and_commit(result, txn, output: Output, args, config) -> None:
             result.commit()
 
 
+def _summary_path(args) -> str:
+    return args.summary_path or args.output.rstrip("/") + ".summary.json"
+
+
 def _report(spark, summary: dict, args, config, seconds: dict) -> None:
     """The summary: printed, and written as JSON beside the output."""
     from lshbloom_udf.spark import format_summary
 
     summary.update(input=args.input, output=args.output, output_format=config.output_format)
     summary["seconds"].update({k: round(v, 3) for k, v in seconds.items()})
-    summary_path = args.summary_path or args.output.rstrip("/") + ".summary.json"
+    summary_path = _summary_path(args)
     summary["summary_path"] = summary_path
     write_text(spark, summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     print(format_summary(summary))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+from typing import Optional
 
 from lshbloom_udf.errors import UsageError
+from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
 
 
 class JobError(UsageError):
@@ -16,7 +19,11 @@ def read_input(spark, config, input_arg: str):
     from pyspark.errors import AnalysisException
 
     inputs = [s for s in input_arg.split(",") if s]
-    reader = spark.read.format(config.input_format).options(**config.input_options)
+    options = dict(config.input_options)
+    if config.input_format == "json":
+        # Jackson's default limit (20 M characters per string) would make a long document an unparsable record.
+        options.setdefault("maxStringLen", str(JSON_MAX_STRING_LEN))
+    reader = spark.read.format(config.input_format).options(**options)
     try:
         df = reader.load(inputs if len(inputs) > 1 else inputs[0])
         df.schema  # noqa: B018  (resolve now)
@@ -24,6 +31,10 @@ def read_input(spark, config, input_arg: str):
         raise JobError(f"cannot read --input {input_arg} as {config.input_format}: {first_line(e)}") from None
     check_malformed(df, input_arg, config.input_format)
     return df
+
+
+# The JSON reader's longest string (Spark's "maxStringLen" option): Java's longest, unless the user sets another.
+JSON_MAX_STRING_LEN = 2**31 - 1
 
 
 def check_malformed(df, input_path: str, input_format: str) -> None:
@@ -41,15 +52,33 @@ def check_malformed(df, input_path: str, input_format: str) -> None:
     others = [c for c in df.columns if c != corrupt]
     if not others:
         raise JobError(f"--input {input_path}: no record can be parsed as {input_format}")
-    # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too.
+    # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too. Every
+    # column is used, so the parser reads every field as the job will (a pruned read could skip a field that
+    # fails to parse, e.g. a string past the reader's length limit, and see no corrupt record).
+    every = F.hash(*[F.col(f"`{c}`") for c in others])
     row = df.where(F.col(corrupt).isNotNull()).agg(
-        F.count(F.lit(1)).alias("n"), F.count(F.col(f"`{others[0]}`")).alias("m"), F.first(F.col(corrupt)).alias("first")
+        F.count(F.lit(1)).alias("n"), F.max(every).alias("m"), F.first(F.col(corrupt)).alias("first")
     ).collect()[0]
     if row["n"]:
         raise JobError(
             f"--input {input_path}: {row['n']:,} record(s) cannot be parsed as {input_format} (first: "
             f"{str(row['first'])[:80]!r}); fix them, or drop them knowingly with --input-option mode=DROPMALFORMED"
         )
+
+
+# Spark's error classes for an input file it cannot read (corrupt, truncated, or a schema other than the others')
+_UNREADABLE = re.compile(r"\[(FAILED_READ_FILE[A-Z_.]*|CANNOT_READ_FILE_FOOTER[A-Z_.]*)\]\s*(?P<what>[^\n]*)")
+
+
+def unreadable_input_file(error: BaseException) -> Optional[str]:
+    """One line naming the input file a Spark job failed to read (its error class says so), or None."""
+    text = str(getattr(error, "java_exception", None) or "") + "\n" + str(error)
+    found = _UNREADABLE.search(text)
+    if found is None:
+        return None
+    what = re.sub(r"\s*SQLSTATE: \w+\.?\s*$", "", found["what"]).strip()
+    return (f"an input file cannot be read: {what} (the file is corrupt or its schema differs from the other "
+            "input files'; fix or remove it, or read the good files only)")
 
 
 class Output:
@@ -60,7 +89,7 @@ class Output:
     Hadoop file system it is a Hadoop rename just before the index commit.
     """
 
-    SUFFIX = ".lshbloom-tmp"
+    SUFFIX = OUTPUT_TMP_SUFFIX
 
     def __init__(self, spark, path: str):
         try:
@@ -102,6 +131,51 @@ class Output:
             self._fs.delete(self._hpath, True)
         if not self._fs.rename(self._htmp, self._hpath):
             raise RuntimeError(f"cannot rename {self.tmp} to {self.qualified}")
+
+
+def refuse_output_over_input(spark, output: "Output", input_arg: str, extra_outputs=()) -> None:
+    """Refuse (:class:`JobError`) an output, its temporary or ``extra_outputs`` (the summary) that equals, contains
+    or lies inside an input path — whatever ``--overwrite`` says: replacing it would destroy the input.
+
+    Inputs are resolved as the reader resolves them (globs expanded, ``file://`` URIs and Hadoop paths
+    qualified) and, on the local file system, with symlinks resolved.
+    """
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    targets = [(output.qualified, "--output"), (output.tmp, "the temporary of --output"), *extra_outputs]
+    resolved_targets = [(_resolved(jvm, conf, t), what) for t, what in targets]
+    for given in (s for s in input_arg.split(",") if s):
+        for source in _input_paths(jvm, conf, given):
+            for target, what in resolved_targets:
+                if _overlaps(source, target):
+                    raise JobError(
+                        f"{what} {target} would overwrite the input {given} ({source}): an output must not be, contain "
+                        "or lie inside an input path, with or without --overwrite. Write it elsewhere"
+                    )
+
+
+def _input_paths(jvm, conf, given: str) -> list[str]:
+    """The qualified, resolved paths an input argument names (its glob's matches, or itself)."""
+    hpath = jvm.org.apache.hadoop.fs.Path(given)
+    fs = hpath.getFileSystem(conf)
+    matches = fs.globStatus(hpath)
+    paths = [m.getPath().toString() for m in matches] if matches else []
+    return [_resolved(jvm, conf, p) for p in paths or [fs.makeQualified(hpath).toString()]]
+
+
+def _resolved(jvm, conf, qualified: str) -> str:
+    """A qualified path; a local one as ``file:`` + its real path (symlinks resolved)."""
+    hpath = jvm.org.apache.hadoop.fs.Path(qualified)
+    uri = hpath.getFileSystem(conf).makeQualified(hpath).toUri()
+    if uri.getScheme() == "file":
+        return "file:" + os.path.realpath(uri.getPath())
+    return str(uri.toString()).rstrip("/")
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Is one path the other, or inside it?"""
+    a, b = a.rstrip("/") or "/", b.rstrip("/") or "/"
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
 def write_text(spark, path: str, text: str) -> None:

@@ -129,9 +129,16 @@ def open_index(index_dir: str, config: DedupConfig, spark=None):
     from lshbloom_udf.spark.sharded_index import ShardedTransaction, refuse_sharded
 
     if config.pass_mode == "sharded":
-        return ShardedTransaction(index_dir, spark)
+        return ShardedTransaction(index_dir, spark, verify=config.verify_index)
     refuse_sharded(index_dir)
-    return IndexTransaction(index_dir)
+    txn = IndexTransaction(index_dir)
+    if config.verify_index:
+        try:
+            txn.verify()
+        except BaseException:
+            txn.close()
+            raise
+    return txn
 
 
 def _release(txn: Optional[IndexTransaction], owned: bool) -> None:

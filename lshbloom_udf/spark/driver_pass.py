@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.ingest import col
@@ -107,7 +108,7 @@ def temporary_index_dir(params, bloom: str) -> str:
                 base = "/dev/shm"
         except OSError:
             pass
-    return tempfile.mkdtemp(prefix="lshbloom-index-", dir=base)
+    return make_temp_dir("index", base)
 
 
 @dataclass

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from typing import Iterator, Optional
 
 import numpy as np
 
+from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_bloom, shard_keys  # noqa: F401
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed, arrow_batch_limits
@@ -292,7 +292,7 @@ def decider(plan: ShardPlan, keep_filters: bool, part_bytes: int = FILTER_PART_B
 
     def decide(batches):
         _task_start(task_hook, "shard")
-        directory = tempfile.mkdtemp(prefix="lshbloom-shards-", dir=_local_tmp(plan.shard_bytes()))
+        directory = make_temp_dir("shards", _local_tmp(plan.shard_bytes()))
         task = _ShardTask(plan, keep_filters, directory, part_bytes)
         try:
             for batch in batches:

@@ -26,6 +26,8 @@ index at once there.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import time
 import uuid
 from dataclasses import asdict
@@ -37,11 +39,20 @@ from lshbloom_udf.errors import DedupInputError, IndexCorruptError, IndexLockedE
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
 
+log = logging.getLogger(__name__)
+
 MANIFEST_PREFIX, MANIFEST_SUFFIX = "manifest-", ".json"
 DRIVER_MANIFEST = "manifest.json"
+# the column of every stored part holding xxhash64 of its data (absent in parts written before it)
+CHECKSUM_COL = "checksum"
 FORMAT = "lshbloom-sharded"
 FORMAT_VERSION = 2  # 2: filters stored in parts (1: one row per filter, still read)
 READABLE_FORMAT_VERSIONS = (1, 2)
+# The version directories a run writes (version_dir + "-" + 12 hex digits), the only ones a manifest may name.
+_VERSION_DIR = re.compile(r"v-[0-9]{8}-[0-9a-f]{12}")
+# What a sharded index's directory holds before its first commit: killed runs' versions, a manifest's temporary,
+# Hadoop's checksum files.
+_NEW_INDEX_NAMES = re.compile(r"v-[0-9]{8}-[0-9a-f]{12}|_tmp-manifest-[0-9]{8}\.json|\..*\.crc")
 
 
 def version_dir(version: int) -> str:
@@ -125,6 +136,19 @@ class HadoopDir:
         """Bytes of the files under ``name`` (the filesystem's metadata; nothing is read)."""
         return int(self.fs.getContentSummary(self.path(name)).getLength())
 
+    def is_symlink(self, name: str) -> bool:
+        """Is ``name`` a symbolic link (on a filesystem that has them)?"""
+        import os
+
+        from py4j.protocol import Py4JJavaError
+
+        if self.fs.getScheme() == "file":  # Hadoop hides local symlinks unless enabled: ask the OS
+            return os.path.islink(self.path(name).toUri().getPath())
+        try:
+            return bool(self.fs.getFileLinkStatus(self.path(name)).isSymlink())
+        except Py4JJavaError:  # no symlinks on this filesystem (object stores, HDFS with them disabled)
+            return False
+
     def delete(self, name: str) -> None:
         self.fs.delete(self.path(name), True)
 
@@ -140,8 +164,9 @@ class ShardedTransaction:
 
     recovered = {"rolled_forward": None, "discarded": []}
 
-    def __init__(self, path: str, spark=None):
+    def __init__(self, path: str, spark=None, verify: bool = False):
         self.path = path
+        self.verify_parts = verify  # check every stored filter part's checksum before the run uses it
         self._spark = spark
         self._dir: Optional[HadoopDir] = None
         self.staged: Optional[dict] = None  # the version this run wrote: its manifest before the run record
@@ -171,6 +196,12 @@ class ShardedTransaction:
         versions = [int(n[len(MANIFEST_PREFIX):-len(MANIFEST_SUFFIX)]) for n in names
                     if n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX)
                     and n[len(MANIFEST_PREFIX):-len(MANIFEST_SUFFIX)].isdigit()]
+        if not versions:
+            foreign = [n for n in names if not _NEW_INDEX_NAMES.fullmatch(n)]
+            if foreign:
+                raise IndexMismatchError(
+                    f"{self.path}: not an LSHBloom index directory (it holds {', '.join(sorted(foreign)[:4])} and no "
+                    "manifest-<version>.json); give --index-dir a new or empty directory, or an existing index's")
         return max(versions) if versions else None
 
     def manifest(self) -> Optional[dict]:
@@ -184,6 +215,12 @@ class ShardedTransaction:
             raise IndexCorruptError(f"{self.dir.child(name)}: corrupt manifest ({e})") from None
         if manifest.get("format") != FORMAT or manifest.get("version") != version:
             raise IndexCorruptError(f"{self.dir.child(name)}: not the manifest of version {version} of a sharded index")
+        data = [manifest.get("data")] + [r.get("data") if isinstance(r, dict) else None for r in manifest.get("runs", [])]
+        bad = [d for d in data if not (isinstance(d, str) and _VERSION_DIR.fullmatch(d))]
+        if bad:  # only this index's own version directories are ever read (or deleted)
+            raise IndexCorruptError(f"{self.dir.child(name)}: names {bad[0]!r}, not a version directory of this index; "
+                                    "the index directory was changed by something other than lshbloom "
+                                    "(docs/reliability.md, 'threat model')")
         if manifest.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise IndexMismatchError(f"{self.dir.child(name)}: sharded index format version "
                                      f"{manifest.get('format_version')!r}, this version reads "
@@ -223,7 +260,7 @@ class ShardedTransaction:
         if not self.dir.exists(f"{run['data']}/kind=0"):  # the run flagged nothing
             return np.zeros(0, dtype=np.int64)
         parts = spark.read.parquet(self.dir.child(f"{run['data']}/kind=0")).select(F.col("data")).collect()
-        rows = [np.frombuffer(r[0], dtype="<i8") for r in parts]
+        rows = [np.frombuffer(r[0], dtype="<i8") for r in parts]  # (kind 0 parts carry a checksum too)
         return np.unique(np.concatenate(rows)).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
 
     def _spark_session(self):
@@ -246,7 +283,35 @@ class ShardedTransaction:
         if manifest is None:
             return None
         spark = self._spark_session()
-        return spark.read.parquet(self.dir.child(f"{manifest['data']}/kind=1"))
+        stored = spark.read.parquet(self.dir.child(f"{manifest['data']}/kind=1"))
+        if self.verify_parts:
+            self.verify(manifest, stored)
+        return stored.drop(CHECKSUM_COL) if CHECKSUM_COL in stored.columns else stored
+
+    def verify(self, manifest: Optional[dict] = None, stored=None) -> dict:
+        """The full check of the committed version: every filter part's bytes against the checksum recorded when it
+        was written (one Spark job over the parts). :class:`IndexCorruptError` names the first damaged part."""
+        from pyspark.sql import functions as F
+
+        manifest = manifest or self.manifest()
+        if manifest is None:
+            return {"filter_parts": 0}
+        where = self.dir.child(f"{manifest['data']}/kind=1")
+        stored = stored if stored is not None else self._spark_session().read.parquet(where)
+        if CHECKSUM_COL not in stored.columns:
+            log.warning("%s: filter parts written before checksums: not verified; the next run records them", where)
+            return {"filter_parts": 0, "checksums": False}
+        row = stored.agg(
+            F.count(F.lit(1)).alias("parts"),
+            F.min(F.when(F.xxhash64("data") != F.col(CHECKSUM_COL),
+                         F.struct("band", "shard", "generation", "part"))).alias("bad")).collect()[0]
+        if row["bad"] is not None:
+            b = row["bad"]
+            raise IndexCorruptError(
+                f"{where}: corrupt filter part (band {b['band']}, shard {b['shard']}, generation {b['generation']}, "
+                f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. Restore the "
+                "index from a backup, or rebuild it from its runs' inputs into a new --index-dir (docs/reliability.md)")
+        return {"filter_parts": int(row["parts"]), "checksums": True}
 
     def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
         """Write ``decided`` (the sharded pass's output) as the next version; (its directory, hit rows, fill)."""
@@ -256,7 +321,8 @@ class ShardedTransaction:
         # This run's own directory: a killed or concurrent run writing the same version never shares it.
         data = f"{version_dir(version)}-{uuid.uuid4().hex[:12]}"
         self.staged = {"version": version, "data": data}
-        decided.write.partitionBy("kind").parquet(self.dir.child(data))
+        # Each part with the checksum of its bytes (Spark's native xxhash64), verified by verify_index.
+        decided.withColumn(CHECKSUM_COL, F.xxhash64("data")).write.partitionBy("kind").parquet(self.dir.child(data))
         spark = self._spark_session()
         hits = spark.read.parquet(self.dir.child(f"{data}/kind=0")) if self.dir.exists(f"{data}/kind=0") else None
         rows = [np.frombuffer(r[0], dtype="<i8") for r in hits.select("data").collect()] if hits is not None else []
@@ -310,7 +376,8 @@ class ShardedTransaction:
         what killed runs left for this version."""
         for name in self.dir.names():
             number = name[2:].split("-")[0]
-            if not (name.startswith("v-") and number.isdigit()) or name == data:
+            # Only this index's own version directories, never through a symlink planted in their place.
+            if not _VERSION_DIR.fullmatch(name) or name == data or self.dir.is_symlink(name):
                 continue
             if int(number) == version:
                 self.dir.delete(name)

@@ -31,7 +31,6 @@ import os
 import shutil
 import socket
 import struct
-import tempfile
 import threading
 import time
 import uuid
@@ -39,6 +38,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.spark.keys import POS_BITS, _task_start, _threads, chunks, keyed_batches
 
@@ -109,7 +109,7 @@ class KeyStream:
         self.server = socket.create_server((bind, 0))
         self.address = (host, self.server.getsockname()[1])
         self.token = os.urandom(16)
-        self.spool = tempfile.mkdtemp(prefix="lshbloom-keys-")
+        self.spool = make_temp_dir("keys")
         self.cond = threading.Condition()
         self.attempts: dict[int, list[_Attempt]] = {}
         self.job_done = False

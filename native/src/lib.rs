@@ -10,6 +10,7 @@ pub mod bands;
 pub mod bandset;
 pub mod blocked;
 pub mod bloom;
+pub mod checksum;
 pub mod cuckoo;
 pub mod distinct;
 pub mod error;

@@ -2,6 +2,7 @@
 //! batch loop run with the GIL released. Everything Python sees is named here
 //! or in the submodule that defines it.
 
+mod checksum;
 mod errors;
 mod filters;
 mod input;
@@ -18,6 +19,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     signatures::register(m)?;
     sizing::register(m)?;
     filters::register(m)?;
+    checksum::register(m)?;
     m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
     m.add("CUCKOO_FORMAT_VERSION", cuckoo::VERSION)?;
     m.add("NORM_NFKC", shingles::NORM_NFKC)?;

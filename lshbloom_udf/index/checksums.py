@@ -1,0 +1,61 @@
+"""Checksums of the band files: xxh3-64 of each whole file, recorded in the manifest, verified when it opens.
+
+The manifest's ``checksums`` entry (``{"algorithm": "xxh3-64", "files":
+{"band-0.bf": "<16 hex digits>", ...}}``) is written with the manifest
+whenever a writer syncs the index (so at every commit); the band files
+themselves stay exactly the pybloomfiltermmap3 (or blocked) format, so
+datasketch reads them as before. Opening an index checks every band file
+against it in native code (one pass over each mapped file): a mismatch is
+:class:`IndexCorruptError` naming the band file. An index written before
+checksums existed opens with one warning and gets them at its next commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Mapping, Sequence
+
+from lshbloom_udf import _native
+from lshbloom_udf.errors import IndexCorruptError
+
+CHECKSUMS = "checksums"
+ALGORITHM = "xxh3-64"
+
+log = logging.getLogger(__name__)
+
+
+def file_checksum(path: str) -> str:
+    return f"{_native.file_checksum(path):016x}"
+
+
+def record(manifest: dict, paths: Sequence[str]) -> None:
+    """Write the checksums of the band files ``paths`` into ``manifest``."""
+    manifest[CHECKSUMS] = {"algorithm": ALGORITHM, "files": {os.path.basename(p): file_checksum(p) for p in paths}}
+
+
+def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:
+    """Check every band file of ``paths`` against the checksums ``manifest`` records; how many were checked.
+
+    Raises :class:`IndexCorruptError` naming the first band file whose bytes
+    differ; an index without checksums (written before them) is a warning.
+    """
+    recorded = manifest.get(CHECKSUMS)
+    if recorded is None:
+        log.warning("%s: index written before band-file checksums: not verified; its next commit records them", label)
+        return 0
+    files = recorded.get("files") if isinstance(recorded, dict) else None
+    if not isinstance(files, dict) or recorded.get("algorithm") != ALGORITHM:
+        raise IndexCorruptError(f"{label}: corrupt manifest (its {CHECKSUMS} entry is not {ALGORITHM} of each band file)")
+    for path in paths:
+        want = files.get(os.path.basename(path))
+        if want is None:
+            raise IndexCorruptError(f"{path}: the manifest records no checksum for this band file")
+        got = file_checksum(path)
+        if got != want:
+            raise IndexCorruptError(
+                f"{path}: corrupt band file (its {ALGORITHM} checksum is {got}, the manifest recorded {want} when it "
+                "was committed): the file changed outside lshbloom (disk, copy). Restore the index from a backup, or "
+                "rebuild it from its runs' inputs into a new --index-dir (docs/reliability.md)"
+            )
+    return len(paths)

@@ -1,0 +1,103 @@
+"""Which paths the job may delete or rename, checked before it touches them.
+
+The files of an index directory (the commit journal, a staging copy's
+``pending.json``, the manifest) are data anyone who can write the directory
+could have planted. The job never deletes or renames a path just because such
+a file names it: every path is one the job's own naming rules produce —
+
+- inside the index directory: a relative path without ``..`` whose parent
+  directories, symlinks resolved, lie inside the directory;
+- an output's temporary: an absolute, normalized path ending in
+  :data:`OUTPUT_TMP_SUFFIX`, renamed only onto the same path without it.
+
+A record naming anything else raises :class:`IndexCorruptError` naming the
+record's file, before anything is deleted or renamed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Sequence
+
+from lshbloom_udf.errors import IndexCorruptError
+
+# The files a commit moves from a staging copy (``.staging-*/<name>``) onto ``<name>`` or ``runs/<name>``.
+STAGED_FILE = re.compile(r"(gen[0-9]+-)?band-[0-9]+\.b?bf|manifest\.json|[0-9]{6}\.dups\.i64")
+STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
+# What the job appends to an output path to write it before the commit (lshbloom_udf.job.io.Output).
+OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
+
+
+def _refuse(record: str, what: str) -> IndexCorruptError:
+    return IndexCorruptError(
+        f"{record}: names {what}, which is not a file this job writes; the index directory was changed by something "
+        "other than lshbloom. Nothing was deleted or renamed: remove this file after checking the directory "
+        "(docs/reliability.md, 'threat model')"
+    )
+
+
+def inside(base: str, rel: object, record: str) -> str:
+    """``base/rel`` when ``rel`` is a relative path that stays inside the directory ``base`` (symlinks resolved)."""
+    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or "\\" in rel or "\0" in rel:
+        raise _refuse(record, f"{rel!r}")
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise _refuse(record, f"{rel!r}")
+    full = os.path.join(base, rel)
+    root = os.path.realpath(base)
+    parent = os.path.realpath(os.path.dirname(full))
+    if parent != root and not parent.startswith(root + os.sep):
+        raise _refuse(record, f"{rel!r} (outside {base} once symlinks are resolved)")
+    return full
+
+
+def output_temporary(path: object, record: str) -> str:
+    """``path`` when it is the name of an output's temporary (absolute, normalized, ending in the job's suffix)."""
+    if (
+        not isinstance(path, str) or "\0" in path or not os.path.isabs(path) or os.path.normpath(path) != path
+        or not path.endswith(OUTPUT_TMP_SUFFIX) or os.path.basename(path) == OUTPUT_TMP_SUFFIX
+    ):
+        raise _refuse(record, f"{path!r}")
+    return path
+
+
+def checked_renames(base: str, ops: object, record: str) -> list[tuple[str, str]]:
+    """The renames of a commit journal, each checked (absolute paths), or :class:`IndexCorruptError`.
+
+    An op is either inside the index directory (a staged file onto its live
+    name) or an output's temporary onto its final path (the temporary's name
+    without :data:`OUTPUT_TMP_SUFFIX`).
+    """
+    if not isinstance(ops, list):
+        raise _refuse(record, f"renames {ops!r}")
+    checked = []
+    for op in ops:
+        if not (isinstance(op, (list, tuple)) and len(op) == 2):
+            raise _refuse(record, f"the rename {op!r}")
+        src, dst = op
+        if isinstance(src, str) and os.path.isabs(src):
+            tmp = output_temporary(src, record)
+            if dst != tmp[: -len(OUTPUT_TMP_SUFFIX)]:
+                raise _refuse(record, f"the rename of {src!r} onto {dst!r}")
+            checked.append((tmp, dst))
+        else:
+            checked.append(_staged_rename(base, src, dst, record))
+    return checked
+
+
+def _staged_rename(base: str, src: object, dst: object, record: str) -> tuple[str, str]:
+    """A staged file onto its live name: ``.staging-*/<name>`` onto ``<name>`` (``runs/<name>`` for a run's duplicates)."""
+    src_parts = src.split("/") if isinstance(src, str) else []
+    name = src_parts[-1] if len(src_parts) == 2 else ""
+    live = f"runs/{name}" if name.endswith(".dups.i64") else name
+    if not (STAGING_DIR.fullmatch(src_parts[0] if src_parts else "") and STAGED_FILE.fullmatch(name) and dst == live):
+        raise _refuse(record, f"the rename of {src!r} onto {dst!r}")
+    return inside(base, src, record), inside(base, dst, record)
+
+
+def checked_outputs(outputs: object, record: str) -> Sequence[str]:
+    """The temporary outputs a staging copy's record lists, each checked."""
+    if not isinstance(outputs, list):
+        raise _refuse(record, f"outputs {outputs!r}")
+    return [output_temporary(path, record) for path in outputs]
