@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 import time
-from typing import Optional
+
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import LSHBloomError, exit_code

@@ -217,7 +217,6 @@ class DedupRun:
         return outcome, info, stats
 
     def _pass(self, index, info: dict, path: str) -> tuple[PassOutcome, dict]:
-        c = self.config
         info.update(inserted_before=index.inserted, backend=index.bloom,
                     reused=index.inserted > 0 and info["kept"])
         outcome = self._driver_pass(index)
