@@ -12,7 +12,6 @@ import json
 import sys
 import time
 
-
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
