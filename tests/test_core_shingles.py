@@ -27,6 +27,7 @@ LETTERS = (
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
     "ÀÉÎÕÜßàçéñöøÿªº" "АБВГДЕЖабвгдежзийклмнопрстуфхцчшщъыьэюяЁё"
     "日本語中文字漢〇々" "ひらがなカタカナーｱｶﾞ" "한국어가나다" "ⅫǅﬁＡＢ１"
+    "\U00020000\U0002a6d6😀"  # 4-byte code points: shingles longer than 16 bytes take the long-shingle path
 )
 PUNCT = ".,;:!?'\"()[]{}—–…「」。、！？·"
 HYPHENS = ["-", "\u00ad", "\u2010", "\u2011", "-\n", "-\r\n", "- \n\t", "\u00ad\n ", "\u2010\r", "-\n\n"]
