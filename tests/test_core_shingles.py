@@ -27,6 +27,7 @@ LETTERS = (
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
     "ÀÉÎÕÜßàçéñöøÿªº" "АБВГДЕЖабвгдежзийклмнопрстуфхцчшщъыьэюяЁё"
     "日本語中文字漢〇々" "ひらがなカタカナーｱｶﾞ" "한국어가나다" "ⅫǅﬁＡＢ１"
+    "\U00020000\U0002a6d6😀"  # 4-byte code points: shingles longer than 16 bytes take the long-shingle path
 )
 PUNCT = ".,;:!?'\"()[]{}—–…「」。、！？·"
 HYPHENS = ["-", "\u00ad", "\u2010", "\u2011", "-\n", "-\r\n", "- \n\t", "\u00ad\n ", "\u2010\r", "-\n\n"]
@@ -197,3 +198,15 @@ def test_config_threads_the_unit_to_the_index_parameters():
     assert DedupConfig().shingle == "words"
     assert DedupConfig.from_preset("paper").shingle == "words"
     assert DedupConfig().replace(shingle="mixed").index_params(100).shingle == "mixed"
+
+
+def test_runs_recorded_before_the_unit_match_word_runs_only():
+    from lshbloom_udf.index import run_params
+    from lshbloom_udf.index.transaction import latest_run
+
+    old = run_params(make_params("words"))
+    del old["shingle"]
+    runs = [{"content_fingerprint": "abc", "params": old}]
+    assert latest_run(runs, "abc", make_params("words")) is runs[0]
+    assert latest_run(runs, "abc", make_params("chars")) is None
+    assert latest_run(runs, "other", make_params("words")) is None

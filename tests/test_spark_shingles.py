@@ -100,3 +100,24 @@ def test_verification_measures_jaccard_on_the_units_shingles(docs_df):
         a, b = ref.shingles(r["text"], 5, 0, "mixed"), ref.shingles(kept["text"], 5, 0, "mixed")
         assert r["similarity"] == pytest.approx(len(a & b) / len(a | b), abs=1e-12) and r["similarity"] >= 0.5
         assert not kept["is_duplicate"]
+
+
+def test_the_sharded_pass_keys_documents_by_the_unit(docs_df, tmp_path):
+    """pass_mode="sharded" (any-earlier) with shingle="mixed": flags equal the exact rule over the unit's mix keys."""
+    from test_core_insert_rule import any_earlier_reference
+
+    index_dir = str(tmp_path / "sharded")
+    out = deduplicate(docs_df.repartition(5), **{**REFERENCE, "ngram": 5, "band_key": "mix"}, shingle="mixed",
+                      order_by="id", pass_mode="sharded", expected_docs=200_000, shard_memory=1 << 16,
+                      index_dir=index_dir, progress=False)
+    rows = sorted(out.collect(), key=lambda r: r["id"])
+    keys, active = text_band_keys([r["text"] for r in rows], 42, 6, num_perm=256, ngram=5, shingle="mixed",
+                                  band_key="mix")
+    expected = any_earlier_reference(keys, active).tolist()
+    assert [r["is_duplicate"] for r in rows] == expected and sum(expected) >= 20
+    (manifest,) = [n for n in os.listdir(index_dir) if n.startswith("manifest-")]
+    with open(os.path.join(index_dir, manifest), encoding="utf-8") as f:
+        assert json.load(f)["params"]["shingle"] == "mixed"
+    with pytest.raises(IndexMismatchError, match="shingle"):
+        deduplicate(docs_df, **{**REFERENCE, "ngram": 5, "band_key": "mix"}, shingle="chars", pass_mode="sharded",
+                    index_dir=index_dir, progress=False)

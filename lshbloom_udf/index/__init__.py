@@ -6,7 +6,7 @@ A directory holds ``band-{i}.bf`` for ``i < b`` — pybloomfiltermmap3 files, so
 ``band-{i}.bbf`` blocked filters, see :mod:`lshbloom_udf.index.backends`) — and
 ``manifest.json``, which records every parameter that decides whether two
 runs' band keys are comparable (scheme, seed, num_perm, b, r, ngram,
-normalization, threshold, band key) and how the filters were sized (capacity,
+normalization, shingle unit, threshold, band key) and how the filters were sized (capacity,
 p_effective, per-band p). Reopening with different parameters is an error,
 never a silent mix.
 

@@ -177,6 +177,10 @@ impl CharBuffer {
     /// Calls `f(bytes, start, end)` for the shortest run from each code point
     /// whose weight reaches `n` (see [`Unit::Mixed`]). Returns the calls.
     pub fn weighted_windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, mut f: F) -> usize {
+        if text.is_ascii() {
+            // Every code point weighs 1: the runs are the windows of `n` code points.
+            return self.windows(text, n, f);
+        }
         self.fill(text, true);
         let w = &self.weights;
         if w.is_empty() {
