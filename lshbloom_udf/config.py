@@ -25,6 +25,7 @@ a test (docs/architecture.md shows it with ``band_key``).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import tomllib
 from dataclasses import dataclass, field
@@ -213,23 +214,26 @@ class DedupConfig:
                                         "Spark Column expressions: F.length('text').desc() keeps the longest, "
                                         "F.col('ts').desc() the newest", _optional(_order_by), "columns",
                                         cli={"type": lambda s: [c.strip() for c in s.split(",") if c.strip()]})
-    # -- MinHash / LSH: they decide compatibility with an existing index. threshold, ngram and normalize were
-    # chosen by the evaluation study (docs/evaluation.md); the paper's values are PRESETS["paper"].
-    threshold: float = setting(0.45, "Jaccard similarity threshold", _threshold, "minhash", cli={"type": float})
-    num_perm: int = setting(512, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
+    # -- MinHash / LSH: they decide compatibility with an existing index. The defaults of these and of the
+    # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 7-grams,
+    # permissive bands (T 0.3) and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
+    threshold: float = setting(0.3, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
+                               "becomes a candidate with probability ~1/2; with verify, the decision is then "
+                               "verify_threshold / containment_threshold", _threshold, "minhash", cli={"type": float})
+    num_perm: int = setting(256, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
     bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
                                      _optional(_bands), "minhash",
                                      cli={"type": int, "nargs": 2, "metavar": ("B", "R")})
-    ngram: int = setting(4, "n-gram size of the shingles, in the shingle unit (words, code points, or weight)",
+    ngram: int = setting(7, "n-gram size of the shingles, in the shingle unit (words, code points, or weight)",
                          _integer(1), "minhash", cli={"type": int})
-    shingle: str = setting("words", "shingle unit: words (word n-grams), chars (code point n-grams of the text "
+    shingle: str = setting("mixed", "shingle unit: words (word n-grams), chars (code point n-grams of the text "
                            "without whitespace: for every script and noisy text) or mixed (as chars, Han/kana/Hangul "
                            "weigh 3), docs/algorithm.md", _choice(*SHINGLE_UNITS), "minhash")
-    normalize: str = setting("all", "normalize text first: none, all (NFKC, lowercase, punctuation to space), or a "
+    normalize: str = setting("dehyphen,nfkc,lower,punct", "normalize text first: none, all (NFKC, lowercase, punctuation to space), or a "
                              "comma list of dehyphen,nfkc,lower,punct (dehyphen joins words hyphenated across a line "
                              "break); a bare flag means all", _normalize, "minhash", cli={"nargs": "?", "const": "all"})
     seed: int = setting(1, "seed of the MinHash permutations", _seed, "minhash", cli={"type": int})
-    scheme: str = setting("affine32", "permutation scheme: affine32 (datasketch >= 2), legacy (datasketch < 2, "
+    scheme: str = setting("poisson", "permutation scheme: affine32 (datasketch >= 2), legacy (datasketch < 2, "
                           "the paper's code) or poisson (xxh3 shingle hashes, independent rows in O(shingles + "
                           "k log k), not datasketch's: docs/algorithm.md section 2.1)", _choice(*SCHEMES), "minhash")
     band_key: str = setting("mix", "how a band's values become its key: mix (a 64-bit hash of the band: no false "
@@ -262,19 +266,19 @@ class DedupConfig:
                                  "opens), the runs' duplicate records, and every filter part of a sharded index",
                                  _boolean, "index", cli={"action": "store_true"})
     # -- verification (lshbloom_udf/spark/verify.py)
-    verify: bool = setting(False, "after the pass, keep a document flagged only if an earlier document the pass kept "
+    verify: bool = setting(True, "after the pass, keep a document flagged only if an earlier document the pass kept "
                            "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it (or containment >= "
                            "containment_threshold)",
-                           _boolean, "verify", cli={"action": "store_true"})
-    verify_threshold: Optional[float] = setting(None, "the similarity verification asks for (default: threshold); a "
-                                                "lower threshold with this one makes candidates permissive",
+                           _boolean, "verify", cli={"action": argparse.BooleanOptionalAction})
+    verify_threshold: Optional[float] = setting(0.4, "the Jaccard similarity verification asks for (none: threshold); "
+                                                "a threshold below it makes the candidates permissive",
                                                 _optional(_threshold), "verify", cli={"type": float})
     containment_threshold: Optional[float] = setting(
-        None, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
+        0.7, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
         "candidate's at least this much: |S_d & S_e| / |S_d| >= containment_threshold (J <= C <= 1). A truncation, "
         "excerpt or section drop keeping a fraction f of a document has Jaccard ~f but containment ~1. Candidates "
         "still come from the bands (Jaccard near threshold or above), so a tiny document inside a huge one is not "
-        "removed; a lower threshold makes them permissive (docs/algorithm.md section 8). Default: off (Jaccard only)",
+        "removed; a lower threshold makes them permissive (docs/algorithm.md section 8). None: Jaccard only",
         _optional(_threshold), "verify", cli={"type": float})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document), similarity (the value of the measure that verified it) and similarity_measure (jaccard or "
@@ -333,9 +337,9 @@ class DedupConfig:
         if self.duplicate_of and self.mode == "filter":
             raise ConfigError("duplicate_of has nothing to show in mode 'filter' (only kept rows are output); "
                               "use mode 'flag' or 'duplicates'")
-        if self.verify_threshold is not None and not self.verify:
+        if self.verify_threshold is not None and not self.verify and self.is_given("verify_threshold"):
             raise ConfigError("verify_threshold needs verify=True (--verify)")
-        if self.containment_threshold is not None and not self.verify:
+        if self.containment_threshold is not None and not self.verify and self.is_given("containment_threshold"):
             raise ConfigError("containment_threshold needs verify=True (--verify): containment is checked on the "
                               "candidate pairs verification examines; add verify or drop containment_threshold")
         if self.bands is not None:
@@ -443,7 +447,8 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
         "paper": MappingProxyType(
             {"threshold": 0.5, "num_perm": 256, "ngram": 1, "shingle": "words", "normalize": "none", "seed": 1,
-             "scheme": "legacy", "band_key": "sum", "p_effective": 1e-5, "growth": "fixed"}
+             "scheme": "legacy", "band_key": "sum", "p_effective": 1e-5, "growth": "fixed",
+             "verify": False}
         ),
     }
 )
