@@ -84,3 +84,13 @@ evaluate-docstrings:
 	$(PY) -m evaluation corpus --output build/docstrings.jsonl.gz
 	$(PY) -m evaluation study --tune $(CORPUS_DIR)/linux-docs.jsonl.gz \
 		--test build/docstrings.jsonl.gz --out docs/evaluation/docstrings --grid $(GRID) --docs $(EVAL_DOCS) --no-plots
+
+# The multilingual + crawl-noise study (docs/evaluation.md, first section): every script, every kind
+# of copy; picks the shingling defaults (evaluation/CHOSEN_DEFAULTS.md). ML_DOCS documents a stream.
+ML_DOCS ?= 200
+ML_ENGLISH_DOCS ?= 300
+.PHONY: evaluate-multilingual
+evaluate-multilingual:
+	@$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q "matplotlib>=3.8"
+	$(PY) -m evaluation.study.multilingual --corpus-dir $(CORPUS_DIR) --docs $(ML_DOCS) \
+		--english-docs $(ML_ENGLISH_DOCS) --out docs/evaluation/multilingual

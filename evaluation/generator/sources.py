@@ -69,16 +69,25 @@ def _five_grams(text: str) -> set[int]:
     return {zlib.crc32(" ".join(tokens[i : i + 5]).encode("utf-8")) for i in range(len(tokens) - 4)}
 
 
-def near_copy_groups(sources: Sequence[Source], jaccard: float = 0.3, num_perm: int = 128) -> list[int]:
+def char_five_grams(text: str) -> set[int]:
+    """Lowercased, whitespace- and punctuation-free character 5-grams: near-copies in scripts without spaces."""
+    s = re.sub(r"[^\w]", "", text.lower())
+    if len(s) < 5:
+        return {zlib.crc32(s.encode("utf-8"))}
+    return {zlib.crc32(s[i : i + 5].encode("utf-8")) for i in range(len(s) - 4)}
+
+
+def near_copy_groups(sources: Sequence[Source], jaccard: float = 0.3, num_perm: int = 128,
+                     shingle=_five_grams) -> list[int]:
     """For each source, the index of the first earlier source it nearly copies, or -1.
 
     Similarity is the exact Jaccard index of lowercased, punctuation-free word
-    5-gram sets; candidates come from an exact (in-memory) LSH at a lower
+    5-gram sets (or of the sets ``shingle`` gives, e.g. :func:`char_five_grams`); candidates come from an exact (in-memory) LSH at a lower
     threshold so no pair above ``jaccard`` is missed in practice.
     """
     import numpy as np
 
-    shingles = [_five_grams(s.text) for s in sources]
+    shingles = [shingle(s.text) for s in sources]
     # A plain numpy MinHash over the CRC-32 shingle hashes (only to find candidates).
     rng = np.random.RandomState(12345)
     a = rng.randint(1, 2**31 - 1, num_perm).astype(np.uint64) * 2 + 1

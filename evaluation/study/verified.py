@@ -40,9 +40,12 @@ from lshbloom_udf.minhash import band_keys, normalization_mask
 
 
 def verify_decisions(keys: np.ndarray, has: np.ndarray, flags: np.ndarray, shingles: Sequence[frozenset],
-                     threshold: float, chained: bool = True) -> np.ndarray:
-    """The pass's ``flags`` that an earlier kept document sharing a (band, key) verifies at ``threshold``.
+                     threshold: float, chained: bool = True, containment: Optional[float] = None) -> np.ndarray:
+    """The pass's ``flags`` that an earlier kept document sharing a (band, key) verifies.
 
+    A pair verifies when its exact Jaccard is ``>= threshold`` or, given
+    ``containment``, when ``|S_later ∩ S_earlier| / |S_later| >= containment``
+    (a partial copy: a truncation or an excerpt of the earlier document).
     Kept documents: those the pass kept and (``chained``) those verification
     unflagged before (in processing order); without ``chained`` only the pass's.
     """
@@ -60,7 +63,8 @@ def verify_decisions(keys: np.ndarray, has: np.ndarray, flags: np.ndarray, shing
         a = shingles[i]
         for c in cands:
             s = shingles[c]
-            if len(a & s) >= threshold * len(a | s):
+            inter = len(a & s)
+            if inter >= threshold * len(a | s) or (containment is not None and inter >= containment * len(a)):
                 out[i] = True
                 break
         if not out[i] and chained:
