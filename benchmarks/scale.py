@@ -100,7 +100,7 @@ KINDS = ("jvm", "py_driver", "py_workers", "other")
 def settings(which: str, band_key: str = "sum") -> dict:
     """The MinHash settings of ``defaults`` or the ``paper`` preset with affine32, as IndexParams keywords."""
     s = dict(DEFAULTS) if which == "defaults" else {**dict(DEFAULTS), **preset_settings("paper"), "scheme": "affine32"}
-    keys = ("threshold", "num_perm", "ngram", "normalize", "seed", "scheme", "p_effective")
+    keys = ("threshold", "num_perm", "ngram", "shingle", "normalize", "seed", "scheme", "p_effective")
     return {**{k: s[k] for k in keys}, "band_key": band_key}
 
 
@@ -281,16 +281,42 @@ def read_texts(path: str, limit: int | None = None):
     return col, time.perf_counter() - t
 
 
+def datasketch_minhashes(texts: list, s: dict) -> list:
+    """datasketch ``MinHash`` objects over the settings' shingles made in Python (``evaluation.shingling``, the
+    study's reference of every unit), with datasketch's own permutations: the settings' scheme when datasketch has
+    it, affine32 otherwise (``poisson`` is the product's own)."""
+    from datasketch import MinHash
+
+    from evaluation.shingling import Shingling, shingles
+
+    from lshbloom_udf.minhash import normalization_name
+
+    steps = tuple(x for x in normalization_name(s["normalize"]).split(",") if x != "none")
+    shingling = Shingling(s["shingle"], s["ngram"], steps)
+    scheme = s["scheme"] if s["scheme"] in ("affine32", "legacy") else "affine32"
+    proto = MinHash(num_perm=s["num_perm"], seed=s["seed"], scheme=scheme)
+    out = []
+    for text in texts:
+        got = shingles(text, shingling)
+        if not got:
+            out.append(None)
+            continue
+        m = MinHash(num_perm=s["num_perm"], seed=s["seed"], scheme=scheme, permutations=proto.permutations)
+        m.update_batch(sorted(x.encode("utf-8") for x in got))
+        out.append(m)
+    return out
+
+
 def datasketch_pipeline(data: dict, which: str, sample: int) -> dict:
     """datasketch MinHash + MinHashLSHBloom on the first ``sample`` documents, extrapolated to all of them."""
-    from evaluation.baselines import datasketch_lshbloom_decisions, datasketch_minhashes
+    from evaluation.baselines import datasketch_lshbloom_decisions
 
     n = data["n"]
     _, read_all = read_texts(data["docs"])
     texts = read_texts(data["docs"], sample)[0].to_pylist()
     s, params = settings(which), index_params(n, which)
     t, cpu = time.perf_counter(), time.process_time()
-    minhashes = datasketch_minhashes(texts, s["num_perm"], s["ngram"], s["normalize"], s["seed"], s["scheme"])
+    minhashes = datasketch_minhashes(texts, s)
     t_minhash = time.perf_counter() - t
     bloom = datasketch_lshbloom_decisions(minhashes, s["threshold"], s["num_perm"], n, params.p_band, (params.b, params.r))
     per_doc, cpu_per_doc = (t_minhash + bloom.seconds) / len(texts), (time.process_time() - cpu) / len(texts)
@@ -361,7 +387,8 @@ def false_flag_causes(data: dict, keys: np.ndarray, flags: np.ndarray, which: st
     with its true Jaccard), or none (a Bloom false positive, or with band key sum two bands of equal sum)."""
     import pyarrow.parquet as pq
 
-    from evaluation.baselines import reference_shingles
+    from lshbloom_udf import _native
+    from lshbloom_udf.minhash import normalization_mask
 
     with np.load(data["truth"]) as truth:
         docs = np.flatnonzero(flags & ~truth["planted"])
@@ -371,7 +398,8 @@ def false_flag_causes(data: dict, keys: np.ndarray, flags: np.ndarray, which: st
     table = pq.read_table(data["docs"], columns=["id", "text"], filters=[("id", "in", wanted)]) if wanted else None
     text = dict(zip(table.column("id").to_pylist(), table.column("text").to_pylist())) if wanted else {}
     s = settings(which)
-    shingles = {i: reference_shingles(text[i], s["ngram"], s["normalize"]) for i in wanted}
+    mask = normalization_mask(s["normalize"])
+    shingles = {i: set(_native.shingles(text[i], s["ngram"], mask, s["shingle"])) for i in wanted}
     jac = np.array([len(shingles[a] & shingles[b]) / len(shingles[a] | shingles[b]) for a, b in pairs])
     return {
         "false_flags": len(docs), "identical_band": len(pairs), "no_identical_band": len(docs) - len(pairs),
@@ -534,7 +562,8 @@ def main(argv=None) -> None:
         res["datasketch"] = {w: datasketch_pipeline(data, w, args.datasketch_sample) for w in ("paper", "defaults")}
         for which, ds in res["datasketch"].items():
             job = res["jobs"].get(SAME_DECISIONS[which], {})
-            if "flags" in job:
+            # datasketch decides as the job only with the job's own permutations (not with scheme poisson)
+            if "flags" in job and ds["settings"]["scheme"] in ("affine32", "legacy"):
                 ds["decisions_differ"] = int(np.count_nonzero(job["flags"][: ds["sample"]] != ds["flags"]))
     if not (args.no_backend and args.no_explain):
         in_process(args, res, data)
