@@ -289,7 +289,8 @@ class DedupConfig:
     # -- the decision
     insert: str = setting("first", "which documents' keys enter the index: first (keep-first: only documents kept; a "
                           "duplicate has a kept near-duplicate earlier) or all (any-earlier: every document; flagged "
-                          "when any band key was seen earlier, docs/algorithm.md). The sharded pass implies all",
+                          "when any band key was seen earlier, docs/algorithm.md). The sharded pass implies all, and so does verify "
+                          "unless insert is given: verification then decides keep-first over the pass's candidates",
                           _choice(*INSERT_RULES), "decision")
     pass_mode: str = setting("driver", "where the Bloom filters are tested and set: driver (one ordered pass in the "
                              "driver, the whole index in one process) or sharded (band-key shards on the executors, "
@@ -357,8 +358,13 @@ class DedupConfig:
 
     @property
     def decision_rule(self) -> str:
-        """The rule of this run: ``insert``, except that the sharded pass is always any-earlier (``all``)."""
-        return "all" if self.pass_mode == "sharded" else self.insert
+        """The pass's rule: ``insert``, except any-earlier (``all``) on the sharded pass, and with verification unless
+        ``insert`` is given. Verification decides keep-first itself (its second round lets the documents it
+        unflagged verify later ones); a pass that inserts only what it kept would hide the copies of a document it
+        flagged wrongly, and permissive bands flag many (measured at 10^5: recall 94.7 % instead of 99.8 %)."""
+        if self.pass_mode == "sharded" or (self.verify and not self.is_given("insert")):
+            return "all"
+        return self.insert
 
     # -- building -----------------------------------------------------------------
 
