@@ -93,7 +93,7 @@ impl PoissonSketch {
 
     /// The signature of the shingles whose hashes are `hashes` (repeats
     /// allowed) into `sig` (length k): all `u32::MAX` when `hashes` is empty.
-    /// `walks` is scratch space (one paused stream per shingle).
+    /// `walks` is scratch space (the paused streams of the active shingles).
     pub fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Vec<Walk>) {
         assert_eq!(sig.len(), self.k);
         sig.fill(EMPTY);
@@ -108,16 +108,29 @@ impl PoissonSketch {
         let (k, kf, n) = (self.k, self.k as f64, hashes.len() as f64);
         let mut end = kf * (kf.ln() + FIRST_SLACK) / n;
         let mut filled = 0usize;
+        // Only the streams with an arrival before `end` are kept (about
+        // k (ln k + 1) of them at most): the others restart from their hash.
         for &h in hashes {
             let mut walk = Walk::start(h);
-            filled += walk.advance(end, k, sig);
-            walks.push(walk);
+            if walk.t < end {
+                filled += walk.advance(end, k, sig);
+                walks.push(walk);
+            }
         }
         while filled < k {
-            // Resume every stream where it paused: no arrival is drawn twice.
+            let before = end;
             end += kf * (((k - filled) as f64).ln() + NEXT_SLACK) / n;
+            // Kept streams resume where they paused, streams whose first
+            // arrival falls in [before, end) start: no arrival is drawn twice.
             for walk in walks.iter_mut() {
                 filled += walk.advance(end, k, sig);
+            }
+            for &h in hashes {
+                let mut walk = Walk::start(h);
+                if walk.t >= before && walk.t < end {
+                    filled += walk.advance(end, k, sig);
+                    walks.push(walk);
+                }
             }
         }
     }
@@ -208,6 +221,13 @@ mod tests {
                 let hs = hashes(&p, n, 0);
                 assert_eq!(sketch_of(&p, &hs), naive(&p, &hs), "k={k} n={n}");
             }
+        }
+        // Many documents, so that some fill every row in the first horizon
+        // and others need one or more extensions.
+        let p = PoissonSketch::new(64, 5);
+        for base in 0..60 {
+            let hs = hashes(&p, 1 + base % 40, 1000 * base);
+            assert_eq!(sketch_of(&p, &hs), naive(&p, &hs), "base={base}");
         }
     }
 
