@@ -10,7 +10,7 @@ mod permute;
 mod poisson;
 mod words;
 
-pub use poisson::PoissonSketch;
+pub use poisson::{PoissonSketch, Walk};
 
 pub use permute::{simd_backend, update_affine32, update_legacy};
 pub use words::reset_word_table;
@@ -173,6 +173,8 @@ pub struct MinHasher {
     /// The xxh3-64 of every shingle (`poisson`; repeats kept: they cannot
     /// change a row and cost less than dropping them).
     hashes64: Vec<u64>,
+    /// The paused arrival streams of `poisson`.
+    walks: Vec<Walk>,
     /// Shingles of this document that missed the word table.
     pending: Vec<ShortKey>,
     scratch: Vec<u32>,
@@ -194,6 +196,7 @@ impl MinHasher {
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
             hashes64: Vec::new(),
+            walks: Vec::new(),
             pending: Vec::new(),
             scratch: Vec::new(),
             keys: Vec::new(),
@@ -215,7 +218,7 @@ impl MinHasher {
             let hashes = &mut self.hashes64;
             hashes.clear();
             self.shingler.for_each(text, |s| hashes.push(p.shingle_hash(s)));
-            p.sketch(hashes, sig);
+            p.sketch(hashes, sig, &mut self.walks);
             return !hashes.is_empty();
         }
         // Repeated shingles cannot change a minimum, and text repeats most of

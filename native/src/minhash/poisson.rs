@@ -12,14 +12,15 @@
 //! whatever the document sizes (unlike densified one-permutation hashing,
 //! whose copied bins correlate a band's rows for documents with few shingles).
 //!
-//! Cost: a row's minimum over `n` shingles is below `H = (ln k + c) / n` for
-//! every row with high probability, so only arrivals before `H` are revealed:
-//! a shingle whose first arrival is later (one comparison) costs nothing more,
-//! and all shingles together have about `n k H = k (ln k + c)` arrivals before
-//! `H`. If a row is still empty, `H` doubles and the walk repeats. Since every
-//! shingle's arrivals are a fixed function of its hash, the result does not
-//! depend on `H` (nor on `n`, repeats or order): every arrival below the final
-//! `H` is seen, and every row's value is below it.
+//! Cost: a row's minimum over `n` shingles is Exp(n), and all k rows are
+//! below `H = (ln k + c) / n` with probability `exp(-e^-c)`, so only arrivals
+//! before `H` are drawn: a shingle whose first arrival is later costs one
+//! draw and a comparison, and all shingles together have about
+//! `n k H = k (ln k + c)` arrivals before `H`. While `e` rows are still empty,
+//! `H` grows by `(ln e + c') / n` and every stream resumes where it paused.
+//! Since every shingle's arrivals are a fixed function of its hash, the result
+//! does not depend on `H` (nor on `n`, repeats or order): every arrival below
+//! the final `H` is applied, and every row's value is below it.
 //!
 //! Values are the arrival times (in units of 1/k) rounded to `f32`, as their bit patterns
 //! (monotone for positive floats), so `u32::MAX` (no shingle) stays above all.
@@ -30,9 +31,12 @@ use super::exponential::exponential;
 
 /// A row with no arrival yet.
 const EMPTY: u32 = u32::MAX;
-/// Added to `ln k` in the first horizon: every row is filled in the first
-/// walk with probability about `exp(-k e^-c)` (0.97 at k = 512).
-const HORIZON_SLACK: f64 = 3.5;
+/// Added to `ln k` in the first horizon: every row is filled by then with
+/// probability `exp(-e^-c)` = 0.69; the rest resume their walks.
+const FIRST_SLACK: f64 = 1.0;
+/// Added to `ln e` when `e` rows are still empty: filled by then with
+/// probability `exp(-e^-c)` = 0.87.
+const NEXT_SLACK: f64 = 2.0;
 
 /// SplitMix64: the arrival stream of one shingle, seeded by its hash.
 #[inline(always)]
@@ -89,45 +93,82 @@ impl PoissonSketch {
 
     /// The signature of the shingles whose hashes are `hashes` (repeats
     /// allowed) into `sig` (length k): all `u32::MAX` when `hashes` is empty.
-    pub fn sketch(&self, hashes: &[u64], sig: &mut [u32]) {
+    /// `walks` is scratch space (the paused streams of the active shingles).
+    pub fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Vec<Walk>) {
         assert_eq!(sig.len(), self.k);
         sig.fill(EMPTY);
+        walks.clear();
         if hashes.is_empty() {
             return;
         }
-        let kf = self.k as f64;
-        let mut horizon = (kf.ln() + HORIZON_SLACK) / hashes.len() as f64;
+        // Times are scaled by k (Exp(1) gaps, not Exp(1)/k): a real horizon H
+        // is `end = k H`. Each row receives a shingle's arrivals at rate 1 in
+        // real time, so n shingles fill an empty row within (ln e + c)/n with
+        // e rows empty with probability exp(-e^-c).
+        let (k, kf, n) = (self.k, self.k as f64, hashes.len() as f64);
+        let mut end = kf * (kf.ln() + FIRST_SLACK) / n;
         let mut filled = 0usize;
-        loop {
+        // Only the streams with an arrival before `end` are kept (about
+        // k (ln k + 1) of them at most): the others restart from their hash.
+        for &h in hashes {
+            let mut walk = Walk::start(h);
+            if walk.t < end {
+                filled += walk.advance(end, k, sig);
+                walks.push(walk);
+            }
+        }
+        while filled < k {
+            let before = end;
+            end += kf * (((k - filled) as f64).ln() + NEXT_SLACK) / n;
+            // Kept streams resume where they paused, streams whose first
+            // arrival falls in [before, end) start: no arrival is drawn twice.
+            for walk in walks.iter_mut() {
+                filled += walk.advance(end, k, sig);
+            }
             for &h in hashes {
-                filled += self.reveal(h, horizon, sig);
+                let mut walk = Walk::start(h);
+                if walk.t >= before && walk.t < end {
+                    filled += walk.advance(end, k, sig);
+                    walks.push(walk);
+                }
             }
-            if filled == self.k {
-                return;
-            }
-            horizon *= 2.0;
         }
     }
+}
 
-    /// Applies every arrival of the shingle hashed `h` before `horizon`;
-    /// returns how many rows it filled for the first time.
+/// One shingle's arrival stream, paused at its first arrival not yet applied.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk {
+    state: u64,
+    /// The pending arrival's random word (its high bits are its row).
+    r: u64,
+    /// The pending arrival's time, scaled by k.
+    t: f64,
+}
+
+impl Walk {
     #[inline(always)]
-    fn reveal(&self, h: u64, horizon: f64, sig: &mut [u32]) -> usize {
-        // Arrivals of a rate-k process: Exp(1) gaps / k. Times are scaled by
-        // k here (gaps of Exp(1), horizon * k) to save a multiply per arrival.
-        let end = horizon * self.k as f64;
+    fn start(h: u64) -> Walk {
         let mut state = h;
-        let (mut r, mut t) = next_arrival(&mut state);
+        let (r, t) = next_arrival(&mut state);
+        Walk { state, r, t }
+    }
+
+    /// Applies every arrival before `end` to `sig`; returns how many rows it
+    /// filled for the first time.
+    #[inline(always)]
+    fn advance(&mut self, end: f64, k: usize, sig: &mut [u32]) -> usize {
+        let Walk { mut state, mut r, mut t } = *self;
         let mut filled = 0;
         while t < end {
-            let slot = &mut sig[bin(r, self.k)];
-            let v = (t as f32).to_bits();
+            let slot = &mut sig[bin(r, k)];
             filled += usize::from(*slot == EMPTY);
-            *slot = (*slot).min(v);
+            *slot = (*slot).min((t as f32).to_bits());
             let (r2, gap) = next_arrival(&mut state);
             r = r2;
             t += gap;
         }
+        *self = Walk { state, r, t };
         filled
     }
 }
@@ -138,7 +179,7 @@ mod tests {
 
     fn sketch_of(p: &PoissonSketch, hashes: &[u64]) -> Vec<u32> {
         let mut sig = vec![0u32; p.num_perm()];
-        p.sketch(hashes, &mut sig);
+        p.sketch(hashes, &mut sig, &mut Vec::new());
         sig
     }
 
@@ -180,6 +221,13 @@ mod tests {
                 let hs = hashes(&p, n, 0);
                 assert_eq!(sketch_of(&p, &hs), naive(&p, &hs), "k={k} n={n}");
             }
+        }
+        // Many documents, so that some fill every row in the first horizon
+        // and others need one or more extensions.
+        let p = PoissonSketch::new(64, 5);
+        for base in 0..60 {
+            let hs = hashes(&p, 1 + base % 40, 1000 * base);
+            assert_eq!(sketch_of(&p, &hs), naive(&p, &hs), "base={base}");
         }
     }
 
