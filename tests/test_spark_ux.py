@@ -280,3 +280,27 @@ def test_quiet_run_turns_off_sparks_console_progress_bar_and_gives_it_back(tmp_p
     during = done.stderr.split("QUIET-RUN-START")[1].split("QUIET-RUN-END")[0]
     assert "[Stage" not in during and "lshbloom:" not in during
     assert "WARN" not in during  # no stray warning from the run's job group (nor anything else)
+
+
+def test_the_jobs_steps_are_described_and_its_log_level_applies(spark, tmp_path, capsys):
+    from lshbloom_udf.job import main
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in sample_docs(200, 3) if d["text"] is not None))
+
+    def job(*flags):
+        with pytest.raises(SystemExit) as exc:
+            main(["--input", str(path), "--output", str(tmp_path / f"out{len(flags)}"), *flags])
+        err = capsys.readouterr().err
+        assert exc.value.code == 0, err
+        return err
+
+    before = set(jobs(spark))
+    err = job()
+    run = {j: d for j, d in jobs(spark).items() if j not in before}
+    assert {d for d in run.values()} == {"lshbloom: " + s for s in
+                                         ("read input", "pin", "check input", "keys + driver pass", "write")}
+    assert "lshbloom: read input ..." in err and re.search(r"lshbloom: write: \d+\.\d\d s", err)
+    quiet = job("--log-level", "warning")
+    assert "lshbloom:" not in quiet
+    assert "lshbloom:" not in job("--quiet")
