@@ -137,7 +137,7 @@ def per_key_costs(res: dict) -> dict:
     for job, r in jobs.items():
         n, b, st = res["data"]["n"], r["params"]["b"], r["stages"]
         keys = st.get("keys", keys_s)
-        decide = st["driver_pass"] - (keys if "keys" not in st and keys is not None else 0)
+        decide = st.get("sharded_pass", st.get("driver_pass")) - (keys if "keys" not in st and keys is not None else 0)
         out[job] = {"decide_ns_per_key_core": decide * 2 / (n * b) * 1e9,
                     "keys_ns_per_doc_core": keys * 2 / n * 1e9 if keys is not None else None}
     return out

@@ -67,7 +67,7 @@ def jobs(spark) -> dict:
 
 @pytest.mark.parametrize("settings, steps", [
     ({"verify": True, "duplicate_of": True}, {"pin", "check input", "keys + driver pass", "verify"}),
-    ({"pass_mode": "sharded"}, {"pin", "check input", "keys + sharded pass"}),
+    ({"pass_mode": "sharded", "verify": False}, {"pin", "check input", "keys + sharded pass"}),
 ])
 def test_every_job_of_a_run_carries_its_step(spark, tmp_path, settings, steps):
     df = frame(spark)
@@ -120,8 +120,9 @@ def test_progress_line_shows_before_the_first_keys(records):
 def test_reproduced_run_says_so_with_the_index_backend(spark, tmp_path):
     df = frame(spark)
     index = str(tmp_path / "index")
-    first = deduplicate(df, id_col="id", index_dir=index, progress=False, return_summary=True)
-    again = deduplicate(df, id_col="id", index_dir=index, progress=False, return_summary=True)
+    # Unverified: a reproduced run returns the pass's recorded flags.
+    first = deduplicate(df, id_col="id", index_dir=index, verify=False, progress=False, return_summary=True)
+    again = deduplicate(df, id_col="id", index_dir=index, verify=False, progress=False, return_summary=True)
     assert first.summary["run"] == "new index" and first.summary["pass"] == "driver"
     assert again.summary["run"] == "reproduced" and again.summary["pass"] == "reproduced"
     assert again.summary["index"]["backend"] == first.summary["index"]["backend"] == "blocked"
@@ -130,7 +131,8 @@ def test_reproduced_run_says_so_with_the_index_backend(spark, tmp_path):
     assert f"reproduced run {first.summary['index']['run_id']}" in text
     assert "blocked filters, unchanged by this run" in text and "pybloomfiltermmap3" not in text
     assert "0 B" not in text and "not measured (no pass ran)" in text
-    grown = deduplicate(frame(spark, 200, seed=5), id_col="id", index_dir=index, progress=False, return_summary=True)
+    grown = deduplicate(frame(spark, 200, seed=5), id_col="id", index_dir=index, verify=False, progress=False,
+                        return_summary=True)
     assert grown.summary["run"] == "index grown" and "index grown" in grown.summary_text()
 
 
@@ -280,3 +282,28 @@ def test_quiet_run_turns_off_sparks_console_progress_bar_and_gives_it_back(tmp_p
     during = done.stderr.split("QUIET-RUN-START")[1].split("QUIET-RUN-END")[0]
     assert "[Stage" not in during and "lshbloom:" not in during
     assert "WARN" not in during  # no stray warning from the run's job group (nor anything else)
+
+
+def test_the_jobs_steps_are_described_and_its_log_level_applies(spark, tmp_path, capsys):
+    from lshbloom_udf.job import main
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in sample_docs(200, 3) if d["text"] is not None))
+
+    def job(*flags):
+        with pytest.raises(SystemExit) as exc:
+            main(["--input", str(path), "--output", str(tmp_path / f"out{len(flags)}"), *flags])
+        err = capsys.readouterr().err
+        assert exc.value.code == 0, err
+        return err
+
+    before = set(jobs(spark))
+    err = job()
+    run = {j: d for j, d in jobs(spark).items() if j not in before}
+    steps = {"lshbloom: " + s for s in ("read input", "pin", "check input", "keys + driver pass", "write")}
+    described = set(run.values())
+    assert steps <= described <= steps | {"lshbloom: verify"}  # verify: when the settings verify
+    assert "lshbloom: read input ..." in err and re.search(r"lshbloom: write: \d+\.\d\d s", err)
+    quiet = job("--log-level", "warning")
+    assert "lshbloom:" not in quiet
+    assert "lshbloom:" not in job("--quiet")

@@ -74,7 +74,8 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
             committed = {r.get("output") for r in txn.runs()} if txn is not None else set()
         if output.exists() and not args.overwrite and output.qualified not in committed:
             raise JobError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
-        df = read_input(spark, config, args.input)
+        with step(spark, "read input", show=config.progress):
+            df = read_input(spark, config, args.input)
         t_read = time.monotonic()
         with _refused():
             result = _deduplicate(df, config, txn, args, output)
