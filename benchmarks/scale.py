@@ -87,6 +87,10 @@ JOBS = {
     "mix-spark": ("defaults", ["--band-key", "mix", "--key-transfer", "spark"]),
     # the defaults with verified flags (issue 14): a candidate below T is not a duplicate
     "mix-verify": ("defaults", ["--band-key", "mix", "--verify"]),
+    # the defaults before the multilingual study (word 4-grams, T 0.45, 512 affine32 permutations, no verification):
+    # the yardstick of issue 20's "at most 1.5x today's defaults"
+    "previous": ("previous", ["--band-key", "mix", "--shingle", "words", "--ngram", "4", "--normalize", "all",
+                              "--threshold", "0.45", "--num-perm", "512", "--scheme", "affine32", "--no-verify"]),
     # the paper's settings with the product's own Bloom format (not datasketch-readable)
     "paper-blocked": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--bloom", "blocked"]),
     "paper-spark": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--key-transfer", "spark"]),
@@ -97,9 +101,16 @@ SAME_DECISIONS = {"defaults": "sum", "paper": "paper"}
 KINDS = ("jvm", "py_driver", "py_workers", "other")
 
 
+PREVIOUS_DEFAULTS = {"shingle": "words", "ngram": 4, "normalize": "all", "threshold": 0.45, "num_perm": 512,
+                     "scheme": "affine32", "verify": False}
+
+
 def settings(which: str, band_key: str = "sum") -> dict:
     """The MinHash settings of ``defaults`` or the ``paper`` preset with affine32, as IndexParams keywords."""
-    s = dict(DEFAULTS) if which == "defaults" else {**dict(DEFAULTS), **preset_settings("paper"), "scheme": "affine32"}
+    if which == "previous":
+        s = {**dict(DEFAULTS), **PREVIOUS_DEFAULTS}
+    else:
+        s = dict(DEFAULTS) if which == "defaults" else {**dict(DEFAULTS), **preset_settings("paper"), "scheme": "affine32"}
     keys = ("threshold", "num_perm", "ngram", "shingle", "normalize", "seed", "scheme", "p_effective")
     return {**{k: s[k] for k in keys}, "band_key": band_key}
 
