@@ -77,7 +77,7 @@ unsafe fn scan_row<K: ScanOps>(bands: &[CuckooFile], row: &[Loc], scans: &mut Ve
     false
 }
 
-/// Keep first, with both buckets of the rows two ahead prefetched and
+/// Keep first, with bucket 1 of the rows two ahead prefetched and
 /// buckets scanned by `K`; a row's scans are kept so that a new row's inserts
 /// need not repeat them. Returns the rows inserted.
 ///
@@ -140,7 +140,7 @@ fn locate_rows(bands: &[CuckooFile], keys: &[u64], rows: std::ops::Range<usize>,
 fn prefetch_row(bands: &[CuckooFile], locs: &[Loc]) {
     for (loc, f) in locs.iter().zip(bands) {
         prefetch(f.data(), loc.a * BUCKET_BYTES);
-        prefetch(f.data(), loc.b * BUCKET_BYTES);
+        // Bucket 2 is read only when bucket 1 is full (kernel::scan_both): not prefetched.
     }
 }
 
