@@ -112,10 +112,11 @@ pub fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
         return scan_wide(line, fp, shape);
     }
     // A slot of ≤ 57 bits starting at bit `i f` lies inside the 8 bytes from
-    // byte `i f / 8`: one unaligned load, a shift and a mask. The copy pads
-    // the line so that the last slots' loads stay inside it.
-    let mut buf = [0u8; BUCKET_BYTES + 8];
-    buf[..BUCKET_BYTES].copy_from_slice(&line[..BUCKET_BYTES]);
+    // byte `i f / 8`: one unaligned load, a shift and a mask. The last slots'
+    // loads reach up to 8 bytes past the line: the next bucket's (masked
+    // off), or for the last bucket a padded copy.
+    let mut copy = [0u8; BUCKET_BYTES + 8];
+    let buf = padded(line, &mut copy);
     let mask = fp_mask(shape.fp_bits);
     let mut bit = 0usize;
     for i in 0..shape.slots {
@@ -130,6 +131,18 @@ pub fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
         bit += shape.fp_bits as usize;
     }
     Scan::Absent(None)
+}
+
+/// `line` (a bucket and whatever follows it in the filter) if 8 bytes follow
+/// the bucket, else the bucket copied into `copy` (zero padded).
+#[inline(always)]
+fn padded<'a>(line: &'a [u8], copy: &'a mut [u8; BUCKET_BYTES + 8]) -> &'a [u8] {
+    if line.len() >= BUCKET_BYTES + 8 {
+        &line[..BUCKET_BYTES + 8]
+    } else {
+        copy[..BUCKET_BYTES].copy_from_slice(&line[..BUCKET_BYTES]);
+        &copy[..]
+    }
 }
 
 /// [`scan`] for fingerprints of more than 57 bits (slots may span 9 bytes).
@@ -158,6 +171,13 @@ fn line(data: &[u8], bucket: usize) -> &[u8] {
     &data[bucket * BUCKET_BYTES..(bucket + 1) * BUCKET_BYTES]
 }
 
+/// Bucket `bucket` and the buckets after it (a scan reads up to 8 bytes past
+/// a bucket when they are there).
+#[inline(always)]
+fn tail(data: &[u8], bucket: usize) -> &[u8] {
+    &data[bucket * BUCKET_BYTES..]
+}
+
 #[inline(always)]
 fn line_mut(data: &mut [u8], bucket: usize) -> &mut [u8] {
     &mut data[bucket * BUCKET_BYTES..(bucket + 1) * BUCKET_BYTES]
@@ -184,9 +204,9 @@ pub fn test_loc(data: &[u8], loc: Loc, shape: Shape) -> bool {
 #[inline(always)]
 pub unsafe fn scan_both<K: ScanOps>(data: &[u8], loc: Loc, shape: Shape) -> (Scan, Scan) {
     // SAFETY (both): forwarded from the caller.
-    let first = unsafe { K::scan(line(data, loc.a), loc.fp, shape) };
+    let first = unsafe { K::scan(tail(data, loc.a), loc.fp, shape) };
     match first {
-        Scan::Absent(None) if loc.b != loc.a => (first, unsafe { K::scan(line(data, loc.b), loc.fp, shape) }),
+        Scan::Absent(None) if loc.b != loc.a => (first, unsafe { K::scan(tail(data, loc.b), loc.fp, shape) }),
         _ => (first, first),
     }
 }
@@ -228,18 +248,19 @@ impl ScanOps for Avx2 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{fp_mask, Scan, Shape, BUCKET_BYTES};
+    use super::{fp_mask, padded, Scan, Shape, BUCKET_BYTES};
     use std::arch::x86_64::*;
 
     /// Four slots at a time: gather the 8 bytes holding each (from the line
-    /// padded by 8 bytes), shift and mask, compare with `fp` and with 0.
+    /// and the 8 bytes after it, see `padded`), shift and mask, compare with
+    /// `fp` and with 0.
     #[inline(always)]
     pub unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
-        let mut buf = [0u8; BUCKET_BYTES + 8];
-        buf[..BUCKET_BYTES].copy_from_slice(&line[..BUCKET_BYTES]);
+        let mut copy = [0u8; BUCKET_BYTES + 8];
+        let buf = padded(line, &mut copy);
         // SAFETY (all intrinsics): AVX2 is enabled (caller); every gathered
         // index is `(i f) / 8 ≤ 64 − f/8` for a slot `i < slots` (lanes past
-        // the slots read index 0), so each 8-byte read is inside `buf`.
+        // the slots read index 0), so each 8-byte read is inside `buf` (72 bytes).
         unsafe {
             let f = i64::from(shape.fp_bits);
             let mask = _mm256_set1_epi64x(fp_mask(shape.fp_bits) as i64);
@@ -374,6 +395,12 @@ mod tests {
                     // SAFETY: AVX2 is present (checked).
                     let fast = unsafe { <Avx2 as ScanOps>::scan(&line, probe, shape) };
                     assert_eq!(fast, scan(&line, probe, shape), "f {f} fill {fill} probe {probe}");
+                    // Read in place, followed by a bucket of ones: the bytes past the line do not matter.
+                    let mut two = [0xffu8; 128];
+                    two[..64].copy_from_slice(&line);
+                    // SAFETY: AVX2 is present (checked).
+                    assert_eq!(unsafe { <Avx2 as ScanOps>::scan(&two, probe, shape) }, fast);
+                    assert_eq!(scan(&two, probe, shape), fast);
                 }
             }
         }
