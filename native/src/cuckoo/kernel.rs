@@ -79,20 +79,20 @@ fn get(w: &[u64; 8], i: u32, fp_bits: u32) -> u64 {
     v & fp_mask(fp_bits)
 }
 
-/// Writes `fp` into slot `i` of the bucket `line`.
+/// Writes `fp` into slot `i` of the bucket `line` (touching only the one or
+/// two little-endian words the slot lies in).
 #[inline(always)]
 fn put(line: &mut [u8], i: u32, fp_bits: u32, fp: u64) {
-    let mut w = words(line);
     let bit = i * fp_bits;
     let (k, off) = ((bit / 64) as usize, bit % 64);
     let mask = fp_mask(fp_bits);
-    w[k] = (w[k] & !(mask << off)) | (fp << off);
+    let word = |line: &[u8], k: usize| u64::from_le_bytes(line[8 * k..8 * k + 8].try_into().unwrap());
+    let lo = (word(line, k) & !(mask << off)) | (fp << off);
+    line[8 * k..8 * k + 8].copy_from_slice(&lo.to_le_bytes());
     if off + fp_bits > 64 {
         let sh = 64 - off;
-        w[k + 1] = (w[k + 1] & !(mask >> sh)) | (fp >> sh);
-    }
-    for (j, x) in w.iter().enumerate() {
-        line[8 * j..8 * j + 8].copy_from_slice(&x.to_le_bytes());
+        let hi = (word(line, k + 1) & !(mask >> sh)) | (fp >> sh);
+        line[8 * k + 8..8 * k + 16].copy_from_slice(&hi.to_le_bytes());
     }
 }
 
@@ -108,6 +108,45 @@ pub enum Scan {
 /// occupied slots are a prefix).
 #[inline(always)]
 pub fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+    if shape.fp_bits > 57 {
+        return scan_wide(line, fp, shape);
+    }
+    // A slot of ≤ 57 bits starting at bit `i f` lies inside the 8 bytes from
+    // byte `i f / 8`: one unaligned load, a shift and a mask. The last slots'
+    // loads reach up to 8 bytes past the line: the next bucket's (masked
+    // off), or for the last bucket a padded copy.
+    let mut copy = [0u8; BUCKET_BYTES + 8];
+    let buf = padded(line, &mut copy);
+    let mask = fp_mask(shape.fp_bits);
+    let mut bit = 0usize;
+    for i in 0..shape.slots {
+        let at = bit / 8;
+        let v = (u64::from_le_bytes(buf[at..at + 8].try_into().unwrap()) >> (bit % 8)) & mask;
+        if v == fp {
+            return Scan::Found;
+        }
+        if v == 0 {
+            return Scan::Absent(Some(i));
+        }
+        bit += shape.fp_bits as usize;
+    }
+    Scan::Absent(None)
+}
+
+/// `line` (a bucket and whatever follows it in the filter) if 8 bytes follow
+/// the bucket, else the bucket copied into `copy` (zero padded).
+#[inline(always)]
+fn padded<'a>(line: &'a [u8], copy: &'a mut [u8; BUCKET_BYTES + 8]) -> &'a [u8] {
+    if line.len() >= BUCKET_BYTES + 8 {
+        &line[..BUCKET_BYTES + 8]
+    } else {
+        copy[..BUCKET_BYTES].copy_from_slice(&line[..BUCKET_BYTES]);
+        &copy[..]
+    }
+}
+
+/// [`scan`] for fingerprints of more than 57 bits (slots may span 9 bytes).
+fn scan_wide(line: &[u8], fp: u64, shape: Shape) -> Scan {
     let w = words(line);
     for i in 0..shape.slots {
         let v = get(&w, i, shape.fp_bits);
@@ -132,16 +171,124 @@ fn line(data: &[u8], bucket: usize) -> &[u8] {
     &data[bucket * BUCKET_BYTES..(bucket + 1) * BUCKET_BYTES]
 }
 
+/// Bucket `bucket` and the buckets after it (a scan reads up to 8 bytes past
+/// a bucket when they are there).
+#[inline(always)]
+fn tail(data: &[u8], bucket: usize) -> &[u8] {
+    &data[bucket * BUCKET_BYTES..]
+}
+
 #[inline(always)]
 fn line_mut(data: &mut [u8], bucket: usize) -> &mut [u8] {
     &mut data[bucket * BUCKET_BYTES..(bucket + 1) * BUCKET_BYTES]
 }
 
 /// Is the key at `loc` (probably) in the buckets `data`?
+///
+/// Bucket 2 is read only when bucket 1 is full: a fingerprint is in its
+/// second bucket only if its first was full when it got there (an insert, or
+/// a kick out of the full first bucket), and a full bucket stays full (no
+/// deletions). So a first bucket with a free slot settles the query.
 #[inline(always)]
 pub fn test_loc(data: &[u8], loc: Loc, shape: Shape) -> bool {
-    scan(line(data, loc.a), loc.fp, shape) == Scan::Found
-        || (loc.b != loc.a && scan(line(data, loc.b), loc.fp, shape) == Scan::Found)
+    // SAFETY: portable code needs no CPU feature.
+    let (first, second) = unsafe { scan_both::<Portable>(data, loc, shape) };
+    first == Scan::Found || second == Scan::Found
+}
+
+/// The scans (by `K`) of a key's buckets: the second only when the first is
+/// full (`Absent(None)`), else a copy of the first.
+///
+/// # Safety
+/// The CPU has `K`'s target features.
+#[inline(always)]
+pub unsafe fn scan_both<K: ScanOps>(data: &[u8], loc: Loc, shape: Shape) -> (Scan, Scan) {
+    // SAFETY (both): forwarded from the caller.
+    let first = unsafe { K::scan(tail(data, loc.a), loc.fp, shape) };
+    match first {
+        Scan::Absent(None) if loc.b != loc.a => (first, unsafe { K::scan(tail(data, loc.b), loc.fp, shape) }),
+        _ => (first, first),
+    }
+}
+
+/// The scan of one bucket, portable or AVX2 (the band loops are generic over
+/// it and instantiated inside a `#[target_feature]` function).
+pub trait ScanOps {
+    /// [`scan`], with the implementation's instructions.
+    ///
+    /// # Safety
+    /// The CPU has the implementation's target features.
+    unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan;
+}
+
+/// Portable code (the reference the AVX2 scan is tested against).
+pub struct Portable;
+
+impl ScanOps for Portable {
+    #[inline(always)]
+    unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+        scan(line, fp, shape)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl ScanOps for Avx2 {
+    #[inline(always)]
+    unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+        if shape.fp_bits > 57 {
+            return scan_wide(line, fp, shape);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { avx2::scan(line, fp, shape) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{fp_mask, padded, Scan, Shape, BUCKET_BYTES};
+    use std::arch::x86_64::*;
+
+    /// Four slots at a time: gather the 8 bytes holding each (from the line
+    /// and the 8 bytes after it, see `padded`), shift and mask, compare with
+    /// `fp` and with 0.
+    #[inline(always)]
+    pub unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+        let mut copy = [0u8; BUCKET_BYTES + 8];
+        let buf = padded(line, &mut copy);
+        // SAFETY (all intrinsics): AVX2 is enabled (caller); every gathered
+        // index is `(i f) / 8 ≤ 64 − f/8` for a slot `i < slots` (lanes past
+        // the slots read index 0), so each 8-byte read is inside `buf` (72 bytes).
+        unsafe {
+            let f = i64::from(shape.fp_bits);
+            let mask = _mm256_set1_epi64x(fp_mask(shape.fp_bits) as i64);
+            let want = _mm256_set1_epi64x(fp as i64);
+            let zero = _mm256_setzero_si256();
+            let seven = _mm256_set1_epi64x(7);
+            let slots = shape.slots as i64;
+            let mut base = 0i64;
+            while base < slots {
+                let lanes = _mm256_set_epi64x(base + 3, base + 2, base + 1, base);
+                let live = _mm256_cmpgt_epi64(_mm256_set1_epi64x(slots), lanes);
+                let bits = _mm256_and_si256(_mm256_mul_epu32(lanes, _mm256_set1_epi64x(f)), live);
+                let v = _mm256_i64gather_epi64::<1>(buf.as_ptr().cast(), _mm256_srli_epi64::<3>(bits));
+                let v = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_and_si256(bits, seven)), mask);
+                let found = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(v, want)));
+                let live_mask = _mm256_movemask_pd(_mm256_castsi256_pd(live));
+                if found & live_mask != 0 {
+                    return Scan::Found;
+                }
+                let empty = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(v, zero))) & live_mask;
+                if empty != 0 {
+                    return Scan::Absent(Some((base + i64::from(empty.trailing_zeros())) as u32));
+                }
+                base += 4;
+            }
+            Scan::Absent(None)
+        }
+    }
 }
 
 /// The filter cannot place a key within `MAX_KICKS` moves (it is far past
@@ -152,12 +299,9 @@ pub struct Full;
 /// Adds the key at `loc` unless present; `Ok(true)` if it was present.
 #[inline(always)]
 pub fn set_loc(data: &mut [u8], loc: Loc, shape: Shape) -> Result<bool, Full> {
-    let first = scan(line(data, loc.a), loc.fp, shape);
-    if first == Scan::Found {
-        return Ok(true);
-    }
-    let second = if loc.b != loc.a { scan(line(data, loc.b), loc.fp, shape) } else { first };
-    if second == Scan::Found {
+    // SAFETY: portable code needs no CPU feature.
+    let (first, second) = unsafe { scan_both::<Portable>(data, loc, shape) };
+    if first == Scan::Found || second == Scan::Found {
         return Ok(true);
     }
     insert_absent(data, loc, shape, first, second).map(|()| false)
@@ -229,6 +373,36 @@ mod tests {
                 assert_eq!(get(&w, i as u32, f), v, "f {f} slot {i}");
             }
             assert_eq!(scan(&line, vals[slots as usize - 1], shape), Scan::Found);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_scan_equals_portable_at_every_width_and_fill() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        for f in 2..=64u32 {
+            let slots = 512 / f;
+            let shape = Shape { num_buckets: 1, fp_bits: f, slots };
+            let mut line = [0u8; 64];
+            let vals: Vec<u64> = (0..slots as u64).map(|i| 1 + (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 3) % fp_mask(f)).collect();
+            for fill in 0..=slots {
+                if fill > 0 {
+                    put(&mut line, fill - 1, f, vals[fill as usize - 1]);
+                }
+                for probe in vals.iter().copied().chain([fp_mask(f), 12345 % fp_mask(f) + 1]) {
+                    // SAFETY: AVX2 is present (checked).
+                    let fast = unsafe { <Avx2 as ScanOps>::scan(&line, probe, shape) };
+                    assert_eq!(fast, scan(&line, probe, shape), "f {f} fill {fill} probe {probe}");
+                    // Read in place, followed by a bucket of ones: the bytes past the line do not matter.
+                    let mut two = [0xffu8; 128];
+                    two[..64].copy_from_slice(&line);
+                    // SAFETY: AVX2 is present (checked).
+                    assert_eq!(unsafe { <Avx2 as ScanOps>::scan(&two, probe, shape) }, fast);
+                    assert_eq!(scan(&two, probe, shape), fast);
+                }
+            }
         }
     }
 
