@@ -215,16 +215,16 @@ class DedupConfig:
                                         "F.col('ts').desc() the newest", _optional(_order_by), "columns",
                                         cli={"type": lambda s: [c.strip() for c in s.split(",") if c.strip()]})
     # -- MinHash / LSH: they decide compatibility with an existing index. The defaults of these and of the
-    # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 7-grams,
-    # permissive bands (T 0.3) and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
-    threshold: float = setting(0.3, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
+    # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 11-grams,
+    # permissive bands (T 0.25) and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
+    threshold: float = setting(0.25, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
                                "becomes a candidate with probability ~1/2; with verify, the decision is then "
                                "verify_threshold / containment_threshold", _threshold, "minhash", cli={"type": float})
-    num_perm: int = setting(256, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
+    num_perm: int = setting(128, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
     bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
                                      _optional(_bands), "minhash",
                                      cli={"type": int, "nargs": 2, "metavar": ("B", "R")})
-    ngram: int = setting(7, "n-gram size of the shingles, in the shingle unit (words, code points, or weight)",
+    ngram: int = setting(11, "n-gram size of the shingles, in the shingle unit (words, code points, or weight)",
                          _integer(1), "minhash", cli={"type": int})
     shingle: str = setting("mixed", "shingle unit: words (word n-grams), chars (code point n-grams of the text "
                            "without whitespace: for every script and noisy text) or mixed (as chars, Han/kana/Hangul "
