@@ -100,7 +100,10 @@ def repeated_4grams(codes: np.ndarray) -> np.ndarray:
 
 def token_stream(cache_dir: str) -> dict:
     """The normalized corpora as word ids (``codes``), the words as one blob (each followed by a space), repeats (cached)."""
-    path = os.path.join(cache_dir, f"tokens-v{VERSION}.npz")
+    # keyed by the corpus directory too: a checkout without the shared corpora (a worktree, a clone) falls back to
+    # the stdlib sample, which must not stand in later for the corpora under the same name
+    where = hashlib.sha256(corpus.CORPUS_DIR.encode() + str(os.path.isdir(corpus.CORPUS_DIR)).encode()).hexdigest()[:8]
+    path = os.path.join(cache_dir, f"tokens-v{VERSION}-{where}.npz")
     if os.path.exists(path):
         with np.load(path) as z:
             return {k: z[k] for k in z.files} | {"names": str(z["names"])}
