@@ -154,12 +154,19 @@ OWNED = re.compile(r"lshbloom-(index|keys|shards)-(?P<pid>[0-9]+)@")
 
 
 def _dead(pid: int) -> bool:
-    """Gone, or a zombie nobody reaps (the killed group's parent died with it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    """Gone, or a zombie nobody reaps (the killed group's parent died with it); a SIGKILLed process may take a
+    moment to exit, so this waits for it (up to 30 s)."""
+    import time
+
+    for _ in range(300):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def _litter() -> set:
