@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.index.checksums import file_checksum
 from lshbloom_udf.sizing import plan
 
@@ -44,7 +45,10 @@ def main() -> None:
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    sized = plan(int(args.docs))
+    # what `lshbloom plan --docs N` sizes (the job's defaults)
+    sized = plan(int(args.docs), threshold=DEFAULTS["threshold"], num_perm=DEFAULTS["num_perm"],
+                 p_effective=DEFAULTS["p_effective"], ngram=DEFAULTS["ngram"], bloom=DedupConfig().new_index_bloom,
+                 growth=DEFAULTS["growth"])
     per_band = sized.index_bytes // sized.b
     load_before = os.getloadavg()
     root = tempfile.mkdtemp(prefix="lshbloom-bench-checksum-", dir=args.dir)
