@@ -267,3 +267,30 @@ def test_a_50_mb_json_document_is_processed_and_a_long_malformed_one_refused(job
     code, _, err = run_job(job, ["--input", str(broken), "--output", str(tmp_path / "o2"), "--id-column", "id",
                                  "--quiet", *REF_FLAGS], capsys)
     refused(code, err, r"1 record\(s\) cannot be parsed as json")
+
+
+def test_csv_fragments_from_newlines_in_fields_are_named_with_their_cause(job, capsys, tmp_path, caplog, spark):
+    import csv
+
+    docs = list(sample_docs())[:20]
+    path = tmp_path / "docs.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text"])
+        for i, d in enumerate(docs):
+            text = d["text"] or "x"
+            writer.writerow([f"doc-{i}", text.replace(" ", "\n", 1) if i % 4 == 0 else text.replace("\n", " ")])
+    base = ["--input", str(path), "--input-format", "csv", "--input-option", "header=true", "--id-column", "id",
+            "--quiet", *REF_FLAGS]
+    with caplog.at_level(logging.WARNING):
+        run_job(job, [*base, "--output", str(tmp_path / "cut")], capsys)
+    warned = [r.getMessage() for r in caplog.records if "multiLine=true" in r.getMessage()]
+    assert len(warned) == 1 and "looks like a piece of text" in warned[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        code, _, err = run_job(job, [*base, "--input-option", "multiLine=true", "--output", str(tmp_path / "whole")],
+                               capsys)
+    assert code == 0, err
+    assert not [r for r in caplog.records if "multiLine=true" in r.getMessage()]
+    assert sorted(r["id"] for r in spark.read.parquet(str(tmp_path / "whole")).collect()) == sorted(
+        f"doc-{i}" for i in range(20))

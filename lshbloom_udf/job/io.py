@@ -30,7 +30,32 @@ def read_input(spark, config, input_arg: str):
     except AnalysisException as e:
         raise JobError(f"cannot read --input {input_arg} as {config.input_format}: {first_line(e)}") from None
     check_malformed(df, input_arg, config.input_format)
+    if config.input_format == "csv" and str(options.get("multiLine", "false")).lower() != "true":
+        warn_csv_fragments(df, input_arg, config.id_column)
     return df
+
+
+def warn_csv_fragments(df, input_path: str, id_column: Optional[str]) -> None:
+    """Warn when the ids of a CSV input read line by line look like pieces of text.
+
+    Without ``multiLine`` Spark's CSV reader cuts a record at a newline inside
+    a quoted field; the pieces become rows of their own, whose first field (the
+    id) is a fragment of the text. That is legal CSV to the reader, so only the
+    ids' look gives it away: whitespace or a quote inside an id.
+    """
+    import logging
+
+    from pyspark.sql import functions as F
+
+    if id_column is None or id_column not in df.columns:
+        return
+    ident = F.col(f"`{id_column}`").cast("string")
+    fragments = df.where(ident.rlike(r'[\s"]')).count()
+    if fragments:
+        logging.getLogger(__name__).warning(
+            "--input %s: %d row(s) have an id that looks like a piece of text (whitespace or a quote in id column "
+            "%r): CSV records with newlines inside quoted fields are cut into such rows unless read with "
+            "--input-option multiLine=true", input_path, fragments, id_column)
 
 
 # The JSON reader's longest string (Spark's "maxStringLen" option): Java's longest, unless the user sets another.
