@@ -52,15 +52,35 @@ def test_a_flipped_byte_anywhere_in_a_band_file_is_detected_on_open(tmp_path, bl
     band = index / ("band-2.bf" if bloom == "pybloomfiltermmap3" else "band-2.bbf")
     good = band.read_bytes()
     rng = np.random.default_rng(1)
+    committed = band.stat()
     for offset in [len(good) - 1, len(good) // 2, *rng.integers(len(good) // 4, len(good), 6)]:
         damaged = bytearray(good)
         damaged[int(offset)] ^= 0x01
         band.write_bytes(bytes(damaged))
+        # Damage on disk leaves the modification time as it was (a writer such as datasketch would change it).
+        os.utime(band, ns=(committed.st_atime_ns, committed.st_mtime_ns))
         for read_only in (True, False):
             with pytest.raises(IndexCorruptError, match=rf"band-2\.b?bf: corrupt band file \(its xxh3-64 checksum"):
                 LSHBloomIndex.open(str(index), read_only=read_only)
     band.write_bytes(good)
     LSHBloomIndex.open(str(index), read_only=True).close()
+
+
+def test_a_band_file_datasketch_wrote_after_the_commit_is_a_warning_a_blocked_one_an_error(tmp_path, caplog):
+    for bloom, name in (("pybloomfiltermmap3", "band-1.bf"), ("blocked", "band-1.bbf")):
+        index = tmp_path / bloom
+        _small_index(index, bloom)
+        band = index / name
+        data = bytearray(band.read_bytes())
+        data[-1] ^= 0x02
+        band.write_bytes(bytes(data))  # a writer: the modification time moves on
+        if bloom == "blocked":
+            with pytest.raises(IndexCorruptError, match=r"band-1\.bbf: corrupt band file"):
+                LSHBloomIndex.open(str(index), read_only=True)
+        else:
+            with caplog.at_level(logging.WARNING):
+                LSHBloomIndex.open(str(index), read_only=True).close()
+            assert any("band-1.bf: written since the index's last commit" in r.getMessage() for r in caplog.records)
 
 
 def test_the_checksums_leave_the_band_files_readable_by_datasketch(tmp_path):
