@@ -52,15 +52,35 @@ def test_a_flipped_byte_anywhere_in_a_band_file_is_detected_on_open(tmp_path, bl
     band = index / ("band-2.bf" if bloom == "pybloomfiltermmap3" else "band-2.bbf")
     good = band.read_bytes()
     rng = np.random.default_rng(1)
+    committed = band.stat()
     for offset in [len(good) - 1, len(good) // 2, *rng.integers(len(good) // 4, len(good), 6)]:
         damaged = bytearray(good)
         damaged[int(offset)] ^= 0x01
         band.write_bytes(bytes(damaged))
+        # Damage on disk leaves the modification time as it was (a writer such as datasketch would change it).
+        os.utime(band, ns=(committed.st_atime_ns, committed.st_mtime_ns))
         for read_only in (True, False):
             with pytest.raises(IndexCorruptError, match=rf"band-2\.b?bf: corrupt band file \(its xxh3-64 checksum"):
                 LSHBloomIndex.open(str(index), read_only=read_only)
     band.write_bytes(good)
     LSHBloomIndex.open(str(index), read_only=True).close()
+
+
+def test_a_band_file_datasketch_wrote_after_the_commit_is_a_warning_a_blocked_one_an_error(tmp_path, caplog):
+    for bloom, name in (("pybloomfiltermmap3", "band-1.bf"), ("blocked", "band-1.bbf")):
+        index = tmp_path / bloom
+        _small_index(index, bloom)
+        band = index / name
+        data = bytearray(band.read_bytes())
+        data[-1] ^= 0x02
+        band.write_bytes(bytes(data))  # a writer: the modification time moves on
+        if bloom == "blocked":
+            with pytest.raises(IndexCorruptError, match=r"band-1\.bbf: corrupt band file"):
+                LSHBloomIndex.open(str(index), read_only=True)
+        else:
+            with caplog.at_level(logging.WARNING):
+                LSHBloomIndex.open(str(index), read_only=True).close()
+            assert any("band-1.bf: written since the index's last commit" in r.getMessage() for r in caplog.records)
 
 
 def test_the_checksums_leave_the_band_files_readable_by_datasketch(tmp_path):
@@ -154,12 +174,19 @@ OWNED = re.compile(r"lshbloom-(index|keys|shards)-(?P<pid>[0-9]+)@")
 
 
 def _dead(pid: int) -> bool:
-    """Gone, or a zombie nobody reaps (the killed group's parent died with it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    """Gone, or a zombie nobody reaps (the killed group's parent died with it); a SIGKILLed process may take a
+    moment to exit, so this waits for it (up to 30 s)."""
+    import time
+
+    for _ in range(300):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def _litter() -> set:
@@ -260,3 +287,30 @@ def test_a_50_mb_json_document_is_processed_and_a_long_malformed_one_refused(job
     code, _, err = run_job(job, ["--input", str(broken), "--output", str(tmp_path / "o2"), "--id-column", "id",
                                  "--quiet", *REF_FLAGS], capsys)
     refused(code, err, r"1 record\(s\) cannot be parsed as json")
+
+
+def test_csv_fragments_from_newlines_in_fields_are_named_with_their_cause(job, capsys, tmp_path, caplog, spark):
+    import csv
+
+    docs = list(sample_docs())[:20]
+    path = tmp_path / "docs.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text"])
+        for i, d in enumerate(docs):
+            text = d["text"] or "x"
+            writer.writerow([f"doc-{i}", text.replace(" ", "\n", 1) if i % 4 == 0 else text.replace("\n", " ")])
+    base = ["--input", str(path), "--input-format", "csv", "--input-option", "header=true", "--id-column", "id",
+            "--quiet", *REF_FLAGS]
+    with caplog.at_level(logging.WARNING):
+        run_job(job, [*base, "--output", str(tmp_path / "cut")], capsys)
+    warned = [r.getMessage() for r in caplog.records if "multiLine=true" in r.getMessage()]
+    assert len(warned) == 1 and "looks like a piece of text" in warned[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        code, _, err = run_job(job, [*base, "--input-option", "multiLine=true", "--output", str(tmp_path / "whole")],
+                               capsys)
+    assert code == 0, err
+    assert not [r for r in caplog.records if "multiLine=true" in r.getMessage()]
+    assert sorted(r["id"] for r in spark.read.parquet(str(tmp_path / "whole")).collect()) == sorted(
+        f"doc-{i}" for i in range(20))

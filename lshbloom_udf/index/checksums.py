@@ -6,7 +6,9 @@ whenever a writer syncs the index (so at every commit); the band files
 themselves stay exactly the pybloomfiltermmap3 (or blocked) format, so
 datasketch reads them as before. Opening an index checks every band file
 against it in native code (one pass over each mapped file): a mismatch is
-:class:`IndexCorruptError` naming the band file. An index written before
+:class:`IndexCorruptError` naming the band file — except a pybloomfiltermmap3
+file modified after the manifest was written, which datasketch wrote
+(it continues these indexes): a warning, and its next commit records it. An index written before
 checksums existed opens with one warning and gets them at its next commit.
 """
 
@@ -34,7 +36,7 @@ def record(manifest: dict, paths: Sequence[str]) -> None:
     manifest[CHECKSUMS] = {"algorithm": ALGORITHM, "files": {os.path.basename(p): file_checksum(p) for p in paths}}
 
 
-def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:
+def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:  # label: the index directory
     """Check every band file of ``paths`` against the checksums ``manifest`` records; how many were checked.
 
     Raises :class:`IndexCorruptError` naming the first band file whose bytes
@@ -52,10 +54,24 @@ def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:
         if want is None:
             raise IndexCorruptError(f"{path}: the manifest records no checksum for this band file")
         got = file_checksum(path)
-        if got != want:
+        if got != want and _written_by_datasketch(path, label):
+            log.warning("%s: written since the index's last commit (datasketch continuing it?): not verified; the "
+                        "next commit records its checksum", path)
+        elif got != want:
             raise IndexCorruptError(
                 f"{path}: corrupt band file (its {ALGORITHM} checksum is {got}, the manifest recorded {want} when it "
                 "was committed): the file changed outside lshbloom (disk, copy). Restore the index from a backup, or "
                 "rebuild it from its runs' inputs into a new --index-dir (docs/reliability.md)"
             )
     return len(paths)
+
+
+def _written_by_datasketch(path: str, index_dir: str) -> bool:
+    """A pybloomfiltermmap3 band file modified after the manifest was written (a commit writes the manifest after
+    the band files): datasketch, which reads and continues these files, wrote it; damage to the disk does not
+    touch the time. Blocked files have no other writer."""
+    try:
+        manifest_time = os.stat(os.path.join(index_dir, "manifest.json")).st_mtime_ns
+    except OSError:
+        return False
+    return path.endswith(".bf") and os.stat(path).st_mtime_ns > manifest_time

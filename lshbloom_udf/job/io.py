@@ -30,7 +30,32 @@ def read_input(spark, config, input_arg: str):
     except AnalysisException as e:
         raise JobError(f"cannot read --input {input_arg} as {config.input_format}: {first_line(e)}") from None
     check_malformed(df, input_arg, config.input_format)
+    if config.input_format == "csv" and str(options.get("multiLine", "false")).lower() != "true":
+        warn_csv_fragments(df, input_arg, config.id_column)
     return df
+
+
+def warn_csv_fragments(df, input_path: str, id_column: Optional[str]) -> None:
+    """Warn when the ids of a CSV input read line by line look like pieces of text.
+
+    Without ``multiLine`` Spark's CSV reader cuts a record at a newline inside
+    a quoted field; the pieces become rows of their own, whose first field (the
+    id) is a fragment of the text. That is legal CSV to the reader, so only the
+    ids' look gives it away: whitespace or a quote inside an id.
+    """
+    import logging
+
+    from pyspark.sql import functions as F
+
+    if id_column is None or id_column not in df.columns:
+        return
+    ident = F.col(f"`{id_column}`").cast("string")
+    fragments = df.where(ident.rlike(r'[\s"]')).count()
+    if fragments:
+        logging.getLogger(__name__).warning(
+            "--input %s: %d row(s) have an id that looks like a piece of text (whitespace or a quote in id column "
+            "%r): CSV records with newlines inside quoted fields are cut into such rows unless read with "
+            "--input-option multiLine=true", input_path, fragments, id_column)
 
 
 # The JSON reader's longest string (Spark's "maxStringLen" option): Java's longest, unless the user sets another.
@@ -55,7 +80,7 @@ def check_malformed(df, input_path: str, input_format: str) -> None:
     # Spark refuses queries of raw JSON/CSV that need the corrupt-record column alone: count another one too. Every
     # column is used, so the parser reads every field as the job will (a pruned read could skip a field that
     # fails to parse, e.g. a string past the reader's length limit, and see no corrupt record).
-    every = F.hash(*[F.col(f"`{c}`") for c in others])
+    every = F.length(F.to_json(F.struct(*[F.col(f"`{c}`") for c in others])))  # any column type (hash refuses maps)
     row = df.where(F.col(corrupt).isNotNull()).agg(
         F.count(F.lit(1)).alias("n"), F.max(every).alias("m"), F.first(F.col(corrupt)).alias("first")
     ).collect()[0]
@@ -156,17 +181,27 @@ def refuse_output_over_input(spark, output: "Output", input_arg: str, extra_outp
 
 def _input_paths(jvm, conf, given: str) -> list[str]:
     """The qualified, resolved paths an input argument names (its glob's matches, or itself)."""
+    from py4j.protocol import Py4JJavaError
+
     hpath = jvm.org.apache.hadoop.fs.Path(given)
-    fs = hpath.getFileSystem(conf)
-    matches = fs.globStatus(hpath)
-    paths = [m.getPath().toString() for m in matches] if matches else []
-    return [_resolved(jvm, conf, p) for p in paths or [fs.makeQualified(hpath).toString()]]
+    try:
+        fs = hpath.getFileSystem(conf)
+        matches = fs.globStatus(hpath)
+        paths = [m.getPath().toString() for m in matches] if matches else []
+        return [_resolved(jvm, conf, p) for p in paths or [fs.makeQualified(hpath).toString()]]
+    except Py4JJavaError:  # a filesystem that cannot be reached: the reader names the problem next
+        return [given.rstrip("/")]
 
 
 def _resolved(jvm, conf, qualified: str) -> str:
     """A qualified path; a local one as ``file:`` + its real path (symlinks resolved)."""
+    from py4j.protocol import Py4JJavaError
+
     hpath = jvm.org.apache.hadoop.fs.Path(qualified)
-    uri = hpath.getFileSystem(conf).makeQualified(hpath).toUri()
+    try:
+        uri = hpath.getFileSystem(conf).makeQualified(hpath).toUri()
+    except Py4JJavaError:
+        return qualified.rstrip("/")
     if uri.getScheme() == "file":
         return "file:" + os.path.realpath(uri.getPath())
     return str(uri.toString()).rstrip("/")

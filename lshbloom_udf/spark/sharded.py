@@ -291,10 +291,10 @@ def decider(plan: ShardPlan, keep_filters: bool, part_bytes: int = FILTER_PART_B
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def decide(batches):
-        _task_start(task_hook, "shard")
         directory = make_temp_dir("shards", _local_tmp(plan.shard_bytes()))
         task = _ShardTask(plan, keep_filters, directory, part_bytes)
         try:
+            _task_start(task_hook, "shard")  # once the task's directory exists, as in any crash of a task
             for batch in batches:
                 shards, firsts, counts = (batch.column(i).to_numpy(zero_copy_only=False) for i in range(3))
                 data = batch.column(3)

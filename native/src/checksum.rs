@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use memmap2::Mmap;
+use memmap2::MmapOptions;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{io_err, BloomError};
@@ -23,8 +23,9 @@ pub fn file_xxh3(path: &Path) -> Result<u64, BloomError> {
     }
     // SAFETY: read-only map of a file the index holds under its lock; a
     // concurrent truncation by another program is the only hazard, as for
-    // every mapped filter file.
-    let map = unsafe { Mmap::map(&file) }.map_err(io_err(path))?;
+    // every mapped filter file. `populate` maps every page in one call
+    // (MAP_POPULATE) instead of one fault per page: several times faster.
+    let map = unsafe { MmapOptions::new().populate().map(&file) }.map_err(io_err(path))?;
     Ok(xxh3_64(&map))
 }
 
