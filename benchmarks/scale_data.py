@@ -218,7 +218,8 @@ def generate(n: int, params: dict, cache_dir: str, chunk: int = 131_072, row_gro
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    key = hashlib.sha256(json.dumps({"n": n, "v": VERSION, **params}, sort_keys=True).encode()).hexdigest()[:12]
+    source = {"corpus_dir": corpus.CORPUS_DIR, "found": os.path.isdir(corpus.CORPUS_DIR)}  # see token_stream
+    key = hashlib.sha256(json.dumps({"n": n, "v": VERSION, **params, **source}, sort_keys=True).encode()).hexdigest()[:12]
     out = os.path.join(cache_dir, f"scale-{n}-{key}")
     meta_path = os.path.join(out, "meta.json")
     if os.path.exists(meta_path):
