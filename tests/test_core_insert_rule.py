@@ -110,8 +110,11 @@ def test_any_earlier_fixed_index_full_raises(tmp_path):
 
 
 def test_the_rule_settings():
-    assert DedupConfig().decision_rule == "first"
-    assert DedupConfig().replace(insert="all").decision_rule == "all"
+    # With verification (the default) the pass inserts every document unless insert is given; without, keep-first.
+    assert DedupConfig().decision_rule == "all"
+    assert DedupConfig().replace(insert="first").decision_rule == "first"
+    assert DedupConfig().replace(verify=False).decision_rule == "first"
+    assert DedupConfig().replace(verify=False, insert="all").decision_rule == "all"
     # The sharded pass implies any-earlier, and refuses an explicit keep-first.
     assert DedupConfig().replace(pass_mode="sharded").decision_rule == "all"
     assert DedupConfig().replace(**{"pass": "sharded", "insert": "all"}).decision_rule == "all"

@@ -21,9 +21,12 @@ import re
 from typing import Sequence
 
 from lshbloom_udf.errors import IndexCorruptError
+from lshbloom_udf.index.backends import BACKENDS
 
-# The files a commit moves from a staging copy (``.staging-*/<name>``) onto ``<name>`` or ``runs/<name>``.
-STAGED_FILE = re.compile(r"(gen[0-9]+-)?band-[0-9]+\.b?bf|manifest\.json|[0-9]{6}\.dups\.i64")
+# The files a commit moves from a staging copy (``.staging-*/<name>``) onto ``<name>`` or ``runs/<name>``: every
+# backend's band files (their extensions read from the backends, so a new backend needs no change here).
+_BAND_EXTENSIONS = "|".join(re.escape(b.extension) for b in BACKENDS.values())
+STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json|[0-9]{{6}}\.dups\.i64")
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
 # What the job appends to an output path to write it before the commit (lshbloom_udf.job.io.Output).
 OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
