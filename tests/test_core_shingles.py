@@ -195,9 +195,10 @@ def test_a_manifest_written_before_units_reopens_as_words(tmp_path):
 
 
 def test_config_threads_the_unit_to_the_index_parameters():
-    assert DedupConfig().shingle == "words"
+    assert DedupConfig().shingle == "mixed"  # the default since the multilingual study
     assert DedupConfig.from_preset("paper").shingle == "words"
-    assert DedupConfig().replace(shingle="mixed").index_params(100).shingle == "mixed"
+    assert DedupConfig().index_params(100).shingle == "mixed"
+    assert DedupConfig().replace(shingle="chars").index_params(100).shingle == "chars"
 
 
 def test_runs_recorded_before_the_unit_match_word_runs_only():
