@@ -114,8 +114,10 @@ class LSHBloomDeduplicator(Transformer, DefaultParamsReadable, DefaultParamsWrit
         return self
 
     def config(self) -> DedupConfig:
-        """The run's settings: the defaults, with every Param that is defined (cross-checked)."""
-        values = {s: self.getOrDefault(p) for p, s in _SETTING_OF.items() if self.isDefined(self.getParam(p))}
+        """The run's settings: the defaults, with every Param that is set (cross-checked). Only set Params count as
+        given, as a keyword of ``deduplicate`` does: some defaults follow from what is given (the pass's rule under
+        verification, an existing index's sizing), so a Param left at its default must not pose as a choice."""
+        values = {s: self.getOrDefault(p) for p, s in _SETTING_OF.items() if self.isSet(self.getParam(p))}
         return DedupConfig().replace(**values)
 
     def _transform(self, dataset):

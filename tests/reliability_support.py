@@ -18,8 +18,10 @@ FAULT_JOB = os.path.join(ROOT, "tests", "fault_job.py")
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 # The datasketch reference's settings (tests/spark_support.py), spelled out so that
 # the tests do not depend on the product's defaults (chosen by the evaluation study).
-REF_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--band-key", "sum"]
-REF_KW = dict(threshold=0.5, num_perm=256, ngram=1, normalize="none", band_key="sum")
+REF_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--band-key", "sum",
+             "--scheme", "affine32", "--shingle", "words", "--no-verify"]
+REF_KW = dict(threshold=0.5, num_perm=256, ngram=1, normalize="none", band_key="sum", scheme="affine32", shingle="words",
+              verify=False)
 
 
 def load_job():

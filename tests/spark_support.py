@@ -15,10 +15,12 @@ THRESHOLD = 0.5
 # The product's defaults differ since the evaluation study (docs/evaluation.md): tests
 # pin this configuration on the product side too (REFERENCE / REFERENCE_FLAGS), or pass
 # ``config=`` to compare another configuration.
+# datasketch's shingling and hashing, decided by the pass alone (the product's defaults verify: a datasketch
+# pipeline does not)
 REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normalize": "none", "scheme": "affine32", "seed": 1,
-             "band_key": "sum"}
+             "band_key": "sum", "shingle": "words", "verify": False}
 REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32",
-                   "--band-key", "sum"]
+                   "--band-key", "sum", "--shingle", "words", "--no-verify"]
 _KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed")
 
 

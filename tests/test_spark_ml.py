@@ -13,7 +13,8 @@ from spark_support import REFERENCE, datasketch_flags, sample_docs
 
 # the reference configuration (datasketch's shingling) in the Transformer's parameter names
 REFERENCE_ML = {"threshold": REFERENCE["threshold"], "numPerm": REFERENCE["num_perm"], "ngram": REFERENCE["ngram"],
-                "normalize": REFERENCE["normalize"], "scheme": REFERENCE["scheme"], "bandKey": REFERENCE["band_key"]}
+                "normalize": REFERENCE["normalize"], "scheme": REFERENCE["scheme"], "bandKey": REFERENCE["band_key"],
+                "shingle": REFERENCE["shingle"], "verify": REFERENCE["verify"]}
 
 
 @pytest.fixture(scope="module")
