@@ -22,6 +22,24 @@ from evaluation.synthetic import synthetic_sources
 from lshbloom_udf.minhash import text_band_keys
 from lshbloom_udf.spark.verify import PairBloom
 
+# reference_verify is the rule over a keep-first pass, Jaccard only, with word shingles: the settings before the
+# multilingual defaults, spelled out (verify_threshold None: the threshold); the plain runs give the pass's own flags.
+WORDS = dict(shingle="words", ngram=4, normalize="all", threshold=0.45, num_perm=512, scheme="affine32",
+             containment_threshold=None, verify_threshold=None)
+
+
+def dedup(df, **settings):
+    """``deduplicate`` over WORDS, unverified unless asked; a driver pass keeps its keep-first rule under verification,
+    as in the plain run."""
+    kw = {"verify": False, **WORDS, **settings}
+    if kw.get("pass_mode") != "sharded":
+        kw.setdefault("insert", "first")
+    return deduplicate(df, **kw)
+
+
+def words_config(**settings) -> DedupConfig:
+    return DedupConfig().replace(**{**WORDS, **settings})
+
 SCHEMA = T.StructType([T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
                        T.StructField("text", T.StringType()), T.StructField("source", T.StringType())])
 
@@ -89,10 +107,10 @@ SHARDED = dict(PERMISSIVE, pass_mode="sharded")
 def test_verified_flags_and_duplicate_of_equal_the_reference(spark, pool, level, settings):
     df, rows = stream_frame(spark, pool, 240, level, seed=5)
     texts = [r[2] for r in rows]
-    config = DedupConfig().replace(**settings)
+    config = words_config(**settings)
     t_verify = 0.45
-    plain = {r["pos"]: r["is_duplicate"] for r in deduplicate(df, id_col="id", progress=False, **settings).collect()}
-    out, summary = deduplicate(df, id_col="id", verify=True, duplicate_of=True, progress=False, return_summary=True,
+    plain = {r["pos"]: r["is_duplicate"] for r in dedup(df, id_col="id", progress=False, **settings).collect()}
+    out, summary = dedup(df, id_col="id", verify=True, duplicate_of=True, progress=False, return_summary=True,
                                verify_threshold=t_verify, **settings)
     got = {r["pos"]: r for r in out.collect()}
     assert len(got) == len(rows)
@@ -140,24 +158,24 @@ SMALL = dict(threshold=0.5, num_perm=16, bands=(8, 2), ngram=1, normalize="none"
 
 
 def test_a_pair_below_the_threshold_that_collides_in_a_band_is_unflagged(spark):
-    config = DedupConfig().replace(**SMALL)
+    config = words_config(**SMALL)
     a, b, j = colliding_pair(config)
     assert j < 0.5
     near = a.replace("w3", "v3")  # Jaccard 19/21 with a: a true duplicate, stays flagged
     df = spark.createDataFrame([(0, "a", a), (1, "b", b), (2, "n", near)], "pos long, id string, text string").coalesce(1)
-    plain = [r["is_duplicate"] for r in deduplicate(df, id_col="id", progress=False, **SMALL).orderBy("pos").collect()]
+    plain = [r["is_duplicate"] for r in dedup(df, id_col="id", progress=False, **SMALL).orderBy("pos").collect()]
     assert plain == [False, True, True]
-    out = deduplicate(df, id_col="id", progress=False, verify=True, duplicate_of=True, **SMALL).orderBy("pos").collect()
+    out = dedup(df, id_col="id", progress=False, verify=True, duplicate_of=True, **SMALL).orderBy("pos").collect()
     assert [r["is_duplicate"] for r in out] == [False, False, True]
     assert (out[2]["duplicate_of"], out[2]["similarity"]) == ("a", pytest.approx(19 / 21))
     # A permissive candidate stage: a lower banding threshold, the same verified threshold.
-    strict = deduplicate(df, id_col="id", progress=False, verify=True, verify_threshold=0.95, **SMALL)
+    strict = dedup(df, id_col="id", progress=False, verify=True, verify_threshold=0.95, **SMALL)
     assert [r["is_duplicate"] for r in strict.orderBy("pos").collect()] == [False, False, False]
 
 
 def test_without_an_id_column_duplicate_of_is_a_row_id(spark, pool):
     df, rows = stream_frame(spark, pool, 120, 0.5, seed=8)
-    out = deduplicate(df, verify=True, duplicate_of=True, progress=False).collect()
+    out = dedup(df, verify=True, duplicate_of=True, progress=False).collect()
     assert [r["pos"] for r in out] == list(range(len(rows)))  # the input's order, every row once
     by_row = {r["row_id"]: r for r in out}
     assert len(by_row) == len(out)
@@ -166,8 +184,8 @@ def test_without_an_id_column_duplicate_of_is_a_row_id(spark, pool):
     for r in flagged:
         kept = by_row[r["duplicate_of"]]
         assert not kept["is_duplicate"] and kept["pos"] < r["pos"]
-        assert r["similarity"] == pytest.approx(jaccard(r["text"], kept["text"], DedupConfig()), abs=1e-12)
-    dups = deduplicate(df, verify=True, duplicate_of=True, mode="duplicates", progress=False).collect()
+        assert r["similarity"] == pytest.approx(jaccard(r["text"], kept["text"], words_config()), abs=1e-12)
+    dups = dedup(df, verify=True, duplicate_of=True, mode="duplicates", progress=False).collect()
     assert sorted((r["pos"], r["duplicate_of"]) for r in dups) == sorted((r["pos"], r["duplicate_of"]) for r in flagged)
 
 
@@ -179,9 +197,9 @@ def test_an_earlier_runs_duplicates_stay_flagged_without_a_source(spark, pool, t
     idx = str(tmp_path / "index")
     frame = lambda docs, off: spark.createDataFrame(  # noqa: E731
         [(off + i, d.id, d.text, d.source) for i, d in enumerate(docs)], SCHEMA).coalesce(1)
-    deduplicate(frame(first, 0), id_col="id", index_dir=idx, progress=False).collect()
+    dedup(frame(first, 0), id_col="id", index_dir=idx, progress=False).collect()
     settings = dict(id_col="id", index_dir=idx, progress=False, verify=True, duplicate_of=True)
-    out, summary = deduplicate(frame(second, 100), return_summary=True, **settings)
+    out, summary = dedup(frame(second, 100), return_summary=True, **settings)
     got = out.orderBy("pos").collect()
     earlier = {d.source for d in first}
     this_run_kept: set = set()
@@ -191,27 +209,27 @@ def test_an_earlier_runs_duplicates_stay_flagged_without_a_source(spark, pool, t
             lone += 1
             assert r["similarity"] is None and r["source"] in earlier
         elif r["is_duplicate"]:
-            assert r["duplicate_of"] in this_run_kept and r["similarity"] >= DedupConfig().threshold
+            assert r["duplicate_of"] in this_run_kept and r["similarity"] >= WORDS["threshold"]
         else:
             this_run_kept.add(r["id"])
     assert lone > 0 and summary["verify"]["unverifiable"] == lone
     # The same input again reproduces the run (its pass's flags are stored) and verifies them the same way.
-    again = deduplicate(frame(second, 100), **settings).orderBy("pos").collect()
+    again = dedup(frame(second, 100), **settings).orderBy("pos").collect()
     assert again == got
 
 
 def test_settings_that_need_verify_or_cannot_show_sources(spark):
     with pytest.raises(ConfigError, match="duplicate_of needs verify"):
-        DedupConfig().replace(duplicate_of=True)
+        DedupConfig().replace(verify=False, duplicate_of=True)
     with pytest.raises(ConfigError, match="verify_threshold needs verify"):
-        DedupConfig().replace(verify_threshold=0.5)
+        DedupConfig().replace(verify=False, verify_threshold=0.5)
     with pytest.raises(ConfigError, match="mode 'filter'"):
         DedupConfig().replace(verify=True, duplicate_of=True, mode="filter")
     df = spark.createDataFrame([("a", "x y", 0.5)], "id string, text string, similarity double")
     with pytest.raises(DedupInputError, match="similarity"):
-        deduplicate(df, id_col="id", verify=True, duplicate_of=True, progress=False)
+        dedup(df, id_col="id", verify=True, duplicate_of=True, progress=False)
     # filter mode with verify alone is fine: the rows verification keeps flagged are removed
-    assert deduplicate(df.drop("similarity"), verify=True, mode="filter", progress=False).count() == 1
+    assert dedup(df.drop("similarity"), verify=True, mode="filter", progress=False).count() == 1
 
 
 def test_the_transformer_verifies(spark, pool):
@@ -267,7 +285,7 @@ def test_the_job_takes_verify_and_writes_duplicate_of(spark, pool, tmp_path, cap
 
 def test_a_document_verification_unflagged_is_kept_and_verifies_later_ones(spark):
     """b collides with a below T (unflagged, so kept); y, a near-copy of b, collides with a too: b verifies it."""
-    config = DedupConfig().replace(**SMALL)
+    config = words_config(**SMALL)
     a, b, _ = colliding_pair(config)
     kw = config.index_params().signature_kwargs()
     ka = text_band_keys([a], **kw)[0]
@@ -280,9 +298,9 @@ def test_a_document_verification_unflagged_is_kept_and_verifies_later_ones(spark
         raise AssertionError("no near-copy of b colliding with a")
     assert jaccard(y, b, config) >= 0.5
     df = spark.createDataFrame([(0, "a", a), (1, "b", b), (2, "y", y)], "pos long, id string, text string").coalesce(1)
-    plain = [r["is_duplicate"] for r in deduplicate(df, id_col="id", progress=False, **SMALL).orderBy("pos").collect()]
+    plain = [r["is_duplicate"] for r in dedup(df, id_col="id", progress=False, **SMALL).orderBy("pos").collect()]
     assert plain == [False, True, True]
-    out, summary = deduplicate(df, id_col="id", progress=False, verify=True, duplicate_of=True, return_summary=True,
+    out, summary = dedup(df, id_col="id", progress=False, verify=True, duplicate_of=True, return_summary=True,
                                **SMALL)
     out = out.orderBy("pos").collect()
     assert [(r["is_duplicate"], r["duplicate_of"]) for r in out] == [(False, None), (False, None), (True, "b")]
@@ -298,7 +316,7 @@ def test_the_studys_verification_is_the_jobs_rule(pool, settings):
 
     st = G.make_stream(pool, 240, 0.5, seed=6)
     texts = [d.text for d in st.docs]
-    config = DedupConfig().replace(**settings)
+    config = words_config(**settings)
     params = config.index_params(capacity=len(texts))
     keys, has = text_band_keys(texts, **params.signature_kwargs())
     flags = lshbloom_decisions(keys, has, params).duplicate

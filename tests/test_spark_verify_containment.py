@@ -25,7 +25,10 @@ SCHEMA = T.StructType([T.StructField("pos", T.LongType()), T.StructField("id", T
                        T.StructField("text", T.StringType()), T.StructField("kind", T.StringType())])
 # Permissive candidates (bands for T = 0.3 with 128 permutations: 40 % copies are candidates), a strict Jaccard
 # that partial copies fail, and containment that rescues them.
-PERMISSIVE = dict(threshold=0.3, num_perm=128)
+# The reference's shingles are words (tests/verify_support.py): the unit and size are pinned, and so is the pass's
+# rule (any-earlier, what a pass under verification uses by default), so that the plain runs (verify off) give
+# the very flags verification starts from.
+PERMISSIVE = dict(threshold=0.3, num_perm=128, shingle="words", ngram=4, normalize="all", insert="all")
 T_J, T_C = 0.9, 0.8
 
 
@@ -54,7 +57,8 @@ def test_flags_and_sources_equal_the_exact_reference(spark, stream, settings):
     texts = [r[2] for r in rows]
     config = DedupConfig().replace(**settings)
     flags, expected = reference(texts, config, T_J, T_C)
-    plain = {r["pos"]: r["is_duplicate"] for r in deduplicate(df, id_col="id", progress=False, **settings).collect()}
+    plain = {r["pos"]: r["is_duplicate"] for r in deduplicate(df, id_col="id", progress=False, verify=False,
+                                                                **settings).collect()}
     assert [plain[i] for i in range(len(rows))] == flags  # the pass itself, against exact sets
     out, summary = deduplicate(df, id_col="id", verify=True, verify_threshold=T_J, containment_threshold=T_C,
                                duplicate_of=True, progress=False, return_summary=True, **settings)
@@ -90,8 +94,8 @@ def test_containment_only_rescues_flags_the_pass_raised(spark, stream):
         out = deduplicate(df, id_col="id", progress=False, **PERMISSIVE, **extra).collect()
         return {r["pos"] for r in out if r["is_duplicate"]}
 
-    passed = flags_of()
-    jaccard_only = flags_of(verify=True, verify_threshold=T_J)
+    passed = flags_of(verify=False)
+    jaccard_only = flags_of(verify=True, verify_threshold=T_J, containment_threshold=None)
     both = flags_of(verify=True, verify_threshold=T_J, containment_threshold=T_C)
     assert jaccard_only < both <= passed
     assert jaccard_only == set(reference(texts, config, T_J, None)[1])
@@ -122,8 +126,8 @@ def test_the_measure_column_names_what_decided(spark):
         (False, None, None), (True, "d0", "containment"), (True, "d0", "jaccard"), (False, None, None)]
     assert out[1]["similarity"] == 1.0 and out[2]["similarity"] == pytest.approx(jaccard(sets[2], sets[0]), abs=1e-12)
     # Without containment the truncation is unflagged: its Jaccard is the share kept.
-    plain = deduplicate(df.coalesce(1), id_col="id", verify=True, verify_threshold=T_J, duplicate_of=True,
-                        progress=False, **PERMISSIVE).orderBy("pos").collect()
+    plain = deduplicate(df.coalesce(1), id_col="id", verify=True, verify_threshold=T_J, containment_threshold=None,
+                        duplicate_of=True, progress=False, **PERMISSIVE).orderBy("pos").collect()
     assert [(r["is_duplicate"], r["similarity_measure"]) for r in plain] == [
         (False, None), (False, None), (True, "jaccard"), (False, None)]
 
@@ -145,9 +149,10 @@ def test_the_job_takes_containment_threshold(spark, stream, tmp_path, capsys):
     src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, (t, _) in enumerate(docs)))
     out = str(tmp_path / "out")
     base = ["--input", str(src), "--output", out, "--output-format", "json", "--id-column", "id", "--quiet",
-            "--threshold", "0.3", "--num-perm", "128", "--containment-threshold", "0.8"]
+            "--threshold", "0.3", "--num-perm", "128", "--containment-threshold", "0.8", "--shingle", "words",
+            "--ngram", "4", "--normalize", "all", "--insert", "all"]
     with pytest.raises(SystemExit) as exc:
-        job.main(base)
+        job.main(base + ["--no-verify"])
     assert exc.value.code == 2 and "containment_threshold needs verify" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         job.main(base + ["--verify", "--verify-threshold", str(T_J), "--duplicate-of"])
@@ -167,7 +172,8 @@ def test_the_transformer_keeps_the_param_through_save_and_load(spark, stream, tm
 
     df, _ = frame(spark, stream[:100])
     t = LSHBloomDeduplicator(idCol="id", verify=True, verifyThreshold=T_J, containmentThreshold=T_C, duplicateOf=True,
-                             progress=False, **{"threshold": 0.3, "numPerm": 128})
+                             progress=False, **{"threshold": 0.3, "numPerm": 128, "shingle": "words", "ngram": 4,
+                                                 "normalize": "all", "insert": "all"})
     assert t.getContainmentThreshold() == T_C
     path = str(tmp_path / "stage")
     t.save(path)
@@ -181,7 +187,7 @@ def test_the_transformer_keeps_the_param_through_save_and_load(spark, stream, tm
     assert got == sorted(map(tuple, api.collect()))
     assert loaded.lastSummary["verify"]["by_containment"] > 0
     with pytest.raises(ConfigError, match="containment_threshold needs verify"):
-        LSHBloomDeduplicator(containmentThreshold=0.8)
+        LSHBloomDeduplicator(verify=False, containmentThreshold=0.8)
     with pytest.raises((ConfigError, TypeError, ValueError), match="containment_threshold"):
         t.setContainmentThreshold(1.5)
     assert t.getContainmentThreshold() == T_C  # a failed set leaves it as it was
@@ -195,8 +201,9 @@ def test_containment_threshold_out_of_range_is_refused(value):
 
 def test_containment_threshold_needs_verify_and_is_a_toml_key(tmp_path):
     with pytest.raises(ConfigError, match="containment_threshold needs verify"):
-        DedupConfig().replace(containment_threshold=0.8)
-    assert DedupConfig().containment_threshold is None  # off by default
+        DedupConfig().replace(verify=False, containment_threshold=0.8)
+    assert DedupConfig().containment_threshold == 0.7  # the default since the multilingual study
+    assert DedupConfig().replace(containment_threshold=None).containment_threshold is None  # off
     assert DedupConfig().replace(verify=True, containment_threshold=1).containment_threshold == 1.0
     path = tmp_path / "c.toml"
     path.write_text("[dedup]\nverify = true\ncontainment_threshold = 0.85\n")
