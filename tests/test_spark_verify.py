@@ -268,7 +268,7 @@ def test_the_job_takes_verify_and_writes_duplicate_of(spark, pool, tmp_path, cap
     out = str(tmp_path / "out")
     base = ["--input", str(src), "--output", out, "--output-format", "json", "--id-column", "id", "--quiet"]
     with pytest.raises(SystemExit) as exc:
-        job.main(base + ["--duplicate-of"])
+        job.main(base + ["--no-verify", "--duplicate-of"])
     assert exc.value.code == 2 and "duplicate_of needs verify" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         job.main(base + ["--verify", "--duplicate-of", "--verify-threshold", "0.5"])
