@@ -41,13 +41,14 @@ def _refuse(record: str, what: str) -> IndexCorruptError:
 
 
 def inside(base: str, rel: object, record: str) -> str:
-    """``base/rel`` when ``rel`` is a relative path that stays inside the directory ``base`` (symlinks resolved)."""
+    """``base/rel``, absolute, when ``rel`` is a relative path that stays inside the directory ``base`` (symlinks
+    resolved)."""
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or "\\" in rel or "\0" in rel:
         raise _refuse(record, f"{rel!r}")
     parts = rel.split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise _refuse(record, f"{rel!r}")
-    full = os.path.join(base, rel)
+    full = os.path.join(os.path.abspath(base), rel)  # absolute: callers join it onto the index directory again
     root = os.path.realpath(base)
     parent = os.path.realpath(os.path.dirname(full))
     if parent != root and not parent.startswith(root + os.sep):

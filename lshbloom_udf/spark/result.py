@@ -87,6 +87,7 @@ def build_summary(config, params, documents: int, duplicates: int, empty: int, i
         "duplicate_rate": duplicates / documents if documents else 0.0,
         "mode": config.mode,
         "pass": pass_label,
+        "insert": config.decision_rule,
         "run": run_kind(index_info),
         "text_column": config.text_column,
         "id_column": config.id_column,
@@ -240,7 +241,11 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
         text += f"; {v['unverifiable']:,} stay flagged unverified (matched only earlier runs' documents)"
     if idx.get("inserted_total") is not None and not idx.get("reproduced"):
         inserted = idx.get("inserted_total", 0) - idx.get("inserted_before", 0)
-        text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} documents "
-                 f"the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the {v['unflagged']:,} unflagged "
-                 "(and empty documents are never inserted)")
+        if summary.get("insert") == "all":
+            text += (f"\n                   the pass inserted every document with shingles ({inserted:,}, any-earlier): "
+                     "verification decides keep-first over its candidates, so the index also holds the removed ones")
+        else:
+            text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} documents "
+                     f"the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the {v['unflagged']:,} "
+                     "unflagged (and empty documents are never inserted)")
     return text
