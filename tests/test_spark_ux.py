@@ -139,7 +139,7 @@ def test_reproduced_run_says_so_with_the_index_backend(spark, tmp_path):
 def test_verified_summary_explains_kept_against_inserted(spark, tmp_path):
     df = frame(spark)
     result = deduplicate(df, id_col="id", index_dir=str(tmp_path / "index"), verify=True, verify_threshold=0.9,
-                         progress=False, return_summary=True)
+                         insert="first", progress=False, return_summary=True)
     s, v = result.summary, result.summary["verify"]
     inserted = s["index"]["inserted_total"] - s["index"]["inserted_before"]
     assert v["unflagged"] > 0
@@ -148,6 +148,12 @@ def test_verified_summary_explains_kept_against_inserted(spark, tmp_path):
     text = result.summary_text()
     assert f"verification removed {v['unflagged']:,} of those flags" in text
     assert f"inserted the {inserted:,} documents the pass kept, so kept ({s['kept']:,}) exceeds inserted" in text
+    # Under verification the pass inserts every document by default (any-earlier), and the summary says so.
+    default = deduplicate(df, id_col="id", index_dir=str(tmp_path / "index2"), progress=False, return_summary=True)
+    d = default.summary
+    assert d["insert"] == "all" and d["index"]["inserted_total"] == d["documents"] - d["empty_documents"]
+    assert f"the pass inserted every document with shingles ({d['index']['inserted_total']:,}, any-earlier)" in \
+        default.summary_text()
 
 
 def test_rate_is_over_the_decision_stage_and_says_when_startup_dominates(spark):
