@@ -11,7 +11,7 @@ CARGO_MANIFEST := native/Cargo.toml
 DEMO_DIR  := build/demo
 DIST      := dist
 
-.PHONY: venv build wheel test test-rust test-python lint demo bench clean
+.PHONY: venv build wheel test test-fast test-rust test-python lint demo bench clean
 
 venv:
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -38,6 +38,11 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest -q
+
+# The inner loop: the Rust unit tests and the core tests (no Spark), a couple of minutes.
+test-fast: build
+	cargo test --manifest-path $(CARGO_MANIFEST) -q
+	$(PY) -m pytest -q -m "not slow" tests/test_core_*.py tests/test_perf_stubs.py
 
 # The wheel first (a zig or glibc problem fails fast); the deployment tests install it from
 # LSHBLOOM_WHEEL_DIR (tests/deploy_support.py), or run `make wheel` themselves without it.
