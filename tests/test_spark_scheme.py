@@ -12,7 +12,7 @@ from spark_support import sample_docs
 SCHEMA = T.StructType([T.StructField("id", T.StringType()), T.StructField("text", T.StringType())])
 # The product's shingling and banding (DEFAULTS) with the poisson scheme.
 SETTINGS = {"scheme": "poisson", "threshold": 0.45, "num_perm": 512, "ngram": 4, "normalize": "all", "seed": 1,
-            "band_key": "mix"}
+            "band_key": "mix", "shingle": "words", "verify": False}
 
 
 def _keep_first(texts: list, b: int, r: int) -> list:

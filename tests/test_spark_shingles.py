@@ -64,7 +64,7 @@ def keep_first(keys, active) -> list:
 @pytest.mark.parametrize("unit", ["chars", "mixed"])
 def test_flags_of_a_character_unit_equal_keep_first_over_its_band_keys(docs_df, tmp_path, unit):
     index_dir = str(tmp_path / "ix")
-    result = deduplicate(docs_df, **{**REFERENCE, "ngram": 5}, shingle=unit, order_by="id", index_dir=index_dir,
+    result = deduplicate(docs_df, **{**REFERENCE, "ngram": 5, "shingle": unit}, order_by="id", index_dir=index_dir,
                          return_summary=True, progress=False)
     out, summary = result
     rows = sorted(out.collect(), key=lambda r: r["id"])
@@ -90,7 +90,8 @@ def test_word_shingles_miss_what_character_shingles_find_in_cjk(docs_df, docs):
 
 
 def test_verification_measures_jaccard_on_the_units_shingles(docs_df):
-    out = deduplicate(docs_df, **{**REFERENCE, "ngram": 5}, shingle="mixed", id_col="id", verify=True,
+    out = deduplicate(docs_df, **{**REFERENCE, "ngram": 5, "shingle": "mixed", "verify": True,
+                                         "verify_threshold": None, "containment_threshold": None}, id_col="id",
                       duplicate_of=True, progress=False)
     rows = {r["id"]: r for r in out.collect()}
     flagged = [r for r in rows.values() if r["is_duplicate"]]
@@ -107,7 +108,7 @@ def test_the_sharded_pass_keys_documents_by_the_unit(docs_df, tmp_path):
     from test_core_insert_rule import any_earlier_reference
 
     index_dir = str(tmp_path / "sharded")
-    out = deduplicate(docs_df.repartition(5), **{**REFERENCE, "ngram": 5, "band_key": "mix"}, shingle="mixed",
+    out = deduplicate(docs_df.repartition(5), **{**REFERENCE, "ngram": 5, "band_key": "mix", "shingle": "mixed"},
                       order_by="id", pass_mode="sharded", expected_docs=200_000, shard_memory=1 << 16,
                       index_dir=index_dir, progress=False)
     rows = sorted(out.collect(), key=lambda r: r["id"])
@@ -119,5 +120,5 @@ def test_the_sharded_pass_keys_documents_by_the_unit(docs_df, tmp_path):
     with open(os.path.join(index_dir, manifest), encoding="utf-8") as f:
         assert json.load(f)["params"]["shingle"] == "mixed"
     with pytest.raises(IndexMismatchError, match="shingle"):
-        deduplicate(docs_df, **{**REFERENCE, "ngram": 5, "band_key": "mix"}, shingle="chars", pass_mode="sharded",
+        deduplicate(docs_df, **{**REFERENCE, "ngram": 5, "band_key": "mix", "shingle": "chars"}, pass_mode="sharded",
                     index_dir=index_dir, progress=False)
