@@ -21,7 +21,7 @@ REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normaliz
              "band_key": "sum", "shingle": "words", "verify": False}
 REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32",
                    "--band-key", "sum", "--shingle", "words", "--no-verify"]
-_KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed")
+_KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed", "shingle")
 
 
 def _config(config=None) -> dict:
@@ -44,13 +44,15 @@ def sample_docs(num_docs: int = 500, seed: int = 11) -> tuple:
 
 
 @functools.lru_cache(maxsize=None)
-def _minhash(text: str, num_perm: int, ngram: int, normalize: str, scheme: str, seed: int):
-    """datasketch's MinHash over the shingles of the contract (plain Python shingling); None without shingles."""
+def _minhash(text: str, num_perm: int, ngram: int, normalize: str, scheme: str, seed: int, shingle: str = "words"):
+    """datasketch's MinHash over the shingles of the contract (plain Python shingling of the unit,
+    tests/shingle_reference.py); None without shingles."""
     from datasketch import MinHash
+    from shingle_reference import shingles as reference_shingles
 
-    from evaluation.baselines import reference_shingles
+    from lshbloom_udf.minhash import normalization_mask
 
-    shingles = reference_shingles(text, ngram, normalize)
+    shingles = reference_shingles(text, ngram, normalization_mask(normalize), shingle)
     if not shingles:
         return None
     m = MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
@@ -81,7 +83,7 @@ def datasketch_flags(texts, n: int | None = None, lsh=None, config=None) -> list
         )
     flags = []
     for text in texts:
-        m = _minhash(text, c["num_perm"], c["ngram"], c["normalize"], c["scheme"], c["seed"]) if text else None
+        m = _minhash(text, c["num_perm"], c["ngram"], c["normalize"], c["scheme"], c["seed"], c["shingle"]) if text else None
         if m is None:
             flags.append(False)
             continue
