@@ -269,7 +269,9 @@ df = spark.createDataFrame([(str(i), "some words of document %d and more words" 
                            "id string, text string")
 df.count()
 sys.stderr.write("\nQUIET-RUN-START\n"); sys.stderr.flush()
-deduplicate(df, id_col="id", progress=False)
+# verify=False: verification's stages still ship a task over Spark's 1000 KiB advisory size (an open defect, the
+# stop note of 2026-11-25); this test is about the progress bar and the job group's warning
+deduplicate(df, id_col="id", progress=False, verify=False)
 restored = bar()
 seen.update(after=restored.isDefined())
 sys.stderr.write("\nQUIET-RUN-END\n"); sys.stderr.flush()
