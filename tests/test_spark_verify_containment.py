@@ -31,7 +31,8 @@ T_J, T_C = 0.9, 0.8
 
 def frame(spark, docs, partitions: int = 3):
     rows = [(i, f"d{i}", text, kind) for i, (text, kind) in enumerate(docs)]
-    df = spark.createDataFrame(rows, SCHEMA).coalesce(1).repartitionByRange(partitions, "pos").sortWithinPartitions("pos")
+    df = spark.createDataFrame(rows, SCHEMA).coalesce(1).repartitionByRange(partitions, "pos")
+    df = df.sortWithinPartitions("pos")
     return df, rows
 
 
@@ -166,7 +167,8 @@ def test_the_transformer_keeps_the_param_through_save_and_load(spark, stream, tm
     _, expected = reference([r[2] for r in rows], DedupConfig().replace(**PERMISSIVE), T_J, T_C)
     got = {r["pos"]: (r["duplicate_of"], r["similarity_measure"]) for r in out.collect() if r["is_duplicate"]}
     assert got == {i: (f"d{v.of}", v.measure) for i, v in expected.items()}
-    assert loaded.lastSummary["verify"]["by_containment"] == sum(v.measure == "containment" for v in expected.values()) > 0
+    by_containment = sum(v.measure == "containment" for v in expected.values())
+    assert loaded.lastSummary["verify"]["by_containment"] == by_containment > 0
     with pytest.raises(ConfigError, match="containment_threshold needs verify"):
         LSHBloomDeduplicator(containmentThreshold=0.8)
     with pytest.raises((ConfigError, TypeError, ValueError), match="containment_threshold"):
