@@ -9,6 +9,10 @@ near-duplicates with 5 % of their words replaced). Jobs, each one
 ``spark-submit`` on ``local[2]`` (start-up included, as in scale.py):
 
 - ``mix``: the product's defaults; ``mix-verify``: the same with ``--verify``;
+  ``mix-verify-containment``: with ``--containment-threshold 0.8`` too;
+  ``permissive-verify`` (``--threshold 0.3 --num-perm 128 --verify-threshold 0.45``)
+  and ``permissive-verify-containment``: the permissive candidate stage, without
+  and with containment (not run unless named in ``--jobs``);
 - ``mllib``: ``benchmarks/mllib_join.py``: the issue's MLlib set-up (lowercased
   ``\\W+`` unigrams, binary ``HashingTF`` 2^18, ``MinHashLSH`` 5 hash tables,
   ``approxSimilarityJoin`` of the data with itself at distance 0.5, a document is
@@ -42,6 +46,13 @@ from bench_all import load_avg  # noqa: E402
 from bench_core import machine  # noqa: E402
 
 scale.JOBS["mix-verify"] = ("defaults", ["--band-key", "mix", "--verify"])
+# verification by Jaccard or containment (issue 20): the same candidates, J and C from one intersection
+scale.JOBS["mix-verify-containment"] = ("defaults", ["--band-key", "mix", "--verify", "--containment-threshold", "0.8"])
+# permissive candidates (bands for T = 0.3, 128 permutations) verified at 0.45, without and with containment
+scale.JOBS["permissive-verify"] = ("defaults", ["--band-key", "mix", "--threshold", "0.3", "--num-perm", "128",
+                                                "--verify", "--verify-threshold", "0.45"])
+scale.JOBS["permissive-verify-containment"] = ("defaults", [*scale.JOBS["permissive-verify"][1],
+                                                            "--containment-threshold", "0.8"])
 
 
 def shuffle_bytes(event_dir: str, since: float) -> dict:

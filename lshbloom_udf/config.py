@@ -268,11 +268,11 @@ class DedupConfig:
                                  _boolean, "index", cli={"action": "store_true"})
     # -- verification (lshbloom_udf/spark/verify.py)
     verify: bool = setting(True, "after the pass, keep a document flagged only if an earlier document the pass kept "
-                           "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it (or containment >= "
-                           "containment_threshold)",
+                           "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it "
+                           "(or containment >= containment_threshold)",
                            _boolean, "verify", cli={"action": argparse.BooleanOptionalAction})
-    verify_threshold: Optional[float] = setting(0.4, "the Jaccard similarity verification asks for (none: threshold); "
-                                                "a threshold below it makes the candidates permissive",
+    verify_threshold: Optional[float] = setting(0.4, "the similarity verification asks for (none: threshold); a "
+                                                "lower threshold with this one makes candidates permissive",
                                                 _optional(_threshold), "verify", cli={"type": float})
     containment_threshold: Optional[float] = setting(
         0.7, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
@@ -282,9 +282,9 @@ class DedupConfig:
         "removed; a lower threshold makes them permissive (docs/algorithm.md section 8). None: Jaccard only",
         _optional(_threshold), "verify", cli={"type": float})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
-                                 "document), similarity (the value of the measure that verified it) and similarity_measure (jaccard or "
-                                 "containment) (needs verify; flag and duplicates modes)", _boolean, "verify",
-                                 cli={"action": "store_true"})
+                                 "document), similarity (the value of the measure that verified it) and "
+                                 "similarity_measure (jaccard or containment) (needs verify; flag and duplicates modes)",
+                                 _boolean, "verify", cli={"action": "store_true"})
     checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
     # -- the decision

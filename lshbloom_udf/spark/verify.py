@@ -302,7 +302,9 @@ class VerifiedPairs:
 
     def first_of_each(self) -> np.ndarray:
         """Where each later row's pairs start (its earliest verified earlier row)."""
-        return np.flatnonzero(np.r_[True, self.f_rows[1:] != self.f_rows[:-1]]) if len(self.f_rows) else np.zeros(0, int)
+        if not len(self.f_rows):
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(np.r_[True, self.f_rows[1:] != self.f_rows[:-1]])
 
 
 def _chain(out: Verified, pairs: VerifiedPairs) -> None:
@@ -356,7 +358,8 @@ def _similarities(spark, cand, *, texts_of, shingling: Shingling, rule: VerifyRu
                               ((F_ROW, np.int64), (K_ROW, np.int64), (SIM, np.float64), (MEASURE, np.int8))))
 
 
-def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: VerifiedPairs, prior_documents: bool) -> None:
+def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: VerifiedPairs,
+            prior_documents: bool) -> None:
     """Fill ``out``: each verified flagged row with its earliest verified kept row; the unverifiable ones."""
     first = pairs.first_of_each()
     parts = [pairs.f_rows[first], pairs.k_rows[first], pairs.similarity[first], pairs.measure[first]]
