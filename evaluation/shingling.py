@@ -6,9 +6,10 @@ ones, and must match them exactly:
 * **normalization** (each step optional, in this order): ``dehyphen`` (below),
   NFKC, lowercase, punctuation (Unicode category ``P*``) to a space;
 * ``dehyphen``: a hyphen (U+002D, U+00AD, U+2010) right after an alphabetic
-  character and followed by optional spaces/tabs, one line break (``\\n``,
-  ``\\r\\n``, ``\\r``) and optional spaces/tabs is removed with that whitespace
-  (``docu-\\n  ment`` → ``document``);
+  character (:func:`is_alphabetic`: the native core's ``char::is_alphabetic``, so
+  letters and letter numbers such as ``Ⅻ``, never digits or ``_``) and followed by
+  optional spaces/tabs, one line break (``\\n``, ``\\r\\n``, ``\\r``) and optional
+  spaces/tabs is removed with that whitespace (``docu-\\n  ment`` → ``document``);
 * ``words``: ``str.split`` tokens, word n-grams joined by one space; fewer
   tokens than n (≥ 1) → one shingle of all;
 * ``chars``: every ``str.isspace()`` character deleted; all windows of n
@@ -43,9 +44,10 @@ DENSE_RANGES = (
 )
 DENSE_WEIGHT = 3
 
-# A hyphen after a letter, then [ \t]*, one line break, [ \t]*. The letter test is str.isalpha
-# (checked in the replacement: \w would also admit digits and "_").
-_HYPHEN_BREAK = re.compile("(?<=\\w)[-\u00ad\u2010][ \t]*(?:\r\n|\n|\r)[ \t]*")
+# A hyphen, then [ \t]*, one line break, [ \t]*; it is removed only after an alphabetic character (checked in
+# the replacement, on the original text: a rejected or removed match ends in whitespace, so the character before
+# a later hyphen is never part of an earlier match, as in the native left-to-right scan).
+_HYPHEN_BREAK = re.compile("[-\u00ad\u2010][ \t]*(?:\r\n|\n|\r)[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,22 @@ class Shingling:
         return f"{self.unit}{self.ngram} [{norm}]"
 
 
+def is_alphabetic(c: str) -> bool:
+    """Rust's ``char::is_alphabetic`` (Unicode ``Alphabetic``), the product's letter test, as far as Python's
+    ``unicodedata`` can say it: letters (``L*``) and letter numbers (``Nl``: ``Ⅻ``). Digits and ``_`` are not.
+
+    ``Alphabetic`` also holds the ``Other_Alphabetic`` marks (e.g. Devanagari vowel signs), which ``unicodedata``
+    does not expose: a hyphen right after such a mark is joined by the product and kept here (the same gap as
+    ``tests/shingle_reference.py``; the study's corpora have no such hyphenation).
+    """
+    return c.isalpha() or unicodedata.category(c) == "Nl"
+
+
 def dehyphenate(text: str) -> str:
     """Join words hyphenated across a line break (the ``dehyphen`` step)."""
 
     def join(m: re.Match) -> str:
-        return "" if text[m.start() - 1].isalpha() else m.group(0)
+        return "" if m.start() > 0 and is_alphabetic(text[m.start() - 1]) else m.group(0)
 
     return _HYPHEN_BREAK.sub(join, text)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
-import unicodedata
 
 import numpy as np
 import pyarrow as pa
 import pytest
+import shingle_reference
 from datasketch import MinHash
 from datasketch.lsh_bloom import BloomTable
 
@@ -20,21 +20,8 @@ NOT_WHITESPACE = "\u200b\u180e\ufeff\u2060"  # zero-width space, Mongolian vowel
 
 
 def reference_shingles(text, ngram, normalize=0):
-    """The shingling contract, in plain Python (DESIGN §2)."""
-    if text is None:
-        return set()
-    if normalize & 1:
-        text = unicodedata.normalize("NFKC", text)
-    if normalize & 2:
-        text = text.lower()
-    if normalize & 4:
-        text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
-    tokens = text.split()
-    if not tokens:
-        return set()
-    if len(tokens) < ngram:
-        return {" ".join(tokens).encode("utf-8")}
-    return {" ".join(tokens[i : i + ngram]).encode("utf-8") for i in range(len(tokens) - ngram + 1)}
+    """The shingling contract in plain Python (DESIGN §2): the tests' one reference, words unit."""
+    return shingle_reference.shingles(text, ngram, normalize, "words")
 
 
 def datasketch_signature(text, num_perm, ngram, seed=1, scheme="affine32", normalize=0):

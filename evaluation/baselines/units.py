@@ -7,29 +7,22 @@ A document with fewer tokens than ``n`` has one n-gram of all its tokens
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Optional
 
+from evaluation.shingling import Shingling, shingles
 from lshbloom_udf.minhash import normalization_mask
 
 
 def reference_shingles(text: Optional[str], ngram: int = 1, normalize="none") -> set[bytes]:
-    """The product's shingling contract in plain Python (DESIGN §2), for datasketch."""
-    if text is None:
-        return set()
+    """The product's word shingles (DESIGN §2) in plain Python, for datasketch: the study's one reference
+    (:mod:`evaluation.shingling`, unit ``words``) with the product's normalization mask, dehyphen included."""
     mask = normalization_mask(normalize)
-    if mask & 1:
-        text = unicodedata.normalize("NFKC", text)
-    if mask & 2:
-        text = text.lower()
-    if mask & 4:
-        text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
-    tokens = text.split()
-    if not tokens:
-        return set()
-    if len(tokens) < ngram:
-        return {" ".join(tokens).encode("utf-8")}
-    return {" ".join(tokens[i : i + ngram]).encode("utf-8") for i in range(len(tokens) - ngram + 1)}
+    steps = tuple(step for step, bit in _MASK_BITS if mask & bit)
+    return {s.encode("utf-8") for s in shingles(text, Shingling("words", ngram, steps))}
+
+
+# The native normalization bits (lshbloom_udf.minhash.normalization_mask) and the steps they name.
+_MASK_BITS = (("dehyphen", 8), ("nfkc", 1), ("lower", 2), ("punct", 4))
 
 
 # CCNet's text_normalizer: Unicode punctuation it removes for dedup, and non-printing characters.

@@ -38,6 +38,20 @@ def test_dehyphen_joins_only_a_letter_hyphen_and_one_line_break():
     assert dehyphenate("a - \nb") == "a - \nb"  # after a space
 
 
+@pytest.mark.parametrize("text", [
+    "docu-\nment", "\u2160-\nx", "\u216b-\nx", "3-\nx", "_-\nx", "a-\n-\nb", "-\nx", "a-\n\nb", "\u6f22-\n\u5b57",
+    "\u041a\u043e\u043d-\n\u0435\u0446", "x\u00b2-\ny", "\u00aa-\ny", "end-\n", "a-\u2028b"])
+def test_dehyphen_is_the_native_rule_at_its_edges(text):
+    """The study's dehyphen tests the native core's letter (char::is_alphabetic): letter numbers (Roman numerals)
+    join, digits, superscripts and "_" do not; the one reference the evaluation uses (baselines.reference_shingles
+    goes through it) gives the native core's shingles."""
+    from lshbloom_udf import _native
+
+    want = _native.shingles(text, 1, 8, "chars")  # dehyphen only, every code point a shingle
+    assert set(char_shingles(dehyphenate(text), 1)) == {s.decode() for s in want}
+    assert B.reference_shingles(text, 2, "dehyphen,nfkc,lower,punct") == set(_native.shingles(text, 2, 15))
+
+
 def test_word_units_are_todays_shingles():
     assert word_shingles("a b c d", 2) == {"a b", "b c", "c d"}
     assert word_shingles("a b", 3) == {"a b"}
