@@ -281,6 +281,13 @@ class DedupConfig:
         "still come from the bands (Jaccard near threshold or above), so a tiny document inside a huge one is not "
         "removed; a lower threshold makes them permissive (docs/algorithm.md section 8). None: Jaccard only",
         _optional(_threshold), "verify", cli={"type": float})
+    containment_min_jaccard: Optional[float] = setting(
+        0.3, "with containment_threshold, containment verifies a pair only if its Jaccard is at least this too: "
+        "|S_d & S_e| >= containment_min_jaccard * |S_d | S_e|, so the later document keeps at least this share of "
+        "the earlier one's shingles (a partial copy keeping a fraction f has J ~ f). It refuses a small templated "
+        "page inside a larger sibling (on the English tune corpus 8 of the 11 distinct pairs containment alone "
+        "verified had J < 0.3; docs/evaluation.md section 0). None: no floor", _optional(_threshold), "verify",
+        cli={"type": float})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document), similarity (the value of the measure that verified it) and "
                                  "similarity_measure (jaccard or containment) (needs verify; flag and duplicates modes)",
@@ -344,6 +351,10 @@ class DedupConfig:
         if self.containment_threshold is not None and not self.verify and self.is_given("containment_threshold"):
             raise ConfigError("containment_threshold needs verify=True (--verify): containment is checked on the "
                               "candidate pairs verification examines; add verify or drop containment_threshold")
+        if self.is_given("containment_min_jaccard") and self.containment_min_jaccard is not None and (
+                self.containment_threshold is None or not self.verify):
+            raise ConfigError("containment_min_jaccard bounds the containment branch of verification: it needs "
+                              "verify and containment_threshold")
         if self.bands is not None:
             try:
                 validate_bands(*self.bands, self.num_perm)

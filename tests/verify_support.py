@@ -76,19 +76,21 @@ class Verdict:
     round: int
 
 
-def judge(d: set, e: set, t_jaccard: float, t_containment: Optional[float]) -> Optional[tuple[float, str]]:
-    """(similarity, measure) when the pair verifies: Jaccard first (it is reported when both pass)."""
+def judge(d: set, e: set, t_jaccard: float, t_containment: Optional[float],
+          t_floor: Optional[float] = None) -> Optional[tuple[float, str]]:
+    """(similarity, measure) when the pair verifies: Jaccard first (it is reported when both pass); containment
+    only where the Jaccard also reaches ``t_floor`` (containment_min_jaccard), when given."""
     j = jaccard(d, e)
     if j >= t_jaccard:
         return j, "jaccard"
     c = containment(d, e)
-    if t_containment is not None and c >= t_containment:
+    if t_containment is not None and c >= t_containment and (t_floor is None or j >= t_floor):
         return c, "containment"
     return None
 
 
 def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jaccard: float,
-                     t_containment: Optional[float]) -> dict[int, Verdict]:
+                     t_containment: Optional[float], t_floor: Optional[float] = None) -> dict[int, Verdict]:
     """Position of each flag verification keeps -> its :class:`Verdict`.
 
     Round 1: the earliest earlier document the pass kept that shares a (band,
@@ -106,7 +108,7 @@ def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jac
         round1 = sorted({kept_pairs[p] for p in pairs[i] if kept_pairs.get(p, i) < i})
         round2 = [u for u in unflagged if not pairs[u].isdisjoint(pairs[i])]
         for rnd, pool in ((1, round1), (2, round2)):
-            got = next(((c, v) for c in pool if (v := judge(sets[i], sets[c], t_jaccard, t_containment))), None)
+            got = next(((c, v) for c in pool if (v := judge(sets[i], sets[c], t_jaccard, t_containment, t_floor))), None)
             if got is not None:
                 verdicts[i] = Verdict(got[0], got[1][0], got[1][1], rnd)
                 break

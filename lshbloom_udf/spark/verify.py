@@ -10,6 +10,7 @@ keeps the flag only where it is earned. Round 1:
     d stays flagged  ⇔  ∃ e kept by the pass, row(e) < row(d), e shares a (band, key) with d,
                         and  J(S_d, S_e) = |S_d ∩ S_e| / |S_d ∪ S_e| >= T_v
                         or   C(S_d, S_e) = |S_d ∩ S_e| / |S_d|        >= T_c  (containment_threshold, if set)
+                             and J(S_d, S_e)                           >= J_c  (containment_min_jaccard, if set)
 
 with ``S`` the shingle sets of the contract (the same shingles, n-grams and
 normalization as the signatures, all computed by :func:`shingle_set`) and
@@ -89,15 +90,28 @@ JACCARD, CONTAINMENT = 0, 1
 __all__ = ["MEASURES", "PairBloom", "Shingling", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
 
 
+def _default(name: str):
+    """A setting's declared default (lshbloom_udf.config: one declaration per setting)."""
+    from lshbloom_udf.config import DedupConfig
+
+    return DedupConfig.__dataclass_fields__[name].default
+
+
 @dataclass(frozen=True)
 class VerifyRule:
-    """When a candidate pair (later ``d``, earlier ``e``) verifies: ``J >= jaccard`` or ``C >= containment``.
+    """When a candidate pair (later ``d``, earlier ``e``) verifies:
+    ``J >= jaccard``, or ``C >= containment`` and ``J >= containment_min_jaccard``.
 
     ``containment`` None: Jaccard only (the rule before containment_threshold).
+    ``containment_min_jaccard`` (default: the setting's, 0.3) is the containment branch's Jaccard floor: a
+    partial copy keeping a share ``f`` of its source has ``J ≈ f``, while a small templated page inside a larger
+    sibling has ``C`` high but ``J`` low; None: no floor. Decided from the three counts alone, so any similarity
+    stage that counts ``|S_d ∩ S_e|``, ``|S_d|``, ``|S_e|`` can feed :meth:`judge`.
     """
 
     jaccard: float
     containment: Optional[float] = None
+    containment_min_jaccard: Optional[float] = field(default_factory=lambda: _default("containment_min_jaccard"))
 
     def judge(self, common: np.ndarray, size_d: np.ndarray, size_e: np.ndarray):
         """(passes, similarity, measure code) of pairs with ``|S_d ∩ S_e|``, ``|S_d|``, ``|S_e|``.
@@ -112,6 +126,8 @@ class VerifyRule:
             return by_j, j, np.full(len(j), JACCARD, np.int8)
         c = np.divide(common, size_d, out=np.zeros_like(common), where=size_d > 0)
         by_c = c >= self.containment
+        if self.containment_min_jaccard is not None:
+            by_c &= j >= self.containment_min_jaccard
         return by_j | by_c, np.where(by_j, j, c), np.where(by_j, JACCARD, CONTAINMENT).astype(np.int8)
 
 
@@ -141,6 +157,7 @@ class Verified:
         return {
             "threshold": rule.jaccard,
             "containment_threshold": rule.containment,
+            "containment_min_jaccard": rule.containment_min_jaccard if rule.containment is not None else None,
             "pass_flagged": self.pass_flagged,
             "kept_flagged": int(len(self.rows)),
             "by_containment": int(np.count_nonzero(self.measure == CONTAINMENT)),
