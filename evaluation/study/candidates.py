@@ -17,7 +17,8 @@ For one split's distinct texts and one :class:`~evaluation.shingling.Shingling`:
 * :func:`verify` is the job's verification (``lshbloom_udf.spark.verify``)
   plus containment: a flag stays iff an earlier kept document (kept by the
   pass, or unflagged by verification before it) sharing a (band, key) has
-  exact Jaccard ``>= tj`` **or** ``|S_later ∩ S_earlier| / |S_later| >= tc``.
+  exact Jaccard ``>= tj`` **or** ``|S_later ∩ S_earlier| / |S_later| >= tc`` (with, given ``floor``,
+  Jaccard ``>= floor``: ``containment_min_jaccard``).
 """
 
 from __future__ import annotations
@@ -118,8 +119,10 @@ def pass_decisions(idx: np.ndarray, nbrs: dict[int, set[int]], has: np.ndarray) 
     return PassResult(flags, earlier)
 
 
-def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float, tc: Optional[float]) -> np.ndarray:
-    """The pass's flags an earlier kept document verifies (Jaccard >= ``tj`` or containment >= ``tc``)."""
+def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float, tc: Optional[float],
+           floor: Optional[float] = None) -> np.ndarray:
+    """The pass's flags an earlier kept document verifies (Jaccard >= ``tj``, or containment >= ``tc`` with
+    Jaccard >= ``floor``: the product's containment_min_jaccard)."""
     kept = ~result.flags
     out = np.zeros(len(idx), dtype=bool)
     for p in sorted(result.earlier):
@@ -130,7 +133,8 @@ def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float,
             earlier = int(idx[q])
             inter = split.intersection(later, earlier)
             union = split.sizes[later] + split.sizes[earlier] - inter
-            if inter >= tj * union or (tc is not None and inter >= tc * split.sizes[later]):
+            if inter >= tj * union or (tc is not None and inter >= tc * split.sizes[later]
+                                       and (floor is None or inter >= floor * union)):
                 out[p] = True
                 break
         if not out[p]:

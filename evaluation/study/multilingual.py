@@ -56,6 +56,9 @@ THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 PERMS = (128, 256, 512)
 TJ = (0.4, 0.5, 0.6)
 TC = (None, 0.7, 0.8, 0.9)
+# containment's Jaccard floor (containment_min_jaccard) with each Tc; the floor first, so that it wins a tie
+# (the tune streams cannot tell them apart; the tune pool's distinct pairs can: docs/evaluation.md §0.5)
+TC_FLOOR = (0.3, None)
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,11 @@ class Candidate:
     num_perm: int
     tj: Optional[float] = None  # None: no verification
     tc: Optional[float] = None
+    floor: Optional[float] = None  # containment's Jaccard floor (containment_min_jaccard), with tc
 
     def label(self) -> str:
         v = "unverified" if self.tj is None else f"Tj {self.tj:g}" + (f" / Tc {self.tc:g}" if self.tc else "")
+        v += f" (J >= {self.floor:g})" if self.tc and self.floor else ""
         return f"{self.shingling.label()} T {self.threshold:g} k {self.num_perm} {v}"
 
     @property
@@ -78,7 +83,8 @@ class Candidate:
         b, r = self.bands
         return {"unit": self.shingling.unit, "ngram": self.shingling.ngram,
                 "normalize": ",".join(self.shingling.normalize), "threshold": self.threshold,
-                "num_perm": self.num_perm, "b": b, "r": r, "verify": self.tj is not None, "tj": self.tj, "tc": self.tc}
+                "num_perm": self.num_perm, "b": b, "r": r, "verify": self.tj is not None, "tj": self.tj, "tc": self.tc,
+                "containment_min_jaccard": self.floor}
 
 
 @functools.lru_cache(maxsize=None)
@@ -88,6 +94,9 @@ def _bands(threshold: float, num_perm: int) -> tuple[int, int]:
 
 DEFAULTS_TODAY = Candidate(Shingling("words", 4, NORM), 0.45, 512)
 PAPER_ROW = Candidate(Shingling("words", 1, ()), 0.5, 256)
+# What the product ships (lshbloom_udf/config.py): the study's unit, bands for T 0.3 at 256 permutations (64 x 4,
+# for the pass's flags at scale: docs/evaluation.md §0.2), Tj 0.4, Tc 0.7 with Jaccard >= 0.3.
+SHIPPED = Candidate(Shingling("mixed", 11, DEHYPHEN), 0.3, 256, 0.4, 0.7, 0.3)
 
 
 def read_languages(path: str) -> dict[str, list[Source]]:
@@ -192,7 +201,7 @@ class Scorer:
             del self._passes[key]
 
     def passes(self, split: Split, cand: Candidate) -> list:
-        band = replace(cand, tj=None, tc=None)
+        band = replace(cand, tj=None, tc=None, floor=None)
         key = (split.name, band)
         if key not in self._passes:
             t = time.perf_counter()
@@ -210,7 +219,7 @@ class Scorer:
             sh = self.shingled(split, cand.shingling)
             for st, idx, res in zip(split.streams, split.index, self.passes(split, cand)):
                 t = time.perf_counter()
-                flags = res.flags if cand.tj is None else verify(idx, res, sh, cand.tj, cand.tc)
+                flags = res.flags if cand.tj is None else verify(idx, res, sh, cand.tj, cand.tc, cand.floor)
                 self.seconds["verify"] += time.perf_counter() - t
                 labels = np.array(st.labels)
                 s = score(labels, flags)
@@ -242,8 +251,9 @@ def screen(scorer: Scorer, tune: Sequence[Split], log=print) -> list[tuple[tuple
     for sh in UNITS:
         best = None
         for t in THRESHOLDS:
-            for tj, tc in [(None, None)] + [(a, c) for a in TJ for c in TC]:
-                cand = Candidate(sh, t, 256, tj, tc)
+            for tj, tc, fl in [(None, None, None)] + [(a, c, f) for a in TJ for c in TC
+                                                       for f in (TC_FLOOR if c else (None,))]:
+                cand = Candidate(sh, t, 256, tj, tc, fl)
                 obj = objective(scorer.rows(cand, tune))
                 ranked.append((obj, cand))
                 best = max(best, (obj, cand), key=lambda x: x[0]) if best else (obj, cand)
@@ -285,7 +295,8 @@ def run(corpus_dir: str, out: str, docs: int = 200, english_docs: int = 300, see
     tune = [s[0] for s in splits.values()]
     held = [s[1] for s in splits.values()]
     scorer = Scorer(tune + held)
-    log(f"stage 1 ({len(UNITS)} shinglings × {len(THRESHOLDS)} thresholds × {1 + len(TJ) * len(TC)} verifications)")
+    n_verify = 1 + len(TJ) * (1 + (len(TC) - 1) * len(TC_FLOOR))
+    log(f"stage 1 ({len(UNITS)} shinglings × {len(THRESHOLDS)} thresholds × {n_verify} verifications)")
     ranked = screen(scorer, tune, log)
     seen_units, picks = set(), []
     for _, cand in ranked:  # the best few, at most two per unit family so the finalists differ
@@ -304,7 +315,7 @@ def run(corpus_dir: str, out: str, docs: int = 200, english_docs: int = 300, see
         if objective(scorer.rows(alt, tune)) >= objective(scorer.rows(chosen, tune)):
             chosen = alt
     log(f"chosen: {chosen.label()}")
-    reported = {"chosen": chosen, "defaults today": DEFAULTS_TODAY, "paper preset": PAPER_ROW}
+    reported = {"shipped": SHIPPED, "chosen": chosen, "defaults today": DEFAULTS_TODAY, "paper preset": PAPER_ROW}
     for i, c in enumerate(picks):
         reported.setdefault(f"finalist {i + 1}", c)
     rows = []

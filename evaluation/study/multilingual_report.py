@@ -129,10 +129,10 @@ def write_report(out: str, rows: Sequence[dict], reported: dict, summary: dict) 
           "### Held-out, per language: worst-level F1 (precision / recall pooled over the levels)", "",
           language_table(rows, names, "heldout"), "",
           "### Tune, per language", "", language_table(rows, names, "tune"), ""]
-    for name in ("chosen", "defaults today"):
+    for name in ("shipped", "chosen", "defaults today"):
         md += [f"### Held-out per level: {name}", "", level_table(rows, name, "heldout"), ""]
     md += ["### Held-out per kind of copy (precision / recall / F1, all levels)", "",
-           kind_table(rows, ["chosen", "defaults today"], "heldout"), ""]
+           kind_table(rows, ["shipped", "chosen", "defaults today"], "heldout"), ""]
     plots = _plots(out, rows, names)
     md += [f"![{p}]({p})" for p in plots]
     with open(os.path.join(out, "results.md"), "w") as f:

@@ -40,12 +40,14 @@ from lshbloom_udf.minhash import band_keys, normalization_mask
 
 
 def verify_decisions(keys: np.ndarray, has: np.ndarray, flags: np.ndarray, shingles: Sequence[frozenset],
-                     threshold: float, chained: bool = True, containment: Optional[float] = None) -> np.ndarray:
+                     threshold: float, chained: bool = True, containment: Optional[float] = None,
+                     floor: Optional[float] = None) -> np.ndarray:
     """The pass's ``flags`` that an earlier kept document sharing a (band, key) verifies.
 
     A pair verifies when its exact Jaccard is ``>= threshold`` or, given
     ``containment``, when ``|S_later ∩ S_earlier| / |S_later| >= containment``
-    (a partial copy: a truncation or an excerpt of the earlier document).
+    (a partial copy: a truncation or an excerpt of the earlier document) and, given ``floor``, the
+    Jaccard is ``>= floor`` too (``containment_min_jaccard``).
     Kept documents: those the pass kept and (``chained``) those verification
     unflagged before (in processing order); without ``chained`` only the pass's.
     """
@@ -64,7 +66,9 @@ def verify_decisions(keys: np.ndarray, has: np.ndarray, flags: np.ndarray, shing
         for c in cands:
             s = shingles[c]
             inter = len(a & s)
-            if inter >= threshold * len(a | s) or (containment is not None and inter >= containment * len(a)):
+            union = len(a | s)
+            if inter >= threshold * union or (containment is not None and inter >= containment * len(a)
+                                              and (floor is None or inter >= floor * union)):
                 out[i] = True
                 break
         if not out[i] and chained:

@@ -128,8 +128,8 @@ def test_streams_cover_the_kinds_and_label_first_occurrences():
         pool, 0, CrawlNoise()).get(pool[0].id, 3)
 
 
-@pytest.mark.parametrize("tj,tc", [(0.5, None), (0.45, 0.8), (0.6, 0.7)])
-def test_the_fast_rule_is_the_products_rule(tj, tc):
+@pytest.mark.parametrize("tj,tc,floor", [(0.5, None, None), (0.45, 0.8, None), (0.6, 0.7, None), (0.6, 0.5, 0.3)])
+def test_the_fast_rule_is_the_products_rule(tj, tc, floor):
     """candidates.pass_decisions/verify decide as the product's index (keep-first) + verify_decisions."""
     pool = synthetic_sources(80, seed=4)
     split = build_split("t", pool, 80, seed=1)
@@ -146,8 +146,8 @@ def test_the_fast_rule_is_the_products_rule(tj, tc):
         got = pass_decisions(idx, nbrs, shingled.has)
         assert expected.any() and np.array_equal(got.flags, expected)
         want = verify_decisions(keys[idx], shingled.has[idx], expected, [sets[j] for j in idx], tj,
-                                containment=tc)
-        assert np.array_equal(verify(idx, got, shingled, tj, tc), want)
+                                containment=tc, floor=floor)
+        assert np.array_equal(verify(idx, got, shingled, tj, tc, floor), want)
 
 
 def test_containment_verifies_a_truncation_jaccard_misses():
@@ -159,4 +159,7 @@ def test_containment_verifies_a_truncation_jaccard_misses():
     flags = np.array([False, True])
     assert not verify_decisions(keys, has, flags, sets, 0.5)[1]
     assert verify_decisions(keys, has, flags, sets, 0.5, containment=0.9)[1]
+    # J = 40/100: a floor above it refuses the containment, one at it accepts
+    assert not verify_decisions(keys, has, flags, sets, 0.5, containment=0.9, floor=0.41)[1]
+    assert verify_decisions(keys, has, flags, sets, 0.5, containment=0.9, floor=0.4)[1]
     assert unicodedata.normalize("NFKC", "ｱ") == "ア"  # the dense range FF66-FF9D is NFKC's half-width kana
