@@ -278,8 +278,9 @@ class DedupConfig:
         0.7, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
         "candidate's at least this much: |S_d & S_e| / |S_d| >= containment_threshold (J <= C <= 1). A truncation, "
         "excerpt or section drop keeping a fraction f of a document has Jaccard ~f but containment ~1. Candidates "
-        "still come from the bands (Jaccard near threshold or above), so a tiny document inside a huge one is not "
-        "removed; a lower threshold makes them permissive (docs/algorithm.md section 8). None: Jaccard only",
+        "still come from the bands (Jaccard near threshold or above), and containment_min_jaccard asks for a "
+        "Jaccard floor, so a small document inside a much larger one is not removed (docs/algorithm.md section 8). "
+        "None: Jaccard only",
         _optional(_threshold), "verify", cli={"type": float})
     containment_min_jaccard: Optional[float] = setting(
         0.3, "with containment_threshold, containment verifies a pair only if its Jaccard is at least this too: "
