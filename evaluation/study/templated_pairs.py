@@ -64,8 +64,9 @@ def similar_pairs(sources: list, min_estimate: float = 0.1) -> list[dict]:
         for j in near.tolist():
             common = sh.intersection(i, j)
             small, large = sorted((int(sh.sizes[i]), int(sh.sizes[j])))
+            union = small + large - common
             out.append({"a": sources[i].id, "b": sources[j].id, "common": common, "small": small, "large": large,
-                        "jaccard": round(common / (small + large - common), 4), "containment": round(common / small, 4)})
+                        "jaccard": round(common / union, 4), "containment": round(common / small, 4)})
     return out
 
 
