@@ -163,3 +163,14 @@ def test_containment_verifies_a_truncation_jaccard_misses():
     assert not verify_decisions(keys, has, flags, sets, 0.5, containment=0.9, floor=0.41)[1]
     assert verify_decisions(keys, has, flags, sets, 0.5, containment=0.9, floor=0.4)[1]
     assert unicodedata.normalize("NFKC", "ｱ") == "ア"  # the dense range FF66-FF9D is NFKC's half-width kana
+
+
+def test_templated_pairs_count_a_pair_verified_in_either_order():
+    from evaluation.study.templated_pairs import accepted, verifies
+
+    # a small page (40 shingles, 30 of them in a sibling of 100): C 0.75 later, 0.30 earlier; J 30/110
+    pair = {"common": 30, "small": 40, "large": 100}
+    assert verifies(30, 40, 100, 0.4, 0.7, None) and not verifies(30, 100, 40, 0.4, 0.7, None)
+    assert accepted([pair], (0.4, 0.7, None)) == [pair]  # the smaller page later is the worst case
+    assert accepted([pair], (0.4, 0.7, 0.3)) == []  # J = 0.27 < 0.3: the floor refuses it
+    assert accepted([dict(pair, common=33, large=103)], (0.4, 0.7, 0.3))  # J = 33/110 = 0.3: at the floor
