@@ -91,8 +91,6 @@ def test_the_setting_is_checked_and_is_a_toml_key(tmp_path):
     assert DedupConfig.from_settings(load_config(str(path))).containment_min_jaccard == 0.25
 
 
-@pytest.mark.xfail(strict=True, reason="lshbloom_udf/spark/pipeline.py builds VerifyRule from verify_threshold and "
-                   "containment_threshold only: it must pass config.containment_min_jaccard too (owner: pipeline)")
 def test_an_explicit_floor_reaches_verification(spark):
     texts = sibling_texts()
     df = spark.createDataFrame([(i, f"d{i}", t) for i, t in enumerate(texts)], "pos long, id string, text string")

@@ -101,7 +101,9 @@ class DedupRun:
     def verify_rule(self):
         from lshbloom_udf.spark.verify import VerifyRule
 
-        return VerifyRule(self.config.verify_threshold or self.params.threshold, self.config.containment_threshold)
+        c = self.config
+        return VerifyRule(c.verify_threshold or self.params.threshold, c.containment_threshold,
+                          c.containment_min_jaccard)
 
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
