@@ -8,6 +8,8 @@
 mod exponential;
 mod permute;
 mod poisson;
+#[cfg(test)]
+mod pinned;
 mod words;
 
 pub use poisson::{PoissonSketch, Walk};
