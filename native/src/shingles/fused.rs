@@ -61,7 +61,9 @@ impl CharBuffer {
     /// dehyphenation) and its whitespace deleted, as `normalize` then `fill`
     /// would. Returns false, leaving the buffer unspecified, when the text
     /// needs the step-by-step path (see the module comment).
-    pub fn fill_fused(&mut self, text: &str, table: &AsciiTable, weighted: bool) -> bool {
+    ///
+    /// `nfkc_done`: the caller already applied NFKC (the check is skipped).
+    pub fn fill_fused(&mut self, text: &str, table: &AsciiTable, weighted: bool, nfkc_done: bool) -> bool {
         self.bytes.clear();
         self.starts.clear();
         self.weights.clear();
@@ -80,7 +82,7 @@ impl CharBuffer {
             return true;
         }
         let flags = table.flags;
-        if flags & NORM_NFKC != 0 && is_nfkc_quick(text.chars()) != IsNormalized::Yes {
+        if flags & NORM_NFKC != 0 && !nfkc_done && is_nfkc_quick(text.chars()) != IsNormalized::Yes {
             return false;
         }
         let lower = flags & NORM_LOWER != 0;
@@ -144,7 +146,7 @@ mod tests {
     fn fused(text: &str, flags: u32) -> Option<Vec<u8>> {
         let mut buf = CharBuffer::default();
         let text = if flags & NORM_DEHYPHEN != 0 { super::super::dehyphen(text) } else { text.into() };
-        buf.fill_fused(&text, &AsciiTable::new(flags), true).then_some(buf.bytes)
+        buf.fill_fused(&text, &AsciiTable::new(flags), true, false).then_some(buf.bytes)
     }
 
     #[test]
@@ -219,9 +221,35 @@ mod tests {
     }
 
     #[test]
+    fn shingler_equals_the_stepwise_path_in_order() {
+        use super::super::{ShingleSettings, Shingler, Unit};
+        // Includes texts the fused pass declines at first (fullwidth: NFKC
+        // first, then fused) and for good (capital sigma: step by step).
+        let pool: Vec<char> = "aZ \n-!\u{e9}\u{3a3}\u{301}\u{6f22}\u{304b}\u{ff21}\u{ff0c}\u{fb01}\u{3000}\u{2010}".chars().collect();
+        let mut state = 3u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        for _ in 0..2000 {
+            let text: String = (0..next() % 30).map(|_| pool[next() % pool.len()]).collect();
+            let flags = next() as u32 & NORM_VALID;
+            let unit = if next() % 2 == 0 { Unit::Mixed } else { Unit::Chars };
+            let ngram = [1, 3, 11][next() % 3];
+            let mut sh = Shingler::with_settings(ShingleSettings { unit, ngram, flags });
+            let mut got = Vec::new();
+            sh.for_each(&text, |s| got.push(s.to_vec()));
+            let norm = normalize(&text, flags);
+            let mut want = Vec::new();
+            sh.for_each_span_normalized(&norm, |b, s, e| want.push(b[s..e].to_vec()));
+            assert_eq!(got, want, "{text:?} {flags} {unit:?} {ngram}");
+        }
+    }
+
+    #[test]
     fn weights_and_offsets_follow_the_kept_code_points() {
         let mut buf = CharBuffer::default();
-        assert!(buf.fill_fused("A\u{6F22}, b", &AsciiTable::new(NORM_ALL), true));
+        assert!(buf.fill_fused("A\u{6F22}, b", &AsciiTable::new(NORM_ALL), true, false));
         assert_eq!(buf.bytes, "a\u{6F22}b".as_bytes());
         assert_eq!(buf.starts, vec![0, 1, 4, 5]);
         assert_eq!(buf.weights, vec![1, 3, 1]);

@@ -113,6 +113,8 @@ pub struct Shingler {
     chars: CharBuffer,
     /// The flags' map of ASCII bytes (character units).
     table: AsciiTable,
+    /// The NFKC form of a document that needs one (character units).
+    nfkc: String,
 }
 
 impl Shingler {
@@ -134,6 +136,7 @@ impl Shingler {
             buf: Vec::new(),
             chars: CharBuffer::default(),
             table: AsciiTable::new(flags),
+            nfkc: String::new(),
         }
     }
 
@@ -176,7 +179,15 @@ impl Shingler {
     fn char_spans<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
         let text = if self.flags & NORM_DEHYPHEN != 0 { dehyphen(text) } else { Cow::Borrowed(text) };
         let weighted = self.unit == Unit::Mixed;
-        if self.chars.fill_fused(&text, &self.table, weighted) {
+        let mut fused = self.chars.fill_fused(&text, &self.table, weighted, false);
+        if !fused && self.flags & NORM_NFKC != 0 {
+            // NFKC is not code point by code point: apply it on its own (into a
+            // reused buffer), then the rest of the steps fused.
+            self.nfkc.clear();
+            self.nfkc.extend(text.nfkc());
+            fused = self.chars.fill_fused(&self.nfkc, &self.table, weighted, true);
+        }
+        if fused {
             return if weighted {
                 self.chars.filled_weighted_windows(self.ngram, f)
             } else {
