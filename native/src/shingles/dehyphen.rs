@@ -38,12 +38,29 @@ fn next_hyphen(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
     None
 }
 
+/// Whether `bytes` has a '-' byte, or the last byte of a soft hyphen (C2 AD) or
+/// of U+2010 (E2 80 90): the cheap rejection. Fixed 32-byte blocks without an
+/// early exit inside, so that the compiler vectorizes them.
+fn has_hyphen_byte(bytes: &[u8]) -> bool {
+    let hit = |b: u8| u8::from(b == b'-') | u8::from(b == 0xAD) | u8::from(b == 0x90);
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        if block.iter().fold(0u8, |acc, &b| acc | hit(b)) != 0 {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&b| hit(b) != 0)
+}
+
 /// `text` with every hyphenated line break removed; borrowed when there is none.
 ///
 /// Jumps from hyphen to hyphen (a byte scan) and decodes only the character
 /// before each, instead of walking every character.
 pub fn dehyphen(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
+    if !has_hyphen_byte(bytes) {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::new();
     let mut copied = 0; // bytes of `text` already in `out` or removed
     let mut from = 0;
@@ -157,6 +174,20 @@ mod tests {
                 })
                 .collect();
             assert_eq!(dehyphen(&text), reference(&text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn cheap_rejection_sees_every_position() {
+        for len in [0usize, 1, 31, 32, 33, 64, 100] {
+            assert!(!has_hyphen_byte(&vec![b'a'; len]));
+            for at in 0..len {
+                for mark in [b'-', 0xAD, 0x90] {
+                    let mut v = vec![b'a'; len];
+                    v[at] = mark;
+                    assert!(has_hyphen_byte(&v), "{len} {at} {mark}");
+                }
+            }
         }
     }
 
