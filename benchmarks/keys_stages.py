@@ -38,8 +38,12 @@ def scale_texts(n: int, parquet: str | None) -> list[str]:
 
         parquet = scale_data.generate(max(n, 200_000), SCALE_PARAMS,
                                       os.path.join(tempfile.gettempdir(), "lshbloom-scale"))["docs"]
-    table = pq.ParquetFile(parquet).read_row_group(0, columns=["text"])
-    return table.column(0).to_pylist()[:n]
+    texts: list = []
+    for batch in pq.ParquetFile(parquet).iter_batches(batch_size=8192, columns=["text"]):
+        texts.extend(batch.column(0).to_pylist())
+        if len(texts) >= n:
+            break
+    return texts[:n]
 
 
 def multilingual_texts() -> list[str]:
