@@ -161,8 +161,9 @@ def measure(n: int, args) -> dict:
     job = scale.run_job(job_args, "mix", data, workdir)
     if "error" in job:
         raise SystemExit(f"the product's job failed: {job['error']}")
-    res["product"] = {"wall_s": job["seconds"], "cores": 2, "docs": n, "false_flags": job["false_flags"],
-                      "false_flag_share": job["false_flag_share"], "recall": job["recall"], "stages": job["stages"]}
+    res["product"] = {"wall_s": job["seconds"], "cpu_s": job.get("tree", {}).get("total_cpu_s"), "cores": 2, "docs": n,
+                      "false_flags": job["false_flags"], "false_flag_share": job["false_flag_share"],
+                      "recall": job["recall"], "stages": job["stages"]}
     for peer, limit in (("rensa", None), ("datasketch", min(args.datasketch_sample, n))):
         got = timed_peer(peer, data, workdir, limit)
         res[peer] = {"wall_s": got["wall_s"], "cpu_s": got["cpu_s"], "cores": 1, "docs": got["docs"],
@@ -180,16 +181,21 @@ def per_core(part: dict, n: int) -> float:
 
 def report(res: dict) -> None:
     n = res["n"]
-    print(f"\n{n:,} documents (mean {res['mean_bytes']:.0f} bytes); load {res['load_before']} -> {res['load_after']}")
-    print(f"{'system':<12} {'cores':>5} {'wall s':>9} {'docs/s/core':>12} {'false flags':>12} {'recall':>8}  vs product")
+    print(f"\n{n:,} documents (mean {res['mean_bytes']:.0f} bytes); load {res['load_before']} -> {res['load_after']}",
+          flush=True)
+    print(f"{'system':<12} {'cores':>5} {'wall s':>9} {'cpu s':>9} {'docs/s/core':>12} {'false flags':>12} {'recall':>8}  vs product")
     product = per_core(res["product"], n)
     for name in ("product", "rensa", "datasketch"):
         part = res[name]
         wall = part.get("extrapolated_wall_s", part["wall_s"])
         note = " (extrapolated from %d docs)" % part["docs"] if "extrapolated_wall_s" in part else ""
         ratio = "" if name == "product" else f"{product / per_core(part, n):.2f}x"
-        print(f"{name:<12} {part['cores']:>5} {wall:>9.1f} {per_core(part, n):>12,.0f} {part['false_flags']:>12,} "
-              f"{part['recall']:>8.4f}  {ratio}{note}")
+        cpu = part.get("cpu_s")
+        cpu = "" if cpu is None else f"{cpu * n / part['docs']:>9.1f}"
+        print(f"{name:<12} {part['cores']:>5} {wall:>9.1f} {cpu:>9} {per_core(part, n):>12,.0f} {part['false_flags']:>12,} "
+              f"{part['recall']:>8.4f}  {ratio}{note}", flush=True)
+    stages = res["product"].get("stages", {})
+    print("product stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items())), flush=True)
 
 
 def main(argv=None) -> None:
@@ -209,13 +215,15 @@ def main(argv=None) -> None:
         return run_peer(args.peer, args.data, args.flags, args.limit)
     num_perm, b, r = default_bands()
     print(f"machine: {machine()}; defaults: {default_shingling()}, num_perm {num_perm}, (b, r) = ({b}, {r})")
-    results = [measure(n, args) for n in (args.docs or [200_000])]
-    for res in results:
-        report(res)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump({"machine": machine(), "results": results}, f, indent=2, default=str)
+    results = []
+    for n in args.docs or [200_000]:
+        # Reported and saved as each size ends: a long run stopped later keeps the sizes it finished.
+        results.append(measure(n, args))
+        report(results[-1])
+        if args.json:
+            os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+            with open(args.json, "w") as f:
+                json.dump({"machine": machine(), "results": results}, f, indent=2, default=str)
 
 
 if __name__ == "__main__":

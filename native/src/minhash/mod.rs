@@ -8,9 +8,11 @@
 mod exponential;
 mod permute;
 mod poisson;
+#[cfg(test)]
+mod pinned;
 mod words;
 
-pub use poisson::{PoissonSketch, Walk};
+pub use poisson::{PoissonSketch, Walks};
 
 pub use permute::{simd_backend, update_affine32, update_legacy};
 pub use words::reset_word_table;
@@ -174,7 +176,7 @@ pub struct MinHasher {
     /// change a row and cost less than dropping them).
     hashes64: Vec<u64>,
     /// The paused arrival streams of `poisson`.
-    walks: Vec<Walk>,
+    walks: Walks,
     /// Shingles of this document that missed the word table.
     pending: Vec<ShortKey>,
     scratch: Vec<u32>,
@@ -196,7 +198,7 @@ impl MinHasher {
             distinct: DistinctSet::new(),
             hashes: Vec::new(),
             hashes64: Vec::new(),
-            walks: Vec::new(),
+            walks: Walks::default(),
             pending: Vec::new(),
             scratch: Vec::new(),
             keys: Vec::new(),

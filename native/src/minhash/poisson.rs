@@ -27,7 +27,7 @@
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::exponential::exponential;
+use super::exponential::{exponential, exponential_fast};
 
 /// A row with no arrival yet.
 const EMPTY: u32 = u32::MAX;
@@ -54,8 +54,24 @@ fn next_random(state: &mut u64) -> u64 {
 #[inline(always)]
 fn next_arrival(state: &mut u64) -> (u64, f64) {
     let r = next_random(state);
-    let gap = exponential(r, &mut || next_random(state));
+    let gap = match exponential_fast(r) {
+        Some(gap) => gap,
+        None => {
+            let (gap, after) = rejected_gap(r, *state);
+            *state = after;
+            gap
+        }
+    };
     (r, gap)
+}
+
+/// The ziggurat's rejection path, outlined and taking the state by value so
+/// that the hot loops never take its address (which would keep it in memory).
+#[cold]
+#[inline(never)]
+fn rejected_gap(r: u64, mut state: u64) -> (f64, u64) {
+    let gap = exponential(r, &mut || next_random(&mut state));
+    (gap, state)
 }
 
 /// The bin of a random word: its high 32 bits scaled to `0..k`.
@@ -93,11 +109,10 @@ impl PoissonSketch {
 
     /// The signature of the shingles whose hashes are `hashes` (repeats
     /// allowed) into `sig` (length k): all `u32::MAX` when `hashes` is empty.
-    /// `walks` is scratch space (the paused streams of the active shingles).
-    pub fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Vec<Walk>) {
+    /// `walks` is scratch space (the paused arrival streams).
+    pub fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Walks) {
         assert_eq!(sig.len(), self.k);
         sig.fill(EMPTY);
-        walks.clear();
         if hashes.is_empty() {
             return;
         }
@@ -107,37 +122,102 @@ impl PoissonSketch {
         // e rows empty with probability exp(-e^-c).
         let (k, kf, n) = (self.k, self.k as f64, hashes.len() as f64);
         let mut end = kf * (kf.ln() + FIRST_SLACK) / n;
-        let mut filled = 0usize;
-        // Only the streams with an arrival before `end` are kept (about
-        // k (ln k + 1) of them at most): the others restart from their hash.
-        for &h in hashes {
-            let mut walk = Walk::start(h);
-            if walk.t < end {
-                filled += walk.advance(end, k, sig);
-                walks.push(walk);
-            }
-        }
+        walks.start(hashes, end);
+        let mut filled = walks.apply(end, k, sig);
         while filled < k {
-            let before = end;
             end += kf * (((k - filled) as f64).ln() + NEXT_SLACK) / n;
-            // Kept streams resume where they paused, streams whose first
-            // arrival falls in [before, end) start: no arrival is drawn twice.
-            for walk in walks.iter_mut() {
-                filled += walk.advance(end, k, sig);
-            }
-            for &h in hashes {
-                let mut walk = Walk::start(h);
-                if walk.t >= before && walk.t < end {
-                    filled += walk.advance(end, k, sig);
-                    walks.push(walk);
-                }
-            }
+            // Paused streams resume where they paused: no arrival is drawn twice.
+            walks.resume(end);
+            filled += walks.apply(end, k, sig);
         }
     }
 }
 
+/// Scratch space of [`PoissonSketch::sketch`]: every stream of a document,
+/// split into those paused at or after the horizon and those with an
+/// arrival before it.
+///
+/// Which arrivals fall before the horizon is unpredictable (about half the
+/// shingles have one, a Bernoulli draw each), so the streams are moved
+/// between the two lists branch-free (each stream is written to both and
+/// only one list's length grows) and applied in rounds; a signature row is a
+/// minimum, so the order in which arrivals are applied does not matter.
+#[derive(Debug, Clone, Default)]
+pub struct Walks {
+    /// `waiting[..nw]`: streams paused at or after the horizon.
+    waiting: Vec<Walk>,
+    /// `active[..na]`: streams with an arrival before the horizon.
+    active: Vec<Walk>,
+    nw: usize,
+    na: usize,
+}
+
+/// Appends `walk` to `to_a[*a..]` when `due`, else to `to_w[*w..]`, without
+/// a branch: it is written to both and only one length grows.
+#[inline(always)]
+fn sort_walk(walk: Walk, due: bool, to_w: &mut [Walk], w: &mut usize, to_a: &mut [Walk], a: &mut usize) {
+    to_w[*w] = walk;
+    to_a[*a] = walk;
+    *w += usize::from(!due);
+    *a += usize::from(due);
+}
+
+impl Walks {
+    /// Starts the stream of every hash: those with a first arrival before
+    /// `end` are active, the others wait.
+    fn start(&mut self, hashes: &[u64], end: f64) {
+        let n = hashes.len();
+        // Both lists hold at most every stream; they only grow (no per-document fill).
+        if self.waiting.len() < n {
+            self.waiting.resize(n, Walk::default());
+            self.active.resize(n, Walk::default());
+        }
+        let (waiting, active) = (&mut self.waiting[..n], &mut self.active[..n]);
+        let (mut w, mut a) = (0, 0);
+        for &h in hashes {
+            let walk = Walk::start(h);
+            sort_walk(walk, walk.t < end, waiting, &mut w, active, &mut a);
+        }
+        (self.nw, self.na) = (w, a);
+    }
+
+    /// Moves the waiting streams with an arrival before `end` to the active
+    /// ones (compacting `waiting` in place: its write index never passes the read one).
+    fn resume(&mut self, end: f64) {
+        let (mut w, mut a) = (0, self.na);
+        let (waiting, active) = (&mut self.waiting[..], &mut self.active[..]);
+        for i in 0..self.nw {
+            let walk = waiting[i];
+            sort_walk(walk, walk.t < end, waiting, &mut w, active, &mut a);
+        }
+        (self.nw, self.na) = (w, a);
+    }
+
+    /// Applies every arrival before `end` of the active streams to `sig`, a
+    /// round at a time (one arrival per stream), pausing each stream at its
+    /// first arrival from `end` on. Returns how many rows it filled for the
+    /// first time.
+    fn apply(&mut self, end: f64, k: usize, sig: &mut [u32]) -> usize {
+        let mut filled = 0;
+        let (waiting, active) = (&mut self.waiting[..], &mut self.active[..]);
+        let (mut w, mut n) = (self.nw, self.na);
+        while n > 0 {
+            // In place: the active write index never passes the read one.
+            let mut a = 0;
+            for i in 0..n {
+                let mut walk = active[i];
+                filled += walk.step(k, sig);
+                sort_walk(walk, walk.t < end, waiting, &mut w, active, &mut a);
+            }
+            n = a;
+        }
+        (self.nw, self.na) = (w, 0);
+        filled
+    }
+}
+
 /// One shingle's arrival stream, paused at its first arrival not yet applied.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Walk {
     state: u64,
     /// The pending arrival's random word (its high bits are its row).
@@ -154,21 +234,16 @@ impl Walk {
         Walk { state, r, t }
     }
 
-    /// Applies every arrival before `end` to `sig`; returns how many rows it
-    /// filled for the first time.
+    /// Applies the pending arrival to `sig` and draws the next; returns
+    /// whether it filled its row for the first time.
     #[inline(always)]
-    fn advance(&mut self, end: f64, k: usize, sig: &mut [u32]) -> usize {
-        let Walk { mut state, mut r, mut t } = *self;
-        let mut filled = 0;
-        while t < end {
-            let slot = &mut sig[bin(r, k)];
-            filled += usize::from(*slot == EMPTY);
-            *slot = (*slot).min((t as f32).to_bits());
-            let (r2, gap) = next_arrival(&mut state);
-            r = r2;
-            t += gap;
-        }
-        *self = Walk { state, r, t };
+    fn step(&mut self, k: usize, sig: &mut [u32]) -> usize {
+        let slot = &mut sig[bin(self.r, k)];
+        let filled = usize::from(*slot == EMPTY);
+        *slot = (*slot).min((self.t as f32).to_bits());
+        let (r, gap) = next_arrival(&mut self.state);
+        self.r = r;
+        self.t += gap;
         filled
     }
 }
@@ -179,7 +254,7 @@ mod tests {
 
     fn sketch_of(p: &PoissonSketch, hashes: &[u64]) -> Vec<u32> {
         let mut sig = vec![0u32; p.num_perm()];
-        p.sketch(hashes, &mut sig, &mut Vec::new());
+        p.sketch(hashes, &mut sig, &mut Walks::default());
         sig
     }
 

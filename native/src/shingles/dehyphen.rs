@@ -10,10 +10,6 @@
 
 use std::borrow::Cow;
 
-fn is_hyphen(c: char) -> bool {
-    matches!(c, '-' | '\u{AD}' | '\u{2010}')
-}
-
 /// Byte length of the hyphen's trailing whitespace `[ \t]* (\r\n|\n|\r) [ \t]*`
 /// at the start of `rest`, or `None` when there is no line break.
 fn break_len(rest: &[u8]) -> Option<usize> {
@@ -27,32 +23,62 @@ fn break_len(rest: &[u8]) -> Option<usize> {
     Some(blank(i))
 }
 
+/// The next hyphen at or after byte `from`: (its byte offset, its length).
+/// 0xC2 and 0xE2 are UTF-8 lead bytes, so a match is on a char boundary.
+fn next_hyphen(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut j = from;
+    while j < bytes.len() {
+        match bytes[j] {
+            b'-' => return Some((j, 1)),
+            0xC2 if bytes.get(j + 1) == Some(&0xAD) => return Some((j, 2)),
+            0xE2 if bytes.get(j + 1..j + 3) == Some(&[0x80, 0x90]) => return Some((j, 3)),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// Whether `bytes` has a '-' byte, or the last byte of a soft hyphen (C2 AD) or
+/// of U+2010 (E2 80 90): the cheap rejection. Fixed 32-byte blocks without an
+/// early exit inside, so that the compiler vectorizes them.
+fn has_hyphen_byte(bytes: &[u8]) -> bool {
+    let hit = |b: u8| u8::from(b == b'-') | u8::from(b == 0xAD) | u8::from(b == 0x90);
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        if block.iter().fold(0u8, |acc, &b| acc | hit(b)) != 0 {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&b| hit(b) != 0)
+}
+
 /// `text` with every hyphenated line break removed; borrowed when there is none.
+///
+/// Jumps from hyphen to hyphen (a byte scan) and decodes only the character
+/// before each, instead of walking every character.
 pub fn dehyphen(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    // Cheap rejection: no '-' byte, no soft hyphen (C2 AD), no U+2010 (E2 80 90).
-    if !bytes.iter().any(|&b| b == b'-' || b == 0xAD || b == 0x90) {
+    if !has_hyphen_byte(bytes) {
         return Cow::Borrowed(text);
     }
     let mut out = String::new();
     let mut copied = 0; // bytes of `text` already in `out` or removed
-    let mut prev_alpha = false;
-    let mut i = 0;
-    while i < text.len() {
-        let c = text[i..].chars().next().expect("i is on a char boundary");
-        let after = i + c.len_utf8();
-        if prev_alpha && is_hyphen(c) {
+    let mut from = 0;
+    while let Some((at, len)) = next_hyphen(bytes, from) {
+        let after = at + len;
+        // Right after a removal the previous character is removed whitespace,
+        // not a letter: a removal never creates a new match.
+        let after_removal = copied > 0 && at == copied;
+        let prev_alpha = !after_removal && text[..at].chars().next_back().is_some_and(char::is_alphabetic);
+        if prev_alpha {
             if let Some(n) = break_len(&bytes[after..]) {
-                out.push_str(&text[copied..i]);
+                out.push_str(&text[copied..at]);
                 copied = after + n;
-                i = copied;
-                // The next character follows removed whitespace, not a letter.
-                prev_alpha = false;
+                from = copied;
                 continue;
             }
         }
-        prev_alpha = c.is_alphabetic();
-        i = after;
+        from = after;
     }
     if copied == 0 {
         return Cow::Borrowed(text);
@@ -92,6 +118,77 @@ mod tests {
         }
         assert!(matches!(dehyphen("well-known"), Cow::Borrowed(_)));
         assert!(matches!(dehyphen("no hyphen here"), Cow::Borrowed(_)));
+    }
+
+    fn is_hyphen(c: char) -> bool {
+        matches!(c, '-' | '\u{AD}' | '\u{2010}')
+    }
+
+    /// The character-by-character walk this module used first.
+    fn reference(text: &str) -> Cow<'_, str> {
+        let bytes = text.as_bytes();
+        // Cheap rejection: no '-' byte, no soft hyphen (C2 AD), no U+2010 (E2 80 90).
+        if !bytes.iter().any(|&b| b == b'-' || b == 0xAD || b == 0x90) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::new();
+        let mut copied = 0; // bytes of `text` already in `out` or removed
+        let mut prev_alpha = false;
+        let mut i = 0;
+        while i < text.len() {
+            let c = text[i..].chars().next().expect("i is on a char boundary");
+            let after = i + c.len_utf8();
+            if prev_alpha && is_hyphen(c) {
+                if let Some(n) = break_len(&bytes[after..]) {
+                    out.push_str(&text[copied..i]);
+                    copied = after + n;
+                    i = copied;
+                    // The next character follows removed whitespace, not a letter.
+                    prev_alpha = false;
+                    continue;
+                }
+            }
+            prev_alpha = c.is_alphabetic();
+            i = after;
+        }
+        if copied == 0 {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+
+    #[test]
+    fn equals_the_character_walk_on_random_texts() {
+        let pool: Vec<char> = "ab-\u{AD}\u{2010}\n\r\t \u{6F22}9_\u{301}\u{2011}".chars().collect();
+        let mut state = 11u64;
+        for _ in 0..20_000 {
+            let len = {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 33) as usize % 16
+            };
+            let text: String = (0..len)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    pool[(state >> 33) as usize % pool.len()]
+                })
+                .collect();
+            assert_eq!(dehyphen(&text), reference(&text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn cheap_rejection_sees_every_position() {
+        for len in [0usize, 1, 31, 32, 33, 64, 100] {
+            assert!(!has_hyphen_byte(&vec![b'a'; len]));
+            for at in 0..len {
+                for mark in [b'-', 0xAD, 0x90] {
+                    let mut v = vec![b'a'; len];
+                    v[at] = mark;
+                    assert!(has_hyphen_byte(&v), "{len} {at} {mark}");
+                }
+            }
+        }
     }
 
     #[test]

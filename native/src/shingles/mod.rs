@@ -4,10 +4,12 @@
 //! whitespace-free text (`chars`, and `mixed` where dense scripts weigh 3).
 
 mod dehyphen;
+mod fused;
 mod tokenize;
 mod units;
 
 pub use dehyphen::dehyphen;
+pub use fused::AsciiTable;
 pub use tokenize::{tokenize, tokenize_scalar};
 pub use units::{is_dense, CharBuffer, ShingleSettings, Unit, DENSE_RANGES, DENSE_WEIGHT};
 
@@ -109,6 +111,10 @@ pub struct Shingler {
     tokens: Vec<(usize, usize)>,
     buf: Vec<u8>,
     chars: CharBuffer,
+    /// The flags' map of ASCII bytes (character units).
+    table: AsciiTable,
+    /// The NFKC form of a document that needs one (character units).
+    nfkc: String,
 }
 
 impl Shingler {
@@ -129,6 +135,8 @@ impl Shingler {
             tokens: Vec::new(),
             buf: Vec::new(),
             chars: CharBuffer::default(),
+            table: AsciiTable::new(flags),
+            nfkc: String::new(),
         }
     }
 
@@ -147,19 +155,17 @@ impl Shingler {
     /// Calls `f` with the UTF-8 bytes of every shingle of `text` (after
     /// normalization). Shingles may repeat; the caller dedups if it needs a set.
     /// Returns the number of calls made.
-    pub fn for_each<F: FnMut(&[u8])>(&mut self, text: &str, f: F) -> usize {
-        if self.flags == 0 {
-            self.for_each_normalized(text, f)
-        } else {
-            let norm = normalize(text, self.flags);
-            self.for_each_normalized(&norm, f)
-        }
+    pub fn for_each<F: FnMut(&[u8])>(&mut self, text: &str, mut f: F) -> usize {
+        self.for_each_span(text, |b, s, e| f(&b[s..e]))
     }
 
     /// As [`Shingler::for_each`], but each shingle is given as `(buffer, start,
     /// end)`: the shingle is `buffer[start..end]`, and the buffer may extend
     /// past it (so the callee can read whole words beyond the end).
     pub fn for_each_span<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
+        if self.unit != Unit::Words {
+            return self.char_spans(text, f);
+        }
         if self.flags == 0 {
             self.for_each_span_normalized(text, f)
         } else {
@@ -168,8 +174,28 @@ impl Shingler {
         }
     }
 
-    fn for_each_normalized<F: FnMut(&[u8])>(&mut self, text: &str, mut f: F) -> usize {
-        self.for_each_span_normalized(text, |b, s, e| f(&b[s..e]))
+    /// The character units: normalization fused into the whitespace-free
+    /// buffer (`fused.rs`) when it gives the step-by-step result, else step by step.
+    fn char_spans<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
+        let text = if self.flags & NORM_DEHYPHEN != 0 { dehyphen(text) } else { Cow::Borrowed(text) };
+        let weighted = self.unit == Unit::Mixed;
+        let mut fused = self.chars.fill_fused(&text, &self.table, weighted, false);
+        if !fused && self.flags & NORM_NFKC != 0 {
+            // NFKC is not code point by code point: apply it on its own (into a
+            // reused buffer), then the rest of the steps fused.
+            self.nfkc.clear();
+            self.nfkc.extend(text.nfkc());
+            fused = self.chars.fill_fused(&self.nfkc, &self.table, weighted, true);
+        }
+        if fused {
+            return if weighted {
+                self.chars.filled_weighted_windows(self.ngram, f)
+            } else {
+                self.chars.filled_windows(self.ngram, f)
+            };
+        }
+        let norm = normalize(&text, self.flags & !NORM_DEHYPHEN);
+        self.for_each_span_normalized(&norm, f)
     }
 
     fn for_each_span_normalized<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {

@@ -107,9 +107,9 @@ pub struct CharBuffer {
     pub bytes: Vec<u8>,
     /// Byte offset of each code point, then `bytes.len()` (empty when the
     /// text is ASCII: code point `i` is byte `i`).
-    starts: Vec<usize>,
+    pub(super) starts: Vec<usize>,
     /// Weight of each code point (filled for `Mixed` only).
-    weights: Vec<u8>,
+    pub(super) weights: Vec<u8>,
 }
 
 impl CharBuffer {
@@ -158,8 +158,13 @@ impl CharBuffer {
 
     /// Calls `f(bytes, start, end)` for each window of `n` code points; one
     /// window of all of them if there are fewer (but some). Returns the calls.
-    pub fn windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, mut f: F) -> usize {
+    pub fn windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, f: F) -> usize {
         self.fill(text, false);
+        self.filled_windows(n, f)
+    }
+
+    /// [`CharBuffer::windows`] of the text already in the buffer.
+    pub(super) fn filled_windows<F: FnMut(&[u8], usize, usize)>(&self, n: usize, mut f: F) -> usize {
         let len = self.code_points();
         if len == 0 {
             return 0;
@@ -176,12 +181,21 @@ impl CharBuffer {
 
     /// Calls `f(bytes, start, end)` for the shortest run from each code point
     /// whose weight reaches `n` (see [`Unit::Mixed`]). Returns the calls.
-    pub fn weighted_windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, mut f: F) -> usize {
+    pub fn weighted_windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, f: F) -> usize {
         if text.is_ascii() {
             // Every code point weighs 1: the runs are the windows of `n` code points.
             return self.windows(text, n, f);
         }
         self.fill(text, true);
+        self.filled_weighted_windows(n, f)
+    }
+
+    /// [`CharBuffer::weighted_windows`] of the text already in the buffer
+    /// (filled with weights, or without offsets when it is ASCII).
+    pub(super) fn filled_weighted_windows<F: FnMut(&[u8], usize, usize)>(&self, n: usize, mut f: F) -> usize {
+        if self.starts.is_empty() {
+            return self.filled_windows(n, f);
+        }
         let w = &self.weights;
         if w.is_empty() {
             return 0;
