@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from lshbloom_udf.errors import InternalError
 from lshbloom_udf import hooks
 
 ROW_COL = "_lshb_row"
@@ -186,7 +187,7 @@ def chunks(keyed, chunk_rows: int):
     start, n = None, 0
     for rows, keys, active in keyed:
         if rows[-1] - rows[0] != len(rows) - 1 or (start is not None and rows[0] != start + n):
-            raise RuntimeError("internal error: row ids are not consecutive within a partition")
+            raise InternalError("internal error: row ids are not consecutive within a partition")
         done = 0
         while done < len(rows):
             if start is None:
@@ -247,5 +248,5 @@ def _unpack_keyed(batch, width: int):
     bufs = key_arr.buffers()
     offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=key_arr.offset * np.dtype(off_type).itemsize)
     if key_arr.null_count or not np.all(np.diff(offsets) == width):
-        raise RuntimeError("internal error: band keys of unexpected width")
+        raise InternalError("internal error: band keys of unexpected width")
     return rows, memoryview(bufs[2])[int(offsets[0]) : int(offsets[-1])], active
