@@ -12,7 +12,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.errors import IndexCorruptError, TransactionStateError
+from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
 from lshbloom_udf.index import checksums, journal
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import BLOOM_FORMAT, backend
@@ -155,7 +155,7 @@ class IndexTransaction(LockHolder):
             for name in names + [mf.MANIFEST_NAME]:
                 shutil.copyfile(os.path.join(self.path, name), os.path.join(staging, name))
         except OSError as e:
-            raise OSError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
+            raise IndexStorageError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
 
     def commit(
         self,

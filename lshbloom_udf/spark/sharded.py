@@ -1,4 +1,4 @@
-"""The sharded pass (DESIGN §6): the any-earlier decisions made on the executors, band-key shard by shard.
+"""The sharded pass (docs/algorithm.md §4b, docs/architecture.md): the any-earlier decisions made on the executors, band-key shard by shard.
 
 Under any-earlier (``insert = "all"``) a document ``k`` is a duplicate when
 
@@ -46,8 +46,9 @@ from lshbloom_udf.errors import InternalError
 from lshbloom_udf.common import GOLDEN, default_parallelism, mix64, unique_rows
 from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
+from lshbloom_udf.index.generations import SealAndGrow
 from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_bloom, shard_keys  # noqa: F401
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed, arrow_batch_limits
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, arrow_batch_limits, task_start, unpack_keyed
 
 SHARD_COL, FIRST_COL = "shard", "first"
 # one blob: a shard's keys from one input chunk (first = its first row id, count = its keys, data = rows then keys);
@@ -82,7 +83,7 @@ def exploder(b: int, shards_per_band: int, blob_keys: int = BLOB_KEYS):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            rows, data, active = _unpack_keyed(batch, width)
+            rows, data, active = unpack_keyed(batch, width)
             keys = np.frombuffer(data, dtype=np.uint64).reshape(-1, b)[active]
             if len(keys):
                 chunk.append((np.asarray(rows, dtype=np.int64)[active], keys))
@@ -132,7 +133,7 @@ def _blobs(chunk: list, b: int, band_base: np.ndarray, shards_per_band: int):
     )
 
 
-class ShardFilters:
+class ShardFilters(SealAndGrow):
     """One shard's filter generations, as memory-mapped files in an executor's temporary directory.
 
     ``stored`` maps generation → (the bytes of that generation's filter file,
@@ -166,24 +167,36 @@ class ShardFilters:
 
     def test_set(self, keys: np.ndarray) -> np.ndarray:
         """Per key, in order: was it present (earlier keys count)? Every key is added to the newest generation."""
-        present = np.zeros(len(keys), dtype=bool)
+        return self.test_insert(keys)
+
+    # -- SealAndGrow's steps ------------------------------------------------------------
+
+    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
+        present = None
         for sealed in self.files[:-1]:
-            present |= sealed.contains(keys)
-        start = 0
-        while start < len(keys):
-            g = len(self.files) - 1
-            room = self.plan.shard_capacity(g) - self.files[-1].elem_count
-            if room <= 0 and self.plan.growth == "grow":
-                present[start:] |= self.files[-1].contains(keys[start:])
-                self.files[-1].sync()
-                self._open(g + 1, None, writable=True)
-                continue
-            # A fixed index past its capacity goes on (its rate rises; the driver warns), as the driver pass's
-            # temporary index cannot be overfilled: the slack of shard_keys() makes this rare.
-            take = len(keys) - start if room <= 0 else min(room, len(keys) - start)
-            present[start : start + take] |= self.files[-1].add(keys[start : start + take])
-            start += take
+            found = sealed.contains(keys)
+            present = found if present is None else present | found
         return present
+
+    def _query_newest(self, keys: np.ndarray) -> np.ndarray:
+        return self.files[-1].contains(keys)
+
+    def _test_insert_newest(self, keys: np.ndarray) -> np.ndarray:
+        return self.files[-1].add(keys)
+
+    def _room(self) -> int:
+        return self.plan.shard_capacity(len(self.files) - 1) - self.files[-1].elem_count
+
+    def _grows(self) -> bool:
+        return self.plan.growth == "grow"
+
+    def _past_capacity(self, incoming: int) -> None:
+        """A fixed index past its capacity goes on (its rate rises; the driver warns), as the driver pass's
+        temporary index cannot be overfilled: the slack of shard_keys() makes this rare."""
+
+    def add_generation(self) -> None:
+        self.files[-1].sync()
+        self._open(len(self.files), None, writable=True)
 
     def batches(self, part_bytes: int) -> Iterator:
         """The shard's generations as kind-1 rows (the files' bytes, in parts), for the index's next version."""
@@ -277,7 +290,7 @@ def decider(plan: ShardPlan, keep_filters: bool, part_bytes: int = FILTER_PART_B
         directory = make_temp_dir("shards", fast_temp_base(2 * plan.shard_bytes(), spark_local=True))
         task = _ShardTask(plan, keep_filters, directory, part_bytes)
         try:
-            _task_start(task_hook, "shard")  # once the task's directory exists, as in any crash of a task
+            task_start(task_hook, "shard")  # once the task's directory exists, as in any crash of a task
             for batch in batches:
                 shards, firsts, counts = (batch.column(i).to_numpy(zero_copy_only=False) for i in range(3))
                 data = batch.column(3)

@@ -157,16 +157,16 @@ class HadoopDir:
 class ShardedTransaction:
     """One run on a sharded index: what is committed, the version this run writes, and its commit.
 
-    The same face as :class:`~lshbloom_udf.index.IndexTransaction` where the
-    pipeline and the job use it (``manifest``, ``runs``, ``check_compatible``,
-    ``find_run``, ``load_duplicates``, ``add_output``, ``commit``, ``abort``,
-    ``close``), so that the pipeline only branches where it decides.
+    A :class:`~lshbloom_udf.index.kept.KeptIndex`, as
+    :class:`~lshbloom_udf.index.IndexTransaction` is: the run and the job use
+    either without knowing which. Its versions are immutable, so opening has
+    nothing to recover: a killed run's version is never committed, and the
+    next commit of that version drops it.
     """
-
-    recovered = {"rolled_forward": None, "discarded": []}
 
     def __init__(self, path: str, spark=None, verify: bool = False):
         self.path = path
+        self.recovered = {"rolled_forward": None, "discarded": []}
         self.verify_parts = verify  # check every stored filter part's checksum before the run uses it
         self._spark = spark
         self._dir: Optional[HadoopDir] = None
