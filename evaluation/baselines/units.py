@@ -14,7 +14,7 @@ from lshbloom_udf.minhash import normalization_mask
 
 
 def reference_shingles(text: Optional[str], ngram: int = 1, normalize="none") -> set[bytes]:
-    """The product's shingling contract in plain Python (DESIGN §2), for datasketch."""
+    """The product's shingling contract in plain Python (docs/algorithm.md §1, §1b), for datasketch."""
     if text is None:
         return set()
     mask = normalization_mask(normalize)

@@ -51,7 +51,7 @@ class PairBloom:
 
 def _batch_keys(batch, b: int):
     """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
-    from lshbloom_udf.spark.keys import _unpack_keyed
+    from lshbloom_udf.spark.keys import unpack_keyed as _unpack_keyed
 
     if not batch.num_rows:
         return np.zeros(0, np.int64), np.zeros((0, b), np.uint64), np.zeros(0, np.bool_)
