@@ -51,9 +51,8 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     readable by datasketch); ``"pybloomfiltermmap3"`` is datasketch's file
     format (the default with ``band_key="sum"``); an existing index keeps its
     own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
-    {p_effective:g} and the number of input rows); an
-    existing index at ``index_dir`` keeps its own sizing unless they are given,
-    in which case they must match it. Every other index setting must match an
+    {p_effective:g} and the number of input rows); an existing index at
+    ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must match an
     existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
 
     The driver pass runs when this function is called; the returned DataFrame
