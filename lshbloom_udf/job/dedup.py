@@ -139,13 +139,13 @@ def _write_and_commit(result, txn, output: Output, args, config) -> None:
     """Write the output to its temporary path and commit it with the index (or reuse a reproduced run's output)."""
     from pyspark.errors import AnalysisException
 
-    index_info = result.summary["index"]
-    if index_info.get("reproduced", False):
-        prior = next(r for r in txn.runs() if r["run_id"] == index_info["reproduced_from"])
+    reproduced_from = result.reproduced_from
+    if reproduced_from is not None:
+        prior = next(r for r in txn.runs() if r["run_id"] == reproduced_from)
         if prior.get("output") == output.qualified and output.exists():
             # The run completed before (perhaps it was killed after its commit): its output is the result.
             logger.warning(
-                f"this input was already ingested by run {index_info['reproduced_from']}, whose output "
+                f"this input was already ingested by run {reproduced_from}, whose output "
                 f"{args.output} is in place: nothing to do (--force-new-ingest to ingest it again)"
             )
             result.close()

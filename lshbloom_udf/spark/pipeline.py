@@ -102,7 +102,8 @@ class DedupRun:
                                 decided.index.to_dict(), seconds, pass_.name, decided.outcome.first_keys_seconds)
         if verified is not None:
             summary["verify"] = verified.summary(self.verify_rule)
-        return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None)
+        return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None,
+                           reproduced_from=decided.index.reproduced_from)
 
     # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
 
