@@ -1,6 +1,6 @@
 """The candidate shingle units of the multilingual study, as plain-Python definitions.
 
-These are the *rules* (issue 20, DESIGN §7); the native core implements the same
+These are the *rules* (issue 20, docs/evaluation.md); the native core implements the same
 ones, and must match them exactly:
 
 * **normalization** (each step optional, in this order): ``dehyphen`` (below),

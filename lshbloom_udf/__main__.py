@@ -10,7 +10,7 @@ from typing import Optional
 
 from lshbloom_udf import sample
 from lshbloom_udf.advice import advice_text, advise
-from lshbloom_udf.config import DEFAULTS, DedupConfig
+from lshbloom_udf.config import DEFAULTS, PASSES, DedupConfig
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
 
@@ -31,7 +31,7 @@ def _plan(argv: list[str]) -> None:
     parser.add_argument("--growth", choices=GROWTH_MODES, default=DEFAULTS["growth"],
                         help="fixed (a run past the capacity fails) or grow (add filter generations); default %(default)s")
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
-    parser.add_argument("--pass", dest="pass_mode", choices=("driver", "sharded"), default=DEFAULTS["pass_mode"],
+    parser.add_argument("--pass", dest="pass_mode", choices=PASSES, default=DEFAULTS["pass_mode"],
                         help="driver (the index in one process) or sharded (shards on the executors); default %(default)s")
     parser.add_argument("--executors", type=int, default=1,
                         help="executors computing the keys (both passes) and the shards (default %(default)s)")

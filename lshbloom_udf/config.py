@@ -30,170 +30,37 @@ import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping, Optional
-
-import numpy as np
+from typing import Any, Iterator, Mapping, Optional
 
 from lshbloom_udf.errors import ConfigError
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
-from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS, normalization_name
+from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS
+# The checks keep their short private names here so that each declaration below reads as before.
+from lshbloom_udf.setting import Setting, setting  # noqa: F401  (Setting: importable from here)
+from lshbloom_udf.setting import bands as _bands
+from lshbloom_udf.setting import boolean as _boolean
+from lshbloom_udf.setting import choice as _choice
+from lshbloom_udf.setting import column as _column
+from lshbloom_udf.setting import data_format as _format
+from lshbloom_udf.setting import index_dir as _index_dir
+from lshbloom_udf.setting import integer as _integer
+from lshbloom_udf.setting import is_uri as _is_uri
+from lshbloom_udf.setting import memory as _memory
+from lshbloom_udf.setting import normalize as _normalize
+from lshbloom_udf.setting import open_unit as _open_unit
+from lshbloom_udf.setting import optional as _optional
+from lshbloom_udf.setting import order_by as _order_by
+from lshbloom_udf.setting import options as _options
+from lshbloom_udf.setting import seed as _seed
+from lshbloom_udf.setting import threshold as _threshold
 
 MODES = ("flag", "filter", "duplicates")
 INSERT_RULES = ("first", "all")
+# The passes (pass_mode, --pass): each is the module lshbloom_udf/spark/passes/<name>.py; register one here.
 PASSES = ("driver", "sharded")
 CHECKPOINTS = ("local", "reliable")
 KEY_TRANSFERS = ("auto", "socket", "spark")
-
-
-# ---------------------------------------------------------------------------
-# checks: (name, value) -> canonical value, or ConfigError naming the setting
-
-
-def _integer(minimum: int) -> Callable[[str, Any], int]:
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-            raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        return int(value)
-
-    return check
-
-
-def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
-    return lambda name, value: None if value is None else check(name, value)
-
-
-def _choice(*choices: str) -> Callable[[str, Any], str]:
-    def check(name: str, value: Any) -> str:
-        if value not in choices:
-            raise ConfigError(f"{name} must be one of {choices}, got {value!r}")
-        return value
-
-    check.choices = choices  # type: ignore[attr-defined]
-    return check
-
-
-def _column(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{name} must be a column name, got {value!r}")
-    return value
-
-
-def _boolean(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ConfigError(f"{name} must be true or false, got {value!r}")
-    return bool(value)
-
-
-def _threshold(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0.0 < float(value) <= 1.0:
-        raise ConfigError(f"{name} must be a number in (0, 1], got {value!r}")
-    return float(value)
-
-
-def _open_unit(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not 0.0 < float(value) < 1.0:
-        raise ConfigError(f"{name} must be in (0, 1), got {value!r}")
-    return float(value)
-
-
-def _seed(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**32:
-        raise ConfigError(f"{name} must be an integer in [0, 2**32), got {value!r}")
-    return int(value)
-
-
-def _normalize(name: str, value: Any) -> str:
-    try:
-        return normalization_name(value)
-    except (ValueError, TypeError, AttributeError) as e:
-        raise ConfigError(f"{name}: {e}") from None
-
-
-def _bands(name: str, value: Any) -> tuple[int, int]:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise ConfigError(f"{name} must be a pair (b, r), got {value!r}")
-    return (_integer(1)(f"{name} b", value[0]), _integer(1)(f"{name} r", value[1]))
-
-
-def _order_by(name: str, value: Any) -> tuple:
-    """Columns (names or Spark Column expressions) in processing order."""
-    columns = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    for c in columns:
-        if isinstance(c, str) and not c:
-            raise ConfigError(f"{name}: empty column name")
-    return columns
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in path or path.startswith(("dbfs:", "file:"))
-
-
-def _index_dir(name: str, value: Any) -> str:
-    """A directory: a local path (either pass), or any Hadoop filesystem URI (the sharded pass; checked together)."""
-    import os
-
-    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-        raise ConfigError(f"{name} must be a directory path, got {value!r}")
-    return os.fspath(value)
-
-
-def _options(name: str, value: Any) -> Mapping[str, str]:
-    if isinstance(value, (list, tuple)):  # repeated --input-option KEY=VALUE
-        value = dict(value)
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{name} must be a table of reader/writer options, got {value!r}")
-    return MappingProxyType({str(k): str(v) for k, v in value.items()})
-
-
-def _memory(text: str) -> int:
-    """A command-line memory size (``128m``, ``1g``, ``65536``) as bytes."""
-    import argparse
-
-    from lshbloom_udf.sizing import parse_bytes
-
-    try:
-        return parse_bytes(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _format(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{name} must be a Spark data source name, got {value!r}")
-    return value
-
-
-# ---------------------------------------------------------------------------
-# the declaration
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What one field of :class:`DedupConfig` declares beyond its name and default."""
-
-    help: str
-    check: Callable[[str, Any], Any]
-    group: str
-    # the job's flag: "" = "--name-with-dashes", None = no flag; cli = argparse extras
-    flag: Optional[str] = ""
-    cli: Mapping[str, Any] = field(default_factory=dict)
-    # the Transformer's Param name: "" = camelCase of the name, None = no Param
-    param: Optional[str] = ""
-    # other keywords deduplicate() accepts for it (the API's historical names)
-    aliases: tuple[str, ...] = ()
-    # "run": a setting of every run; "job": only the spark-submit job reads it
-    scope: str = "run"
-    # sizes a new index only (the IndexParams field it sets): an existing index keeps its own unless given
-    sizes: Optional[str] = None
-
-
-def setting(default: Any, help: str, check: Callable[[str, Any], Any], group: str, **spec: Any) -> Any:
-    """One setting: a dataclass field of :class:`DedupConfig` carrying its :class:`Setting`."""
-    meta = {"setting": Setting(help=help, check=check, group=group, **spec)}
-    if isinstance(default, (dict, list)):
-        return field(default_factory=lambda: type(default)(default), metadata=meta)
-    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)

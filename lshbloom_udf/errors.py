@@ -11,7 +11,9 @@ decide what a user has to do, and so the job's exit status
 - :class:`IndexDirectoryError` — the index directory refuses the run
   (another run holds it, other parameters, full, damaged, already ingested):
   the message says which and what to do (exit 2);
-- anything else is a failure of the run itself (exit 1).
+- anything else is a failure of the run itself (exit 1, with its traceback):
+  :class:`InternalError` (a bug), :class:`OutputCommitError`, and any builtin
+  error that escapes.
 
 A warning, not an error: :class:`CapacityWarning`.
 """
@@ -75,6 +77,34 @@ class AlreadyIngestedError(IndexDirectoryError, ValueError):
     """The input was already ingested into this index by a committed run and that result cannot be reproduced."""
 
 
+class IndexStorageError(IndexDirectoryError, OSError):
+    """The index's storage refuses a write: full disk, quota, read-only file system, no permission."""
+
+
+# ---------------------------------------------------------------------------
+# the job and the run itself
+
+
+class JobError(UsageError):
+    """The job cannot run as asked (input, output, flags): one ``error:`` line, exit 2."""
+
+
+class InternalError(LSHBloomError, RuntimeError):
+    """A broken invariant inside lshbloom (a bug, not a usage error): exit 1 with its traceback."""
+
+
+class OutputCommitError(LSHBloomError, RuntimeError):
+    """The job's output could not be moved into place (exit 1)."""
+
+
+class TransactionStateError(LSHBloomError, RuntimeError):
+    """A transaction's methods called out of order (stage twice, record before staging)."""
+
+
+class SparkSessionRequiredError(UsageError, RuntimeError):
+    """An operation needs an active Spark session and none is running."""
+
+
 class CapacityWarning(UserWarning):
     """The index is close to its capacity: its false-positive rate is about to rise past the promise."""
 
@@ -104,7 +134,13 @@ __all__ = [
     "IndexLockedError",
     "IndexMismatchError",
     "IndexRecoveryNeededError",
+    "IndexStorageError",
+    "InternalError",
+    "JobError",
     "LSHBloomError",
+    "OutputCommitError",
+    "SparkSessionRequiredError",
+    "TransactionStateError",
     "UsageError",
     "exit_code",
 ]

@@ -38,6 +38,27 @@ def make_temp_dir(kind: str, dir: Optional[str] = None) -> str:
     return tempfile.mkdtemp(prefix=f"lshbloom-{kind}-{os.getpid()}@{_host()}-", dir=dir)
 
 
+# Room left free in /dev/shm beside what a run puts there (other processes use it too).
+SHM_HEADROOM = 64 << 20
+
+
+def fast_temp_base(needed: int, spark_local: bool = False) -> Optional[str]:
+    """Where a temporary directory of memory-mapped files goes: /dev/shm when writable with ``needed`` bytes (plus
+    :data:`SHM_HEADROOM`) free, else with ``spark_local`` the executor's local directory (``SPARK_LOCAL_DIRS``),
+    else None (the default temporary directory)."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        try:
+            if needed + SHM_HEADROOM < shutil.disk_usage("/dev/shm").free:
+                return "/dev/shm"
+        except OSError:
+            pass
+    if spark_local:
+        local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
+        if local and os.path.isdir(local):
+            return local
+    return None
+
+
 def _alive(pid: int) -> bool:
     """Is ``pid`` a running process? A zombie (killed, not yet reaped: its parent died too) is not."""
     try:

@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Iterator, Optional
 
+from lshbloom_udf.common import spark_context
+
 logger = logging.getLogger("lshbloom_udf")
 _FORMAT = "lshbloom: %(message)s"
 STEP_PREFIX = "lshbloom: "
@@ -61,14 +63,6 @@ def ensure_visible() -> None:
     logger.addHandler(handler)
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
-
-
-def spark_context(spark):
-    """The session's SparkContext, or None (Spark Connect has none on this side)."""
-    try:
-        return spark.sparkContext
-    except Exception:  # pyspark.errors PySparkNotImplementedError and friends under Connect
-        return None
 
 
 @contextlib.contextmanager

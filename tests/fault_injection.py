@@ -32,6 +32,9 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``slow-task-first-attempt=SECONDS``
     The first attempt of partition 0's keys task sleeps ``SECONDS`` first (to
     make speculative execution launch a copy).
+``internal-error-after-pin=KIND``
+    Raise a builtin ``ValueError`` (``KIND`` = ``value``) or ``OSError``
+    (``os``) once the input is pinned: an internal bug, not a usage error.
 ``fault-log=FILE``
     Before a SIGKILL, append its reason to ``FILE`` (the driver's stderr goes
     through the JVM, which dies with it before it forwards the last lines).
@@ -170,6 +173,13 @@ def install(on: dict) -> None:
 
         hooks.install("output-write", output_write)
         hooks.install("output-written", lambda **_: watcher.pop("stop", threading.Event()).set())
+    if on.get("internal-error-after-pin") is not None:
+        kind = {"value": ValueError, "os": OSError}[on["internal-error-after-pin"]]
+
+        def internal_error(**_):
+            raise kind("lshbloom test fault: an internal error after the pin")
+
+        hooks.install("after-pin", internal_error)
     task = TaskFaults(on)
     if task:
         _ship_by_value()

@@ -1,4 +1,4 @@
-"""(b, r) selection equals datasketch's; the plan reproduces DESIGN §3's figures."""
+"""(b, r) selection equals datasketch's; the plan reproduces docs/algorithm.md §6's figures."""
 
 from __future__ import annotations
 

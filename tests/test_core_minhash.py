@@ -20,7 +20,7 @@ NOT_WHITESPACE = "\u200b\u180e\ufeff\u2060"  # zero-width space, Mongolian vowel
 
 
 def reference_shingles(text, ngram, normalize=0):
-    """The shingling contract in plain Python (DESIGN §2): the tests' one reference, words unit."""
+    """The shingling contract in plain Python (docs/algorithm.md §1): the tests' one reference, words unit."""
     return shingle_reference.shingles(text, ngram, normalize, "words")
 
 

@@ -257,3 +257,37 @@ def test_stored_data_is_json_bloom_files_and_raw_integers_never_pickle(kept_inde
     data = (kept_index / run["duplicates_file"]).read_bytes()
     assert len(data) == 8 * run["duplicates"]  # raw little-endian int64 row ids
     assert set(os.listdir(kept_index)) == {".lock", "manifest.json", "runs"} | {f"band-{i}.bf" for i in range(42)}
+
+
+# --------------------------------------------------------------------------
+# an internal error is not a usage error
+
+
+def test_an_internal_value_error_exits_1_with_its_traceback(small_input, tmp_path):
+    """A builtin ValueError inside the run (a bug) is exit 1 with its traceback, not exit 2 with one error line."""
+    from reliability_support import submit
+
+    out = tmp_path / "o"
+    done = submit(["--input", small_input[0], "--output", str(out), "--quiet"], fault="internal-error-after-pin=value")
+    # spark-submit forwards the Python driver's stderr to its stdout: look at both.
+    code, err = done.returncode, done.stdout + done.stderr
+    assert code == 1, err[-3000:]
+    assert "Traceback" in err and "ValueError: lshbloom test fault: an internal error after the pin" in err, err[-3000:]
+    assert not any(line.startswith("error:") for line in err.splitlines()), err[-3000:]
+    assert not os.path.exists(out)
+
+
+def test_an_internal_os_error_propagates_out_of_the_job(job, spark, small_input, tmp_path, capsys):
+    """An OSError that is not the storage refusing a write (ENOSPC, EACCES, EROFS, ...) is not turned into exit 2."""
+    from lshbloom_udf import hooks
+
+    def internal_error(**_):
+        raise OSError("lshbloom test fault: an internal error after the pin")
+
+    hooks.install("after-pin", internal_error)
+    try:
+        with pytest.raises(OSError, match="an internal error after the pin"):
+            job.main(["--input", small_input[0], "--output", str(tmp_path / "o"), "--quiet"])
+    finally:
+        hooks.uninstall("after-pin")
+    assert "error:" not in capsys.readouterr().err

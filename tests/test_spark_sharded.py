@@ -244,3 +244,20 @@ def test_a_sharded_index_on_a_hadoop_filesystem_other_than_file(spark, docs, tmp
     assert manifests(real / "sharded") == ["manifest-00000001.json", "manifest-00000002.json"]
     again = deduplicate(frame(ordered[250:]), **MIX, **SHARDED, index_dir=index_dir)
     assert flags_by_id(again) == {d["id"]: got[d["id"]] for d in ordered[250:]}
+
+
+def test_both_kept_index_stores_are_one_protocol(tmp_path):
+    """The local and the sharded store are both a KeptIndex; a sharded transaction's recovery is its own."""
+    from lshbloom_udf.index import IndexTransaction
+    from lshbloom_udf.index.kept import KeptIndex
+    from lshbloom_udf.spark.sharded_index import ShardedTransaction
+
+    local = IndexTransaction(str(tmp_path / "local"))
+    try:
+        assert isinstance(local, KeptIndex)
+    finally:
+        local.close()
+    one, two = ShardedTransaction(str(tmp_path / "a")), ShardedTransaction(str(tmp_path / "b"))
+    assert isinstance(one, KeptIndex) and isinstance(two, KeptIndex)
+    one.recovered["discarded"].append("x")
+    assert two.recovered == {"rolled_forward": None, "discarded": []}

@@ -14,8 +14,10 @@ from lshbloom_udf.minhash import normalization_mask
 
 
 def reference_shingles(text: Optional[str], ngram: int = 1, normalize="none") -> set[bytes]:
-    """The product's word shingles (DESIGN §2) in plain Python, for datasketch: the study's one reference
-    (:mod:`evaluation.shingling`, unit ``words``) with the product's normalization mask, dehyphen included."""
+    """The product's word shingles (docs/algorithm.md §1, §1b) in plain Python, for datasketch: the study's one
+    reference (:mod:`evaluation.shingling`, unit ``words``) with the product's normalization mask, dehyphen included."""
+    if text is None:
+        return set()
     mask = normalization_mask(normalize)
     steps = tuple(step for step, bit in _MASK_BITS if mask & bit)
     return {s.encode("utf-8") for s in shingles(text, Shingling("words", ngram, steps))}

@@ -1,4 +1,4 @@
-"""Crawl and extraction noise for any script: the kinds of copy of the multilingual study (DESIGN §7).
+"""Crawl and extraction noise for any script: the kinds of copy of the multilingual study (docs/evaluation.md).
 
 ``ocr_chars``
     character-level OCR edits at 1-4 % of the non-space characters: a

@@ -23,7 +23,8 @@ from typing import Optional
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.errors import IndexCorruptError, IndexFilesMissingError, IndexFullError, IndexMismatchError
+from lshbloom_udf.errors import (IndexCorruptError, IndexFilesMissingError, IndexFullError, IndexMismatchError,
+                                 IndexStorageError)
 from lshbloom_udf.index.backends import BloomBackend
 from lshbloom_udf.index.fs import check_free_space, human_bytes, reserve_space
 from lshbloom_udf.index.params import IndexParams, effective_p
@@ -63,11 +64,66 @@ def create_generation(directory: str, kind: BloomBackend, b: int, generation: in
         for band_path in paths:
             if os.path.exists(band_path):
                 os.remove(band_path)
-        raise OSError(e.errno, f"cannot reserve {human_bytes(needed)} for {what}: {e.strerror}", directory) from e
+        raise IndexStorageError(e.errno, f"cannot reserve {human_bytes(needed)} for {what}: {e.strerror}", directory) from e
     return paths
 
 
-class FilterStack:
+class SealAndGrow:
+    """Any-earlier test-and-insert over a stack of filter generations: the one seal-and-grow, for every store.
+
+    Used by the local index's :class:`FilterStack` (b band files per
+    generation) and the sharded pass's shard filters
+    (:class:`lshbloom_udf.spark.sharded.ShardFilters`, one filter per
+    generation). A subclass says how to query the sealed generations and the
+    newest, how much room the newest has, how to test-and-insert into it and
+    add a generation, and what a fixed stack does past its capacity
+    (:meth:`_past_capacity`: raise, or return to let the newest take the rest).
+    """
+
+    def test_insert(self, keys: np.ndarray) -> np.ndarray:
+        """Any-earlier decisions: every row is inserted into the newest generation; a row is a duplicate when one
+        of its keys was in its filter of any generation before it (earlier rows of ``keys`` count)."""
+        sealed = self._query_sealed(keys)
+        duplicate = np.zeros(len(keys), dtype=bool) if sealed is None else sealed.copy()
+        start = 0
+        while start < len(keys):
+            room = self._room()
+            if room <= 0 and self._grows():
+                # The rows left were not yet tested against what earlier rows put into the generation now sealed.
+                duplicate[start:] |= self._query_newest(np.ascontiguousarray(keys[start:]))
+                self.add_generation()
+                continue
+            if room <= 0:
+                self._past_capacity(len(keys) - start)
+                room = len(keys) - start
+            part = self._test_insert_newest(np.ascontiguousarray(keys[start : start + room]))
+            duplicate[start : start + len(part)] |= part
+            start += len(part)
+        return duplicate
+
+    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
+        raise NotImplementedError
+
+    def _query_newest(self, keys: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _test_insert_newest(self, keys: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _room(self) -> int:
+        raise NotImplementedError
+
+    def _grows(self) -> bool:
+        raise NotImplementedError
+
+    def _past_capacity(self, incoming: int) -> None:
+        raise NotImplementedError
+
+    def add_generation(self) -> None:
+        raise NotImplementedError
+
+
+class FilterStack(SealAndGrow):
     """Every generation's band filters, open (the newest writable unless ``read_only``)."""
 
     def __init__(self, directory: str, kind: BloomBackend, params: IndexParams, generations: list[Generation],
@@ -186,24 +242,24 @@ class FilterStack:
         self.add_generation()
         duplicate[~found] = self._decide_in_newest(np.ascontiguousarray(keys[~found]))
 
-    def test_insert(self, keys: np.ndarray) -> np.ndarray:
-        """Any-earlier decisions: every row is inserted into the newest generation; a row is a duplicate when one
-        of its keys was in its band's filter of any generation before it (earlier rows of ``keys`` count)."""
-        sealed = self._query_sealed(keys)
-        duplicate = np.zeros(len(keys), dtype=bool) if sealed is None else sealed.copy()
-        start = 0
-        while start < len(keys):
-            if self.newest.room <= 0:
-                if self.params.growth == "fixed":
-                    raise self.full_error(len(keys) - start)
-                # The rows left were not yet tested against what earlier rows put into the generation now sealed.
-                duplicate[start:] |= self._sets[-1].query(np.ascontiguousarray(keys[start:]))
-                self.add_generation()
-            part = self._sets[-1].test_insert(np.ascontiguousarray(keys[start : start + self.newest.room]))
-            duplicate[start : start + len(part)] |= part
-            self.newest.inserted += len(part)
-            start += len(part)
-        return duplicate
+    # -- SealAndGrow's steps: test_insert (any-earlier) over the band files of every generation --------------
+
+    def _room(self) -> int:
+        return self.newest.room
+
+    def _grows(self) -> bool:
+        return self.params.growth != "fixed"
+
+    def _past_capacity(self, incoming: int) -> None:
+        raise self.full_error(incoming)
+
+    def _query_newest(self, keys: np.ndarray) -> np.ndarray:
+        return self._sets[-1].query(keys)
+
+    def _test_insert_newest(self, keys: np.ndarray) -> np.ndarray:
+        part = self._sets[-1].test_insert(keys)
+        self.newest.inserted += len(part)
+        return part
 
     def insert(self, keys: np.ndarray) -> None:
         """Insert every row (the newest generation grows, or a fixed index refuses before inserting anything)."""

@@ -25,7 +25,7 @@ pybloomfiltermmap3 index of ``sum`` band keys — but it sees generation 0
 only: documents stored in later generations (``gen{g}-band-{i}.bf``) are
 invisible to it, and what it inserts goes to generation 0, past its capacity.
 A fixed index is exactly what it always was, and the reference sizing figures
-(DESIGN §3, ``plan``'s defaults) are a fixed index's.
+(docs/algorithm.md §6, ``plan``'s defaults) are a fixed index's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How a sharded index is cut (DESIGN §6): S shards per band, each a Bloom filter for its share of the keys.
+"""How a sharded index is cut (docs/algorithm.md §4b): S shards per band, each a Bloom filter for its share of the keys.
 
 A band's filter for ``n`` documents at rate ``p_band`` is split into ``S``
 filters for ``n/S`` keys each, at the same rate, so the index keeps the

@@ -12,7 +12,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.errors import IndexCorruptError
+from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
 from lshbloom_udf.index import checksums, journal
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import BLOOM_FORMAT, backend
@@ -130,7 +130,7 @@ class IndexTransaction(LockHolder):
         backend(bloom)
         staging = self._ensure_staging()
         if self.index is not None:
-            raise RuntimeError("the index is already staged")
+            raise TransactionStateError("the index is already staged")
         if not LSHBloomIndex.exists(self.path):
             self.index = LSHBloomIndex.create(staging, params, bloom=bloom, lock=False)
         else:
@@ -155,7 +155,7 @@ class IndexTransaction(LockHolder):
             for name in names + [mf.MANIFEST_NAME]:
                 shutil.copyfile(os.path.join(self.path, name), os.path.join(staging, name))
         except OSError as e:
-            raise OSError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
+            raise IndexStorageError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
 
     def commit(
         self,
@@ -172,7 +172,7 @@ class IndexTransaction(LockHolder):
         """
         self._check_open()
         if self.index is None and run is not None:
-            raise RuntimeError("a run record needs a staged index")
+            raise TransactionStateError("a run record needs a staged index")
         ops: list = []
         for tmp, final in outputs:
             tmp, final = _temporary_output(tmp, final), os.path.abspath(final)

@@ -8,15 +8,15 @@ stderr, no traceback), 1 on other failures, 130 when interrupted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sys
 import time
 
 from lshbloom_udf import hooks
-from lshbloom_udf.errors import LSHBloomError, exit_code
+from lshbloom_udf.errors import JobError, LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
-from lshbloom_udf.job.io import (JobError, Output, first_line, read_input, refuse_output_over_input,
-                                 unreadable_input_file, write_text)
+from lshbloom_udf.job.io import Output, first_line, read_input, refuse_output_over_input, unreadable_input_file, write_text
 from lshbloom_udf.log import configure, console_progress, logger, step
 
 
@@ -25,17 +25,25 @@ def main(argv=None, prog: str = PROG, spark=None) -> None:
     try:
         code = run(argv, prog, spark)
     except LSHBloomError as e:
-        print(f"error: {first_line(e)}", file=sys.stderr)
         code = exit_code(e)
+        if code == 1:  # a failure of the run, not of its settings: the traceback is what finds it
+            raise
+        print(f"error: {first_line(e)}", file=sys.stderr)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         code = 130
     sys.exit(code)
 
 
+# The OSErrors a user fixes (space, quota, permissions, a read-only file system); any other is a failure (exit 1).
+USER_OS_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
 @contextlib.contextmanager
 def _refused(prefix: str = ""):
-    """Spark's analysis errors and the index's file errors (damaged, unwritable, full disk) as job errors."""
+    """Spark's analysis errors, unreadable input files and the index's storage refusing a write (unwritable, full
+    disk) as job errors. Any other error, a ValueError or OSError included, is an internal failure: it propagates
+    with its traceback (exit 1)."""
     from pyspark.errors import AnalysisException
 
     from py4j.protocol import Py4JJavaError
@@ -45,7 +53,11 @@ def _refused(prefix: str = ""):
         yield
     except LSHBloomError:
         raise
-    except (AnalysisException, ValueError, OSError) as e:
+    except AnalysisException as e:
+        raise JobError(prefix + first_line(e)) from None
+    except OSError as e:
+        if e.errno not in USER_OS_ERRNOS:
+            raise
         raise JobError(prefix + first_line(e)) from None
     except (Py4JJavaError, PySparkException) as e:
         unreadable = unreadable_input_file(e)
@@ -127,13 +139,13 @@ def _write_and_commit(result, txn, output: Output, args, config) -> None:
     """Write the output to its temporary path and commit it with the index (or reuse a reproduced run's output)."""
     from pyspark.errors import AnalysisException
 
-    index_info = result.summary["index"]
-    if index_info.get("reproduced", False):
-        prior = next(r for r in txn.runs() if r["run_id"] == index_info["reproduced_from"])
+    reproduced_from = result.reproduced_from
+    if reproduced_from is not None:
+        prior = next(r for r in txn.runs() if r["run_id"] == reproduced_from)
         if prior.get("output") == output.qualified and output.exists():
             # The run completed before (perhaps it was killed after its commit): its output is the result.
             logger.warning(
-                f"this input was already ingested by run {index_info['reproduced_from']}, whose output "
+                f"this input was already ingested by run {reproduced_from}, whose output "
                 f"{args.output} is in place: nothing to do (--force-new-ingest to ingest it again)"
             )
             result.close()

@@ -6,12 +6,8 @@ import os
 import re
 from typing import Optional
 
-from lshbloom_udf.errors import UsageError
+from lshbloom_udf.errors import JobError, OutputCommitError
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
-
-
-class JobError(UsageError):
-    """The job cannot run as asked (input, output, flags): one ``error:`` line, exit 2."""
 
 
 def read_input(spark, config, input_arg: str):
@@ -155,7 +151,7 @@ class Output:
         if self._fs.exists(self._hpath):
             self._fs.delete(self._hpath, True)
         if not self._fs.rename(self._htmp, self._hpath):
-            raise RuntimeError(f"cannot rename {self.tmp} to {self.qualified}")
+            raise OutputCommitError(f"cannot rename {self.tmp} to {self.qualified}")
 
 
 def refuse_output_over_input(spark, output: "Output", input_arg: str, extra_outputs=()) -> None:

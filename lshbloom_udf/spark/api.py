@@ -23,18 +23,15 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     ``index_dir=...``), plus the short names ``text_col``, ``id_col`` and
     ``flag_col``. A bad value raises :class:`DedupInputError` naming it.
 
-    Decisions are "keep first" in input order (partition by partition, row by
-    row) or in ``order_by`` order (column names or Spark Column expressions:
-    ``order_by=F.length("text").desc()`` keeps the longest of near-duplicates,
-    ``order_by=[F.col("ts").desc()]`` the newest): a document is a duplicate when one of its
+    Decisions follow input order (partition by partition, row by row) or
+    ``order_by`` (column names or Columns: ``F.length("text").desc()`` keeps
+    the longest of near-duplicates, ``F.col("ts").desc()`` the newest). Under
+    keep-first (``insert="first"``) a document is a duplicate when one of its
     ``b`` band keys was seen in an earlier kept document (or in the index at
-    ``index_dir`` from a previous run). ``insert="all"`` decides any-earlier
-    instead: every document's keys are inserted, and a document is a duplicate
-    when one of its keys was seen in any earlier document, kept or not.
-    ``pass_mode="sharded"`` makes the any-earlier decisions on the executors,
-    band-key shard by shard (``shard_memory`` bytes of filter per task), with
-    no index on the driver; its ``index_dir`` may be any Hadoop filesystem
-    URI (docs/algorithm.md §4b, docs/architecture.md).
+    ``index_dir``); under any-earlier (``insert="all"``) in any earlier
+    document, kept or not. ``pass_mode="sharded"`` decides any-earlier on the
+    executors, band-key shard by shard, with no index on the driver; its
+    ``index_dir`` may be any Hadoop filesystem URI (docs/architecture.md).
 
     Modes: ``"flag"`` returns every row of ``df`` once with a boolean column
     ``flag_col`` (default ``is_duplicate``); ``"filter"`` returns the rows kept;
@@ -54,9 +51,8 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     readable by datasketch); ``"pybloomfiltermmap3"`` is datasketch's file
     format (the default with ``band_key="sum"``); an existing index keeps its
     own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
-    {p_effective:g} and the number of input rows); an
-    existing index at ``index_dir`` keeps its own sizing unless they are given,
-    in which case they must match it. Every other index setting must match an
+    {p_effective:g} and the number of input rows); an existing index at
+    ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must match an
     existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
 
     The driver pass runs when this function is called; the returned DataFrame

@@ -12,18 +12,17 @@ docs/s, ETA) goes to the ``lshbloom_udf`` logger.
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from lshbloom_udf.litter import make_temp_dir
+from lshbloom_udf.errors import InternalError
+from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.log import logger
-from lshbloom_udf.spark.ingest import col
+from lshbloom_udf.common import col
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
 
 
@@ -100,14 +99,7 @@ def temporary_index_dir(params, bloom: str) -> str:
     from lshbloom_udf.index import backend
 
     index_bytes = backend(bloom).index_bytes(params.capacity, params.p_band, params.b)
-    base = None
-    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-        try:
-            if index_bytes * 1.25 + (64 << 20) < shutil.disk_usage("/dev/shm").free:
-                base = "/dev/shm"
-        except OSError:
-            pass
-    return make_temp_dir("index", base)
+    return make_temp_dir("index", fast_temp_base(int(index_bytes * 1.25)))
 
 
 @dataclass
@@ -161,5 +153,5 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str =
     finally:
         bar.close()
     if outcome.documents != documents:
-        raise RuntimeError(f"internal error: driver pass saw {outcome.documents} documents, expected {documents}")
+        raise InternalError(f"internal error: driver pass saw {outcome.documents} documents, expected {documents}")
     return outcome

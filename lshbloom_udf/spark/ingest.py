@@ -17,21 +17,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
+from lshbloom_udf.common import col
 from lshbloom_udf.errors import AlreadyIngestedError, DedupInputError
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
 
 # What a run record's "fingerprint" says of its fingerprints (absent: the older key fingerprints).
 FINGERPRINT = "text"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def col(name: str):
-    from pyspark.sql import functions as F
-
-    return F.col(quote(name))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lshbloom_udf.spark.ingest import col
+from lshbloom_udf.common import col
 from lshbloom_udf.spark.keys import DUP_COL, ROW_COL
 
 

@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from lshbloom_udf.errors import InternalError
 from lshbloom_udf import hooks
 
 ROW_COL = "_lshb_row"
@@ -79,7 +80,7 @@ class arrow_batch_limits:
         return False
 
 
-def _task_start(task_hook, stage: str):
+def task_start(task_hook, stage: str):
     """The task's context, after the ``task-start`` hook (if one was shipped) ran."""
     from pyspark import TaskContext
 
@@ -99,7 +100,7 @@ def keyed_batches(batches, text_col: str, key_kwargs: dict, threads: int):
         yield np.asarray(rows, dtype=np.int64), keys.reshape(len(rows), -1), np.asarray(active, dtype=np.bool_)
 
 
-def _threads(ctx) -> int:
+def task_threads(ctx) -> int:
     """Native threads per task = the cores Spark gave the task (spark.task.cpus)."""
     return max(1, int(ctx.cpus())) if ctx is not None else 1
 
@@ -139,9 +140,9 @@ def keys_mapper(text_col: str, key_kwargs: dict, among: Optional[np.ndarray] = N
     def compute(batches):
         import pyarrow as pa
 
-        ctx = _task_start(task_hook, "keys")
+        ctx = task_start(task_hook, "keys")
         selected = _selected(batches, among, inside)
-        for rows, keys, active in keyed_batches(selected, text_col, key_kwargs, _threads(ctx)):
+        for rows, keys, active in keyed_batches(selected, text_col, key_kwargs, task_threads(ctx)):
             n = len(rows)
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
@@ -186,7 +187,7 @@ def chunks(keyed, chunk_rows: int):
     start, n = None, 0
     for rows, keys, active in keyed:
         if rows[-1] - rows[0] != len(rows) - 1 or (start is not None and rows[0] != start + n):
-            raise RuntimeError("internal error: row ids are not consecutive within a partition")
+            raise InternalError("internal error: row ids are not consecutive within a partition")
         done = 0
         while done < len(rows):
             if start is None:
@@ -219,9 +220,9 @@ def packer(text_col: str, key_kwargs: dict, chunk_rows: int):
     def pack(batches):
         import pyarrow as pa
 
-        ctx = _task_start(task_hook, "keys")
+        ctx = task_start(task_hook, "keys")
         pid = ctx.partitionId() if ctx is not None else 0
-        for start, keys, active in chunks(keyed_batches(batches, text_col, key_kwargs, _threads(ctx)), chunk_rows):
+        for start, keys, active in chunks(keyed_batches(batches, text_col, key_kwargs, task_threads(ctx)), chunk_rows):
             yield pa.RecordBatch.from_pydict(
                 {
                     "pid": pa.array([pid], pa.int32()),
@@ -235,7 +236,7 @@ def packer(text_col: str, key_kwargs: dict, chunk_rows: int):
     return pack
 
 
-def _unpack_keyed(batch, width: int):
+def unpack_keyed(batch, width: int):
     """(row ids, key bytes, active flags) of a batch of :data:`KEYED_SCHEMA` rows (row, keys, active)."""
     import pyarrow as pa
 
@@ -247,5 +248,5 @@ def _unpack_keyed(batch, width: int):
     bufs = key_arr.buffers()
     offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=key_arr.offset * np.dtype(off_type).itemsize)
     if key_arr.null_count or not np.all(np.diff(offsets) == width):
-        raise RuntimeError("internal error: band keys of unexpected width")
+        raise InternalError("internal error: band keys of unexpected width")
     return rows, memoryview(bufs[2])[int(offsets[0]) : int(offsets[-1])], active

@@ -25,6 +25,8 @@ class DedupResult:
     _run: Optional[dict] = field(default=None, repr=False)
     _duplicates: Any = field(default=None, repr=False)
     _owns_transaction: bool = field(default=False, repr=False)
+    # The committed run whose flags this run reproduced (None: the run decided), as the pass reported it.
+    reproduced_from: Optional[str] = field(default=None, repr=False)
 
     def __iter__(self):
         return iter((self.df, self.summary))

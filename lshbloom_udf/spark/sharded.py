@@ -1,4 +1,4 @@
-"""The sharded pass (DESIGN §6): the any-earlier decisions made on the executors, band-key shard by shard.
+"""The sharded pass (docs/algorithm.md §4b, docs/architecture.md): the any-earlier decisions made on the executors, band-key shard by shard.
 
 Under any-earlier (``insert = "all"``) a document ``k`` is a duplicate when
 
@@ -42,10 +42,13 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from lshbloom_udf.litter import make_temp_dir
+from lshbloom_udf.errors import InternalError
+from lshbloom_udf.common import GOLDEN, default_parallelism, mix64, unique_rows
+from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
+from lshbloom_udf.index.generations import SealAndGrow
 from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_bloom, shard_keys  # noqa: F401
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, _task_start, _unpack_keyed, arrow_batch_limits
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, arrow_batch_limits, task_start, unpack_keyed
 
 SHARD_COL, FIRST_COL = "shard", "first"
 # one blob: a shard's keys from one input chunk (first = its first row id, count = its keys, data = rows then keys);
@@ -61,16 +64,12 @@ HITS, FILTER = 0, 1
 # which ran a 10 GB heap out of memory at 10^7 documents.
 FILTER_PART_BYTES = 4 << 20
 MAX_PARTS = 1 << 24
-_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
 
 def shard_of(keys: np.ndarray, shards_per_band: int) -> np.ndarray:
     """``(mix(key) · S) >> 64`` per key, as int32: a well-mixed hash (splitmix64's finalizer), independent of the
     Bloom filter's own (which mixes the key with a per-band seed)."""
-    z = keys.astype(np.uint64) + _MIX[0]
-    z = (z ^ (z >> np.uint64(30))) * _MIX[1]
-    z = (z ^ (z >> np.uint64(27))) * _MIX[2]
-    z ^= z >> np.uint64(31)
+    z = mix64(keys.astype(np.uint64) + GOLDEN)
     return ((z >> np.uint64(32)) * np.uint64(shards_per_band) >> np.uint64(32)).astype(np.int32)
 
 
@@ -84,7 +83,7 @@ def exploder(b: int, shards_per_band: int, blob_keys: int = BLOB_KEYS):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            rows, data, active = _unpack_keyed(batch, width)
+            rows, data, active = unpack_keyed(batch, width)
             keys = np.frombuffer(data, dtype=np.uint64).reshape(-1, b)[active]
             if len(keys):
                 chunk.append((np.asarray(rows, dtype=np.int64)[active], keys))
@@ -134,22 +133,7 @@ def _blobs(chunk: list, b: int, band_base: np.ndarray, shards_per_band: int):
     )
 
 
-def _local_tmp(needed: int) -> Optional[str]:
-    """/dev/shm when writable with room for ``needed`` bytes (the filters are memory-mapped files), else the
-    executor's local directory (Spark's ``SPARK_LOCAL_DIRS``) or the default temporary directory."""
-    import shutil as _shutil
-
-    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-        try:
-            if _shutil.disk_usage("/dev/shm").free > 2 * needed + (64 << 20):
-                return "/dev/shm"
-        except OSError:
-            pass
-    local = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
-    return local if local and os.path.isdir(local) else None
-
-
-class ShardFilters:
+class ShardFilters(SealAndGrow):
     """One shard's filter generations, as memory-mapped files in an executor's temporary directory.
 
     ``stored`` maps generation → (the bytes of that generation's filter file,
@@ -165,7 +149,7 @@ class ShardFilters:
         self.kind = backend(plan.bloom)
         self.files: list = []
         if sorted(stored) != list(range(len(stored))):
-            raise RuntimeError(f"internal error: shard {shard} has generations {sorted(stored)}")
+            raise InternalError(f"internal error: shard {shard} has generations {sorted(stored)}")
         for g in range(max(len(stored), 1)):
             self._open(g, stored[g][0] if g in stored else None, writable=g >= len(stored) - 1)
 
@@ -183,24 +167,36 @@ class ShardFilters:
 
     def test_set(self, keys: np.ndarray) -> np.ndarray:
         """Per key, in order: was it present (earlier keys count)? Every key is added to the newest generation."""
-        present = np.zeros(len(keys), dtype=bool)
+        return self.test_insert(keys)
+
+    # -- SealAndGrow's steps ------------------------------------------------------------
+
+    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
+        present = None
         for sealed in self.files[:-1]:
-            present |= sealed.contains(keys)
-        start = 0
-        while start < len(keys):
-            g = len(self.files) - 1
-            room = self.plan.shard_capacity(g) - self.files[-1].elem_count
-            if room <= 0 and self.plan.growth == "grow":
-                present[start:] |= self.files[-1].contains(keys[start:])
-                self.files[-1].sync()
-                self._open(g + 1, None, writable=True)
-                continue
-            # A fixed index past its capacity goes on (its rate rises; the driver warns), as the driver pass's
-            # temporary index cannot be overfilled: the slack of shard_keys() makes this rare.
-            take = len(keys) - start if room <= 0 else min(room, len(keys) - start)
-            present[start : start + take] |= self.files[-1].add(keys[start : start + take])
-            start += take
+            found = sealed.contains(keys)
+            present = found if present is None else present | found
         return present
+
+    def _query_newest(self, keys: np.ndarray) -> np.ndarray:
+        return self.files[-1].contains(keys)
+
+    def _test_insert_newest(self, keys: np.ndarray) -> np.ndarray:
+        return self.files[-1].add(keys)
+
+    def _room(self) -> int:
+        return self.plan.shard_capacity(len(self.files) - 1) - self.files[-1].elem_count
+
+    def _grows(self) -> bool:
+        return self.plan.growth == "grow"
+
+    def _past_capacity(self, incoming: int) -> None:
+        """A fixed index past its capacity goes on (its rate rises; the driver warns), as the driver pass's
+        temporary index cannot be overfilled: the slack of shard_keys() makes this rare."""
+
+    def add_generation(self) -> None:
+        self.files[-1].sync()
+        self._open(len(self.files), None, writable=True)
 
     def batches(self, part_bytes: int) -> Iterator:
         """The shard's generations as kind-1 rows (the files' bytes, in parts), for the index's next version."""
@@ -253,7 +249,7 @@ class _ShardTask:
         rows = np.frombuffer(data, dtype="<i8", count=count)
         keys = np.frombuffer(data, dtype="<u8", count=count, offset=8 * count)
         if rows[0] <= self.last_row:
-            raise RuntimeError("internal error: the keyed rows of two partitions interleave in processing order; "
+            raise InternalError("internal error: the keyed rows of two partitions interleave in processing order; "
                                "the sharded pass needs each partition to be a contiguous range of row ids")
         self.last_row = int(rows[-1])
         if self.filters is None:
@@ -291,10 +287,10 @@ def decider(plan: ShardPlan, keep_filters: bool, part_bytes: int = FILTER_PART_B
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def decide(batches):
-        directory = make_temp_dir("shards", _local_tmp(plan.shard_bytes()))
+        directory = make_temp_dir("shards", fast_temp_base(2 * plan.shard_bytes(), spark_local=True))
         task = _ShardTask(plan, keep_filters, directory, part_bytes)
         try:
-            _task_start(task_hook, "shard")  # once the task's directory exists, as in any crash of a task
+            task_start(task_hook, "shard")  # once the task's directory exists, as in any crash of a task
             for batch in batches:
                 shards, firsts, counts = (batch.column(i).to_numpy(zero_copy_only=False) for i in range(3))
                 data = batch.column(3)
@@ -332,11 +328,7 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
             F.col("count").cast("long").alias("count"),
             F.col("data"),
         ))
-    spark = keyed.sparkSession
-    try:
-        cores = spark.sparkContext.defaultParallelism
-    except Exception:  # Spark Connect has no SparkContext here
-        cores = int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+    cores = default_parallelism(keyed.sparkSession)
     # Each task decides its shards one after the other: memory is one shard's filter whatever the count.
     partitions = max(1, min(plan.shards, 2 * cores))
     return (
@@ -346,12 +338,6 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
     )
 
 
-def unique_rows(blobs) -> np.ndarray:
-    """The distinct row ids of kind-0 ``data`` blobs (a document hits in up to b shards)."""
-    parts = [np.frombuffer(b, dtype="<i8") for b in blobs]
-    return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-
-
 def sharded_duplicates(keyed, params, shard_memory: int, blob_keys: int = BLOB_KEYS) -> np.ndarray:
     """The rows the sharded pass flags (any-earlier) over ``keyed`` (``_lshb_row``, ``_lshb_keys``,
     ``_lshb_active``), with a temporary index sized by ``params`` — what ``PassOutcome.rows()`` gives."""
@@ -359,57 +345,3 @@ def sharded_duplicates(keyed, params, shard_memory: int, blob_keys: int = BLOB_K
     with arrow_batch_limits(keyed.sparkSession):
         frame = decided_frame(keyed, plan, blob_keys=blob_keys)
         return unique_rows(r[0] for r in frame.select("data").collect())
-
-
-def run_sharded(keyed, params, config, documents: int, txn, info: dict):
-    """The pipeline's sharded branch: (PassOutcome, the index's stats, the parameters used).
-
-    ``txn``: a :class:`~lshbloom_udf.spark.sharded_index.ShardedTransaction`
-    (the run writes the index's next version, committed later) or None (a
-    temporary index: nothing is written, only the hit rows travel).
-    """
-    import dataclasses
-
-    from pyspark.sql import functions as F
-
-    from lshbloom_udf.index import backend
-    from lshbloom_udf.index.params import effective_p
-    from lshbloom_udf.log import logger
-    from lshbloom_udf.sizing import human_bytes
-    from lshbloom_udf.spark.driver_pass import PassOutcome
-
-    active = keyed.where(F.col(ACTIVE_COL)).count()
-    manifest = None
-    if txn is None:
-        params = dataclasses.replace(params, growth="fixed")
-    else:
-        params, manifest = txn.index_params(params, config.sizing_given)
-    # An index keeps the backend it was written with (the manifest's "bloom"); a new one takes the setting's.
-    bloom = manifest.get("bloom", SHARD_BLOOM) if manifest else shard_bloom(config.bloom)
-    plan = plan_shards(params, config.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None,
-                       bloom)
-    if config.progress:
-        logger.info(f"sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
-                    f"{human_bytes(plan.shard_bytes())} per shard filter")
-    before = int(manifest["inserted"]) if manifest else 0
-    with arrow_batch_limits(keyed.sparkSession):
-        if txn is None:
-            rows = unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
-            fill = {"keys": None, "bytes": plan.index_bytes()}
-        else:
-            decided = decided_frame(keyed, plan, txn.stored_filters(manifest), keep_filters=True)
-            _, rows, fill = txn.write_version(decided, manifest)
-            txn.stage_manifest(params, plan.to_dict(), before + active, fill, manifest)
-    hooks.fire("sharded-pass", duplicates=len(rows))
-    if params.growth == "fixed" and before + active > params.capacity and txn is not None:
-        logger.warning(f"the sharded index holds {before + active:,} documents, more than its capacity "
-                       f"{params.capacity:,}; its false-positive rate is now above p_effective. Use a larger "
-                       "--expected-docs for a new index, or --growth grow.")
-    mean_keys = (before + active) / plan.shards_per_band
-    band_fp = backend(plan.bloom).band_false_positive(int(mean_keys), plan.shard_capacity(), plan.p_band())
-    info.update(inserted_before=before, backend=plan.bloom, reused=before > 0 and info["kept"], shard_plan=plan.to_dict(),
-                bytes_on_disk=fill["bytes"], inserted_total=before + active, capacity=params.capacity,
-                p_effective=params.p_effective, p_band=plan.p_band(), expected_false_positive=effective_p(band_fp, plan.b),
-                location=info["path"] or "executors (temporary)")
-    outcome = PassOutcome([rows], len(rows), documents - active, documents)
-    return outcome, {"inserted": before + active}, params

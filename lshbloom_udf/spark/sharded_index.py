@@ -35,7 +35,9 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import DedupInputError, IndexCorruptError, IndexLockedError, IndexMismatchError
+from lshbloom_udf.errors import (DedupInputError, IndexCorruptError, IndexLockedError, IndexMismatchError,
+                                 SparkSessionRequiredError)
+from lshbloom_udf.common import hadoop_jvm, unique_rows
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
 
@@ -79,14 +81,13 @@ class HadoopDir:
     """A directory on the driver's Hadoop filesystem (through the JVM of a classic Spark session)."""
 
     def __init__(self, spark, path: str):
-        try:
-            jvm = spark.sparkContext._jvm
-            conf = spark.sparkContext._jsc.hadoopConfiguration()
-        except AttributeError:  # Spark Connect: no JVM on this side
+        driver = hadoop_jvm(spark)
+        if driver is None:  # Spark Connect: no JVM on this side
             raise DedupInputError(
                 "the sharded index commits its manifest through the driver's Hadoop filesystem, which Spark Connect "
                 "does not expose: use a classic Spark session, or the sharded pass without index_dir"
-            ) from None
+            )
+        jvm, conf = driver
         self._jvm = jvm
         root = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
         self.fs = root.getFileSystem(conf)
@@ -156,16 +157,16 @@ class HadoopDir:
 class ShardedTransaction:
     """One run on a sharded index: what is committed, the version this run writes, and its commit.
 
-    The same face as :class:`~lshbloom_udf.index.IndexTransaction` where the
-    pipeline and the job use it (``manifest``, ``runs``, ``check_compatible``,
-    ``find_run``, ``load_duplicates``, ``add_output``, ``commit``, ``abort``,
-    ``close``), so that the pipeline only branches where it decides.
+    A :class:`~lshbloom_udf.index.kept.KeptIndex`, as
+    :class:`~lshbloom_udf.index.IndexTransaction` is: the run and the job use
+    either without knowing which. Its versions are immutable, so opening has
+    nothing to recover: a killed run's version is never committed, and the
+    next commit of that version drops it.
     """
-
-    recovered = {"rolled_forward": None, "discarded": []}
 
     def __init__(self, path: str, spark=None, verify: bool = False):
         self.path = path
+        self.recovered = {"rolled_forward": None, "discarded": []}
         self.verify_parts = verify  # check every stored filter part's checksum before the run uses it
         self._spark = spark
         self._dir: Optional[HadoopDir] = None
@@ -179,7 +180,7 @@ class ShardedTransaction:
 
             spark = self._spark or SparkSession.getActiveSession()
             if spark is None:
-                raise RuntimeError("the sharded index needs a Spark session")
+                raise SparkSessionRequiredError("the sharded index needs a Spark session")
             self._dir = HadoopDir(spark, self.path)
         return self._dir
 
@@ -260,8 +261,7 @@ class ShardedTransaction:
         if not self.dir.exists(f"{run['data']}/kind=0"):  # the run flagged nothing
             return np.zeros(0, dtype=np.int64)
         parts = spark.read.parquet(self.dir.child(f"{run['data']}/kind=0")).select(F.col("data")).collect()
-        rows = [np.frombuffer(r[0], dtype="<i8") for r in parts]  # (kind 0 parts carry a checksum too)
-        return np.unique(np.concatenate(rows)).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
+        return unique_rows(r[0] for r in parts)  # (kind 0 parts carry a checksum too)
 
     def _spark_session(self):
         from pyspark.sql import SparkSession
@@ -325,13 +325,12 @@ class ShardedTransaction:
         decided.withColumn(CHECKSUM_COL, F.xxhash64("data")).write.partitionBy("kind").parquet(self.dir.child(data))
         spark = self._spark_session()
         hits = spark.read.parquet(self.dir.child(f"{data}/kind=0")) if self.dir.exists(f"{data}/kind=0") else None
-        rows = [np.frombuffer(r[0], dtype="<i8") for r in hits.select("data").collect()] if hits is not None else []
+        rows = unique_rows(r[0] for r in hits.select("data").collect()) if hits is not None else unique_rows([])
         # Parquet reads only the small columns here; the filters' bytes are the files' sizes (metadata).
         fill = spark.read.parquet(self.dir.child(f"{data}/kind=1")).where(F.col("part") == 0).agg(
             F.sum("count").alias("keys"), F.count(F.lit(1)).alias("files"),
             F.max("generation").alias("generation")).collect()[0]
-        unique = np.unique(np.concatenate(rows)).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
-        return data, unique, {"keys": int(fill["keys"] or 0), "bytes": self.dir.size(f"{data}/kind=1"),
+        return data, rows, {"keys": int(fill["keys"] or 0), "bytes": self.dir.size(f"{data}/kind=1"),
                               "files": int(fill["files"]), "generations": int(fill["generation"] or 0) + 1}
 
     def stage_manifest(self, params: IndexParams, plan: dict, inserted: int, fill: dict,

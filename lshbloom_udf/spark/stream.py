@@ -40,7 +40,9 @@ import numpy as np
 
 from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
-from lshbloom_udf.spark.keys import POS_BITS, _task_start, _threads, chunks, keyed_batches
+from lshbloom_udf.spark.keys import POS_BITS, chunks, keyed_batches
+from lshbloom_udf.spark.keys import task_start as _task_start
+from lshbloom_udf.spark.keys import task_threads as _threads
 
 MAGIC = b"LSHB"
 HELLO = struct.Struct("<4s16sii")

@@ -393,7 +393,7 @@ def texts_source(pinned, text_col: str):
     shuffling every text (a broadcast semi-join when ``small``)."""
     from pyspark.sql import functions as F
 
-    from lshbloom_udf.spark.ingest import col
+    from lshbloom_udf.common import col
 
     def texts_of(rows, small: bool):
         return pinned.join(F.broadcast(rows) if small else rows, ROW_COL, "left_semi").select(ROW_COL, col(text_col))

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from lshbloom_udf.common import GOLDEN, collect_arrow, mix64
 from lshbloom_udf.spark.keys import is_in
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BLOOM_BITS_PER_PAIR = 12
 BLOOM_PROBES = 4
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def pair_hashes(keys: np.ndarray) -> np.ndarray:
     """A well-mixed 64-bit hash of each (band i, key) of an ``(n, b)`` key matrix (splitmix64's finalizer)."""
-    bands = (np.arange(keys.shape[1], dtype=np.uint64) + np.uint64(1)) * _GOLDEN
-    h = keys.astype(np.uint64, copy=False) ^ bands[None, :]
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return (h ^ (h >> np.uint64(31))).ravel()
+    bands = (np.arange(keys.shape[1], dtype=np.uint64) + np.uint64(1)) * GOLDEN
+    return mix64(keys.astype(np.uint64, copy=False) ^ bands[None, :]).ravel()
 
 
 class PairBloom:
@@ -54,7 +51,7 @@ class PairBloom:
 
 def _batch_keys(batch, b: int):
     """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
-    from lshbloom_udf.spark.keys import _unpack_keyed
+    from lshbloom_udf.spark.keys import unpack_keyed as _unpack_keyed
 
     if not batch.num_rows:
         return np.zeros(0, np.int64), np.zeros((0, b), np.uint64), np.zeros(0, np.bool_)
@@ -138,10 +135,3 @@ def candidates(f, k) -> tuple[np.ndarray, np.ndarray]:
     return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64))
 
 
-def collect_arrow(df):
-    """A DataFrame's rows on the driver as a pyarrow Table (``toArrow`` where PySpark has it)."""
-    import pyarrow as pa
-
-    if hasattr(df, "toArrow"):
-        return df.toArrow()
-    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)

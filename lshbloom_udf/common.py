@@ -1,0 +1,115 @@
+"""Small helpers several modules share, each declared once.
+
+- the session's kind: :func:`spark_context` (``None`` under Spark Connect),
+  :func:`hadoop_jvm`, :func:`default_parallelism`;
+- column names: :func:`quote`, :func:`col`;
+- results on the driver: :func:`collect_arrow`, :func:`unique_rows`;
+- :func:`mix64`, splitmix64's finalizer (a well-mixed 64-bit hash);
+- :func:`over_capacity_warning`, the index's one message when it holds more
+  documents than it was sized for.
+
+Nothing here imports pyspark at import time: the core modules use it too.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# the session
+
+
+def spark_context(spark):
+    """The session's SparkContext, or None: a Spark Connect session has none on this side."""
+    try:
+        return spark.sparkContext
+    except Exception:  # pyspark.errors PySparkNotImplementedError and friends under Connect
+        return None
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM on this side)."""
+    return spark_context(spark) is None
+
+
+def hadoop_jvm(spark):
+    """``(jvm, Hadoop configuration)`` of a classic session's driver, or None under Spark Connect."""
+    sc = spark_context(spark)
+    if sc is None:
+        return None
+    try:
+        return sc._jvm, sc._jsc.hadoopConfiguration()
+    except AttributeError:  # no JVM on this side
+        return None
+
+
+def default_parallelism(spark) -> int:
+    """The session's core count (Spark Connect: its shuffle partitions, the closest it exposes)."""
+    sc = spark_context(spark)
+    if sc is not None:
+        return sc.defaultParallelism
+    return int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+
+
+# ---------------------------------------------------------------------------
+# columns
+
+
+def quote(name: str) -> str:
+    """A column name as Spark SQL reads it literally (dots and backticks included)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def col(name: str):
+    """The column named ``name`` exactly (not a nested field path)."""
+    from pyspark.sql import functions as F
+
+    return F.col(quote(name))
+
+
+# ---------------------------------------------------------------------------
+# results on the driver
+
+
+def collect_arrow(df):
+    """A DataFrame's rows on the driver as a pyarrow Table (``toArrow`` where PySpark has it)."""
+    import pyarrow as pa
+
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
+
+
+def unique_rows(blobs: Iterable[bytes]) -> np.ndarray:
+    """The distinct row ids of little-endian int64 ``blobs``, sorted (a document hits in up to b shards)."""
+    parts = [np.frombuffer(b, dtype="<i8") for b in blobs]
+    return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
+# hashing
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer over uint64 values: independent of the Bloom filters' own hashing."""
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+# ---------------------------------------------------------------------------
+# the index
+
+
+def over_capacity_warning(inserted: int, capacity: int, now: Optional[float], sized_for: float,
+                          what: str = "the index", advice: str = "") -> str:
+    """The message when an index holds more documents than its capacity (its false-positive rate rose)."""
+    rate = f"now {now:.3g}" if now is not None else "now above p_effective"
+    return (f"{what} holds {inserted:,} documents, more than its capacity {capacity:,}; its false-positive rate is "
+            f"{rate}{f' (sized for {sized_for:.3g})' if now is not None else ''}. Use a larger --expected-docs for a "
+            f"new index{advice}.")

@@ -1,0 +1,66 @@
+"""The kept-index protocol: what a run does with an index it keeps between runs, whichever store holds it.
+
+Two stores implement it: the local one (:class:`~lshbloom_udf.index.IndexTransaction`
+over :class:`~lshbloom_udf.index.LSHBloomIndex`: band files, a journal, an
+OS lock) and the sharded one on a Hadoop filesystem
+(:class:`lshbloom_udf.spark.sharded_index.ShardedTransaction`: versioned
+Parquet parts, one manifest per version). Both keep their filter generations
+with one seal-and-grow (:class:`~lshbloom_udf.index.generations.SealAndGrow`).
+
+- **open**: the store's constructor takes the directory; it finishes or
+  discards what a crashed run left (**recover**: :attr:`KeptIndex.recovered`).
+- **stage**: the pass writes the run's version of the index beside the live
+  one (the local store's ``stage(...)`` copy; the sharded store's
+  ``write_version`` + ``stage_manifest``): nothing live changes.
+- **commit**: :meth:`KeptIndex.commit` makes the staged version, the run
+  record and the outputs live together; :meth:`KeptIndex.abort` drops them.
+- **report**: :meth:`KeptIndex.manifest` and :meth:`KeptIndex.runs` say what
+  is committed; :meth:`KeptIndex.verify` checks it.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class KeptIndex(Protocol):
+    """One run's transaction on a kept index (see the module docs)."""
+
+    path: str
+    # open/recover: {"rolled_forward": run id or None, "discarded": [staging paths]}
+    recovered: Mapping
+
+    # -- report ------------------------------------------------------------------
+    def manifest(self) -> Optional[dict]:
+        ...
+
+    def runs(self) -> list:
+        ...
+
+    def check_compatible(self, params, sizing_given=True, bloom: Optional[str] = None):
+        ...
+
+    def find_run(self, content_fingerprint: str, params) -> Optional[dict]:
+        ...
+
+    def load_duplicates(self, run: Mapping) -> np.ndarray:
+        ...
+
+    def verify(self) -> dict:
+        ...
+
+    # -- commit --------------------------------------------------------------------
+    def add_output(self, tmp_path: str) -> None:
+        ...
+
+    def commit(self, run: Optional[Mapping] = None, duplicates=None, outputs: Sequence = ()) -> Optional[dict]:
+        ...
+
+    def abort(self) -> None:
+        ...
+
+    def close(self) -> None:
+        ...

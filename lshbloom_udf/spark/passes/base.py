@@ -1,0 +1,155 @@
+"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`PassResult`).
+
+A pass decides which of the pinned rows are duplicates. It is one object with
+one method, :meth:`Pass.decide`; the run (:class:`~lshbloom_udf.spark.pipeline.DedupRun`)
+calls it without knowing which pass it is. docs/architecture.md shows how to
+add one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Protocol
+
+import numpy as np
+
+from lshbloom_udf.index import LSHBloomIndex
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """The summary's ``index`` part: which index the run used and what it holds (docs/summary.md).
+
+    ``path`` and ``kept`` are always reported; every other field only when
+    the pass set it (None: absent from :meth:`to_dict`).
+    """
+
+    path: Optional[str]
+    kept: bool
+    content_fingerprint: Optional[str] = None
+    sequence_fingerprint: Optional[str] = None
+    inserted_before: Optional[int] = None
+    inserted_total: Optional[int] = None
+    reused: Optional[bool] = None
+    backend: Optional[str] = None
+    bytes_on_disk: Optional[int] = None
+    capacity: Optional[int] = None
+    p_effective: Optional[float] = None
+    p_band: Optional[float] = None
+    expected_false_positive: Optional[float] = None
+    location: Optional[str] = None
+    shard_plan: Optional[Mapping] = None
+    reproduced: Optional[bool] = None
+    reproduced_from: Optional[str] = None
+    run_id: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        """A new JSON-ready dict: the summary's ``index``."""
+        out = {"path": self.path, "kept": self.kept}
+        for f in dataclasses.fields(self)[2:]:
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = dict(value) if isinstance(value, Mapping) else value
+        return out
+
+    def replace(self, **changes) -> "IndexReport":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class PassInput:
+    """What a pass is given: the pinned rows, their number, the run's settings and its index transaction."""
+
+    config: Any  # DedupConfig
+    params: Any  # IndexParams, sized for this run (capacity set)
+    documents: int
+    pinned: Any  # the pinned DataFrame, with its row id
+    keyed: Callable  # DedupRun.keyed_frame: the pinned rows' band keys, computed on the executors
+    txn: Any = None  # the kept index's transaction, or None (a temporary index)
+    prior: Optional[Mapping] = None  # the committed run that ingested these documents, if any
+    fingerprints: Optional[tuple] = None  # (content, sequence) fingerprints of a kept index's input
+
+    @property
+    def index_dir(self) -> Optional[str]:
+        return self.txn.path if self.txn is not None else None
+
+    @property
+    def temporary(self) -> bool:
+        return self.txn is None
+
+    @property
+    def reproduce(self) -> bool:
+        """Whether the run reproduces a committed run's flags instead of deciding."""
+        return self.prior is not None and not self.config.force_new_ingest
+
+    def report(self) -> IndexReport:
+        """The index report every pass starts from: the index's path and the input's fingerprints."""
+        content, sequence = self.fingerprints or (None, None)
+        return IndexReport(self.index_dir, not self.temporary, content, sequence)
+
+    def nothing_to_decide(self) -> bool:
+        """No documents and no index to create: no pass runs, no index is written."""
+        return (self.documents == 0 and not self.config.sizing_given
+                and (self.temporary or not LSHBloomIndex.exists(self.index_dir)))
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What a pass decided: the flags and counts (``outcome``), the summary's index part, the index's stats.
+
+    ``stats`` is None when no kept index changes (then the run records
+    nothing); ``params`` are the index parameters the pass used; ``seconds``
+    the timings it measured beside its own (e.g. the keys stage's).
+    """
+
+    outcome: Any  # lshbloom_udf.spark.driver_pass.PassOutcome
+    index: IndexReport
+    params: Any
+    stats: Optional[Mapping] = None
+    seconds: Mapping = field(default_factory=dict)
+
+    @property
+    def duplicates(self) -> int:
+        return self.outcome.duplicates
+
+    @property
+    def empty(self) -> int:
+        return self.outcome.empty
+
+    def rows(self) -> np.ndarray:
+        """The flagged rows' ids, sorted within each chunk, as int64."""
+        return self.outcome.rows()
+
+
+class Pass(Protocol):
+    """A pass: keyed rows in, a :class:`PassResult` out.
+
+    ``name`` is the summary's ``pass`` (and ``--pass``), ``title`` the step's
+    description in logs and the Spark UI, ``timer`` its entry in the
+    summary's ``seconds``.
+    """
+
+    name: str
+    title: str
+    timer: str
+
+    def decide(self, given: PassInput) -> PassResult:
+        ...
+
+
+class KeyedPass:
+    """Base of the passes that decide band keys: a run with nothing to decide writes no index."""
+
+    name = title = timer = ""
+
+    def decide(self, given: PassInput) -> PassResult:
+        from lshbloom_udf.spark.driver_pass import PassOutcome
+
+        if given.nothing_to_decide():
+            report = given.report().replace(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
+            return PassResult(PassOutcome(), report, given.params)
+        return self.decide_keys(given)
+
+    def decide_keys(self, given: PassInput) -> PassResult:
+        raise NotImplementedError

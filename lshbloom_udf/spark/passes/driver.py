@@ -1,0 +1,96 @@
+"""The driver pass as a :class:`~lshbloom_udf.spark.passes.base.Pass`: the whole index in the driver.
+
+The keys are computed on the executors and streamed to the driver
+(:mod:`lshbloom_udf.spark.stream`; ``toLocalIterator`` under Spark Connect),
+which decides them in processing order (:mod:`lshbloom_udf.spark.driver_pass`)
+into a temporary index or the transaction's staging copy of the kept one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+
+from lshbloom_udf.common import col, is_connect, over_capacity_warning
+from lshbloom_udf.errors import DedupInputError
+from lshbloom_udf.index import LSHBloomIndex, manifest_bloom
+from lshbloom_udf.log import logger
+from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
+from lshbloom_udf.spark.keys import ROW_COL, arrow_batch_limits
+from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
+from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+
+
+class DriverPass(KeyedPass):
+    """Keep-first (``insert="first"``) or any-earlier (``"all"``) decisions by one index in the driver."""
+
+    name, title, timer = "driver", "keys + driver pass", "driver_pass"
+
+    def decide_keys(self, given: PassInput) -> PassResult:
+        c = given.config
+        if given.temporary:
+            # Sized for exactly this input (or expected_docs): it never needs another generation.
+            params = dataclasses.replace(given.params, growth="fixed")
+            path = temporary_index_dir(params, c.new_index_bloom)
+            try:
+                with LSHBloomIndex.create(path, params, bloom=c.new_index_bloom) as index:
+                    return self._run(given, index, path, params)
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
+        manifest = given.txn.manifest()
+        bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
+        return self._run(given, given.txn.stage(given.params, c.sizing_given, bloom), given.index_dir, given.params)
+
+    def _run(self, given: PassInput, index, path: str, params) -> PassResult:
+        """Decide into ``index`` (at ``path``); ``params``: what the run records as its parameters."""
+        before = index.inserted
+        seconds: dict = {}
+        outcome = self._keys_through(given, index, seconds)
+        index.sync()
+        stats = index.stats()
+        real = os.path.realpath(path)
+        report = given.report().replace(
+            inserted_before=before, backend=index.bloom, reused=before > 0 and not given.temporary,
+            bytes_on_disk=stats["bytes_on_disk"], inserted_total=stats["inserted"], capacity=index.params.capacity,
+            p_effective=index.params.p_effective, p_band=stats["p_band"],
+            expected_false_positive=stats["expected_false_positive"],
+            location="/dev/shm" if real.startswith("/dev/shm") else os.path.dirname(real),
+        )
+        if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
+            logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
+                                                 stats["expected_false_positive"], index.params.p_effective))
+        return PassResult(outcome, report, params, stats, seconds)
+
+    def _keys_through(self, given: PassInput, index, seconds: dict):
+        """The pass over the keys, by the socket stream or ``toLocalIterator``; the keys stage's time in
+        ``seconds`` when the stream measured it."""
+        c, pinned = given.config, given.pinned
+        spark, text, kwargs = pinned.sparkSession, c.text_column, given.params.signature_kwargs()
+        with arrow_batch_limits(spark):
+            if not streams(spark, c.key_transfer):
+                return run_driver_pass(spark_chunks(pinned, text, kwargs, c.chunk_rows), index, given.documents,
+                                       c.progress, c.decision_rule)
+            with KeyStream(spark, index.params.b) as stream:
+                mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
+                stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
+                partitions = pinned.rdd.getNumPartitions()
+                outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
+                                          c.decision_rule)
+            seconds["keys"] = stream.job_seconds
+            return outcome
+
+
+PASS = DriverPass()
+
+
+def streams(spark, key_transfer: str) -> bool:
+    """Whether the keys go to the driver over the socket stream (a classic session) or ``toLocalIterator``."""
+    classic = not is_connect(spark)
+    if key_transfer == "socket" and not classic:
+        raise DedupInputError(
+            "key_transfer='socket' needs a classic Spark session: over Spark Connect the executors cannot reach "
+            "this process. Use key_transfer='auto' (the default) or 'spark'."
+        )
+    return classic if key_transfer == "auto" else key_transfer == "socket"
+

@@ -1,0 +1,44 @@
+"""No pass: the flags of the committed run that ingested these documents in this order, read back from the index."""
+
+from __future__ import annotations
+
+from lshbloom_udf.errors import InternalError
+from lshbloom_udf.index import manifest_bloom
+from lshbloom_udf.spark.passes.base import PassInput, PassResult
+
+
+class ReproducedPass:
+    """The earlier run's stored flags (a kept index that already ingested this input, ``force_new_ingest`` unset)."""
+
+    name, title, timer = "reproduced", "reproduce the earlier run's flags", "reproduce"
+
+    def decide(self, given: PassInput) -> PassResult:
+        from lshbloom_udf.spark.driver_pass import PassOutcome
+
+        prior, txn = given.prior, given.txn
+        rows = txn.load_duplicates(prior)
+        outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), given.documents)
+        if len(rows) != outcome.duplicates:
+            raise InternalError(
+                f"{given.index_dir}: run {prior['run_id']} records {outcome.duplicates} duplicates but stores {len(rows)}"
+            )
+        report = given.report().replace(
+            reproduced=True,
+            run_id=prior["run_id"],
+            reproduced_from=prior["run_id"],
+            inserted_before=int(prior["inserted_total"]) - int(prior["inserted"]),
+            inserted_total=int((txn.manifest() or {}).get("inserted", 0)),
+            reused=True,
+            backend=_stored_backend(given),
+        )
+        return PassResult(outcome, report, given.params)
+
+
+def _stored_backend(given: PassInput) -> str:
+    """The kept index's Bloom backend, as its manifest records it (a sharded index: always its shards' backend)."""
+    if given.config.pass_mode == "sharded":
+        from lshbloom_udf.index.shards import SHARD_BLOOM
+
+        return SHARD_BLOOM
+    manifest = given.txn.manifest()
+    return manifest_bloom(manifest) if manifest is not None else "?"
