@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import tempfile
 import time
 from typing import Optional
 
@@ -33,6 +34,7 @@ from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, arrow_batch_limits, keys_mapper, row_id
 from lshbloom_udf.spark.result import DedupResult, build_summary
 from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+from lshbloom_udf.spark.verify_sources import keep_spool, spool_source
 
 
 class DedupRun:
@@ -49,6 +51,8 @@ class DedupRun:
         self.documents = 0
         self.prior: Optional[dict] = None
         self.fingerprints: Optional[tuple[str, str]] = None
+        # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
+        self.candidates = None
 
     def _lap(self, stage: str) -> None:
         now = time.monotonic()
@@ -60,6 +64,13 @@ class DedupRun:
         return step(self.df.sparkSession, name, show=self.config.progress)
 
     def execute(self) -> DedupResult:
+        try:
+            return self._execute()
+        finally:
+            if self.candidates is not None:  # the run failed before verification released it
+                self.candidates.close()
+
+    def _execute(self) -> DedupResult:
         if self.config.progress:
             ensure_visible()
         with console_progress(self.df.sparkSession, self.config.progress):
@@ -107,13 +118,18 @@ class DedupRun:
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
         from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import Shingling, texts_source, verify_flags
+        from lshbloom_udf.spark.verify_sources import SparkCandidates
 
         c, p = self.config, self.params
-        verified = verify_flags(
-            self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b,
-            shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
-            prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
-        )
+        source, self.candidates = self.candidates or SparkCandidates(self.keyed_frame, p.b), None
+        try:
+            verified = verify_flags(
+                source, texts_source(self.pinned, c.text_column), dup_rows,
+                shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
+                prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+            )
+        finally:
+            source.close()
         self._lap("verify")
         return verified
 
@@ -247,11 +263,19 @@ class DedupRun:
             if not self._streams(spark):
                 return run_driver_pass(spark_chunks(self.pinned, text, kwargs, c.chunk_rows), index, self.documents,
                                        c.progress, c.decision_rule)
-            with KeyStream(spark, index.params.b) as stream:
+            # Under verification the stream keeps its spool for verification's candidates (verify_sources).
+            keep = c.verify and keep_spool(tempfile.gettempdir(), self.documents, index.params.b, c.chunk_rows)
+            stream = KeyStream(spark, index.params.b, keep=keep)
+            try:
                 mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
                 stream.start(self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = self.pinned.rdd.getNumPartitions()
-                outcome = run_driver_pass(stream.chunks(partitions), index, self.documents, c.progress, c.decision_rule)
+                outcome = run_driver_pass(stream.chunks(partitions), index, self.documents, c.progress, c.decision_rule,
+                                          keep_keys=keep)
+                self.candidates = spool_source(stream, partitions, outcome)
+            finally:
+                if self.candidates is None:
+                    stream.close()
             self.seconds["keys"] = stream.job_seconds
             return outcome
 
