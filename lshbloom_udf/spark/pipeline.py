@@ -222,6 +222,7 @@ class DedupRun:
             path = temporary_index_dir(self.params, c.new_index_bloom)
             try:
                 with LSHBloomIndex.create(path, self.params, bloom=c.new_index_bloom) as index:
+                    index.plan_inserts(self.documents)  # filled as planned, not "near capacity" (any-earlier: to N)
                     outcome, stats = self._pass(index, info, path)
             finally:
                 shutil.rmtree(path, ignore_errors=True)
