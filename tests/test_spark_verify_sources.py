@@ -5,7 +5,8 @@
   same verified output on the same input, with and without a round 2, with no
   flag and with no document; also when the spool is too large to keep (the
   run falls back to the Spark path) and over retried keys tasks (a real
-  spark-submit).
+  spark-submit). Similarities computed on the executors (texts over the
+  driver's budget) equal those computed on the driver.
 - The spool is gone after a verified run.
 - The in-memory self-join and the native (band, key) matching equal
   quadratic references; the native overlaps equal :func:`shingle_set`'s sets.
@@ -22,8 +23,9 @@ import numpy as np
 import pytest
 
 from lshbloom_udf import _native, deduplicate
-from lshbloom_udf.spark import verify_sources
-from lshbloom_udf.spark.verify import Shingling, overlaps, shingle_set
+from lshbloom_udf.spark import verify_similarity, verify_sources
+from lshbloom_udf.spark.verify import Shingling, shingle_set
+from lshbloom_udf.spark.verify_similarity import overlaps
 from lshbloom_udf.spark.verify_sources import distinct_pairs, shared_key_pairs
 from reliability_support import submit, write_jsonl
 from spark_support import sample_docs
@@ -79,6 +81,13 @@ def test_a_spool_too_large_for_its_disk_falls_back_to_the_spark_path(spark, docs
         got, s = _verified(spark, docs, "socket")
     assert "bloom" in s["stages"] and got == want
     assert "verification computes the band keys again" in caplog.text
+
+
+def test_similarities_on_the_executors_equal_those_on_the_driver(spark, docs, monkeypatch):
+    want, s_want = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8)
+    monkeypatch.setattr(verify_similarity, "DRIVER_TEXT_BYTES", 0)  # every candidate text over the budget
+    got, s_got = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8)
+    assert got == want and s_got["candidate_pairs"] == s_want["candidate_pairs"]
 
 
 def test_the_spool_is_removed_after_a_verified_run(spark, docs, tmp_path, monkeypatch):

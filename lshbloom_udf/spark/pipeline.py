@@ -117,7 +117,8 @@ class DedupRun:
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
         from lshbloom_udf.minhash import normalization_mask
-        from lshbloom_udf.spark.verify import Shingling, texts_source, verify_flags
+        from lshbloom_udf.spark.verify import Shingling, verify_flags
+        from lshbloom_udf.spark.verify_similarity import texts_source
         from lshbloom_udf.spark.verify_sources import SparkCandidates
 
         c, p = self.config, self.params

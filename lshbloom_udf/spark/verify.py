@@ -79,11 +79,9 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.spark.keys import ROW_COL, is_in
-from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW, PairBloom, collect_arrow, pair_hashes
+from lshbloom_udf.spark.keys import is_in
+from lshbloom_udf.spark.verify_candidates import PairBloom, pair_hashes
 
-SIM, MEASURE = "_lshb_sim", "_lshb_measure"
-TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
 # The measure that verified a pair, by code (Verified.measure, the similarity_measure column).
 MEASURES = ("jaccard", "containment")
 JACCARD, CONTAINMENT = 0, 1
@@ -159,9 +157,6 @@ class Verified:
         self.similarity, self.measure = similarity[order], measure[order]
 
 
-# -- executor functions (mapInArrow) -----------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Shingling:
     """How a text becomes its shingle set: the index's n-gram size, normalization mask and shingle unit."""
@@ -172,49 +167,11 @@ class Shingling:
 
 
 def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:
-    """The shingle set ``S`` of a text, by the contract (the signatures' shingles): every similarity
-    verification computes goes through here."""
+    """The shingle set ``S`` of a text, by the contract (the signatures' shingles): the reference of the native
+    overlaps verification computes (:func:`~lshbloom_udf.spark.verify_similarity.overlaps`, the same sets)."""
     from lshbloom_udf import _native
 
     return frozenset(_native.shingles(text, shingling.ngram, shingling.normalize_mask, shingling.unit))
-
-
-def overlaps(lefts, rights, shingling: Shingling) -> np.ndarray:
-    """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of aligned lists of texts, shape (n, 3): :func:`shingle_set`'s sets,
-    intersected natively (exact, the shingles' bytes compared)."""
-    from lshbloom_udf import _native
-
-    return _native.shingle_overlaps(lefts, rights, shingling.ngram, shingling.normalize_mask, shingling.unit)
-
-
-def similarity_mapper(shingling: Shingling, rule: VerifyRule):
-    """(flagged row, kept row, similarity, measure code) of each pair of texts that ``rule`` verifies.
-
-    ``J`` and ``C`` both come from one intersection of the two shingle sets.
-    """
-
-    def run(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            # Sorted by the earlier text: the native side shingles a kept document once for its consecutive copies.
-            order = pa.array(np.argsort(batch.column(1).to_numpy(zero_copy_only=False), kind="stable"))
-            batch = batch.take(order)
-            f_text = [_decoded(t) for t in batch.column(2).cast(pa.binary()).to_pylist()]
-            k_text = [_decoded(t) for t in batch.column(3).cast(pa.binary()).to_pylist()]
-            passes, sim, measure = rule.judge(*overlaps(f_text, k_text, shingling).T)
-            if passes.any():
-                keep = pa.array(passes)
-                yield pa.RecordBatch.from_arrays(
-                    [batch.column(0).filter(keep), batch.column(1).filter(keep), pa.array(sim[passes], pa.float64()),
-                     pa.array(measure[passes], pa.int8())], names=[F_ROW, K_ROW, SIM, MEASURE])
-
-    return run
-
-
-def _decoded(raw):
-    # Spark strings may hold invalid UTF-8: decoded as the keys stage decodes them (errors="replace").
-    return None if raw is None else raw.decode("utf-8", "replace")
 
 
 # -- the driver's side ------------------------------------------------------------------------
@@ -240,7 +197,9 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
         out.seconds = time.monotonic() - t0
         return out
     lap = _laps(out.stages, t0)
-    similar = functools.partial(_similarities, texts_of=texts_of, shingling=shingling, rule=rule,
+    from lshbloom_udf.spark.verify_similarity import similarities
+
+    similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
                                 broadcast_limit=broadcast_limit)
     # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
     cand = source.round1(flagged, lap)
@@ -317,32 +276,6 @@ def _chain(out: Verified, pairs: VerifiedPairs) -> None:
                     (out.measure, pairs.measure))))
 
 
-def _similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int) -> VerifiedPairs:
-    """The candidate pairs ``rule`` verifies, with their similarity and measure."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from lshbloom_udf.spark.join import local_frame, row_frame
-
-    f_rows, k_rows = cand
-    if not len(f_rows):
-        return VerifiedPairs(f_rows, k_rows, np.zeros(0, np.float64), np.zeros(0, np.int8))
-    involved = np.unique(np.concatenate([f_rows, k_rows]))
-    spark = texts_of.spark
-    texts = texts_of(row_frame(spark, involved), len(involved) <= broadcast_limit)
-    text_col = [c for c in texts.columns if c != ROW_COL][0]
-    schema = T.StructType([T.StructField(F_ROW, T.LongType(), False), T.StructField(K_ROW, T.LongType(), False)])
-    pairs = local_frame(spark, {F_ROW: f_rows, K_ROW: k_rows}, schema)
-    tf = texts.select(F.col(ROW_COL).alias(F_ROW), F.col(text_col).alias(TEXT_F))
-    tk = texts.select(F.col(ROW_COL).alias(K_ROW), F.col(text_col).alias(TEXT_K))
-    joined = pairs.join(tf, F_ROW).join(tk, K_ROW).select(F_ROW, K_ROW, TEXT_F, TEXT_K)
-    sims = joined.mapInArrow(similarity_mapper(shingling, rule),
-                             f"{F_ROW} long, {K_ROW} long, {SIM} double, {MEASURE} byte")
-    table = collect_arrow(sims)
-    return VerifiedPairs.of(*(table.column(c).to_numpy().astype(t) for c, t in
-                              ((F_ROW, np.int64), (K_ROW, np.int64), (SIM, np.float64), (MEASURE, np.int8))))
-
-
 def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: VerifiedPairs,
             prior_documents: bool) -> None:
     """Fill ``out``: each verified flagged row with its earliest verified kept row; the unverifiable ones."""
@@ -354,19 +287,3 @@ def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: Verif
         fill = (lone, np.full(len(lone), -1, np.int64), np.full(len(lone), np.nan), np.full(len(lone), -1, np.int8))
         parts = [np.concatenate([a, c]) for a, c in zip(parts, fill)]
     out._set(*parts)
-
-
-class texts_source:
-    """``texts_of`` for :func:`verify_flags`: the (row id, text) of some rows of the pinned input, read without
-    shuffling every text (a broadcast semi-join when ``small``); ``spark`` its session."""
-
-    def __init__(self, pinned, text_col: str):
-        self.pinned, self.text_col, self.spark = pinned, text_col, pinned.sparkSession
-
-    def __call__(self, rows, small: bool):
-        from pyspark.sql import functions as F
-
-        from lshbloom_udf.spark.ingest import col
-
-        return self.pinned.join(F.broadcast(rows) if small else rows, ROW_COL, "left_semi").select(
-            ROW_COL, col(self.text_col))
