@@ -122,7 +122,8 @@ class DedupRun:
         from lshbloom_udf.spark.verify_sources import SparkCandidates
 
         c, p = self.config, self.params
-        source, self.candidates = self.candidates or SparkCandidates(self.keyed_frame, p.b), None
+        source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
+        self.candidates = None  # this stage owns it now
         try:
             verified = verify_flags(
                 source, texts_source(self.pinned, c.text_column), dup_rows,

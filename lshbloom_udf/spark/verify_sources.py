@@ -31,7 +31,7 @@ from typing import Optional, Protocol
 import numpy as np
 
 from lshbloom_udf.log import logger
-from lshbloom_udf.spark.keys import is_in
+from lshbloom_udf.spark.keys import is_in, ship
 
 # The share of the spool filesystem's free space a kept spool may take (the rest: other spills, the index).
 SPOOL_SHARE_OF_FREE = 0.5
@@ -133,16 +133,23 @@ class SparkCandidates:
     (``inside``) or is not among the sorted row ids ``among``.
     """
 
-    def __init__(self, keyed_of, b: int):
-        self.keyed_of, self.b = keyed_of, b
+    def __init__(self, keyed_of, b: int, spark):
+        self.keyed_of, self.b, self.spark = keyed_of, b, spark
         self._flagged_keys = None
+        self._shipped: list = []
+
+    def _ship(self, value):
+        shipped = ship(self.spark, value)
+        self._shipped.append(shipped)
+        return shipped
 
     def _flagged_frame(self, flagged: np.ndarray):
         from pyspark import StorageLevel
 
         if self._flagged_keys is None:
-            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored.
-            self._flagged_keys = self.keyed_of(flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
+            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored. The row ids
+            # travel as a broadcast (keys.ship): in every task's closure they would make it large.
+            self._flagged_keys = self.keyed_of(self._ship(flagged), True).persist(StorageLevel.MEMORY_AND_DISK)
         return self._flagged_keys
 
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
@@ -150,23 +157,29 @@ class SparkCandidates:
                                                           kept_pairs_mapper, pairs_mapper)
 
         flagged_keys = self._flagged_frame(flagged)
-        bloom = flagged_bloom(flagged_keys, len(flagged), self.b)
+        bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
         lap("bloom")
-        kept_pairs = self.keyed_of(flagged, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
-        return candidates(flagged_keys.mapInArrow(pairs_mapper(flagged, self.b), PAIRS_SCHEMA), kept_pairs)
+        mine = self._ship(flagged)
+        kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
+        return candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA), kept_pairs)
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from lshbloom_udf.spark.verify_candidates import PAIRS_SCHEMA, candidates, pairs_mapper
 
         if self._flagged_keys is None:
             raise RuntimeError("internal error: round 2 before round 1")
-        pairs = self._flagged_keys.mapInArrow(pairs_mapper(unflagged, self.b), PAIRS_SCHEMA)
+        pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
+                                              PAIRS_SCHEMA)
         return candidates(pairs, pairs)
 
     def close(self) -> None:
         if self._flagged_keys is not None:
             self._flagged_keys.unpersist()
             self._flagged_keys = None
+        for shipped in self._shipped:
+            if hasattr(shipped, "unpersist"):  # a broadcast variable
+                shipped.unpersist()
+        self._shipped = []
 
 
 def keep_spool(spool_dir: str, documents: int, b: int, chunk_rows: int) -> bool:
