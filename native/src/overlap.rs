@@ -67,15 +67,27 @@ impl OverlapCounter {
                 common += 1;
             }
         });
-        Overlap { common, left: seen.len() as u64, right: set.len() as u64 }
+        Overlap {
+            common,
+            left: seen.len() as u64,
+            right: set.len() as u64,
+        }
     }
 }
 
 /// The overlaps of aligned pairs `(lefts[i], rights[i])`.
-pub fn overlaps(settings: ShingleSettings, lefts: &[Option<&str>], rights: &[Option<&str>]) -> Vec<Overlap> {
+pub fn overlaps(
+    settings: ShingleSettings,
+    lefts: &[Option<&str>],
+    rights: &[Option<&str>],
+) -> Vec<Overlap> {
     assert_eq!(lefts.len(), rights.len(), "pairs must be aligned");
     let mut counter = OverlapCounter::new(settings);
-    lefts.iter().zip(rights).map(|(l, r)| counter.overlap(*l, *r)).collect()
+    lefts
+        .iter()
+        .zip(rights)
+        .map(|(l, r)| counter.overlap(*l, *r))
+        .collect()
 }
 
 #[cfg(test)]
@@ -87,7 +99,11 @@ mod tests {
         let mut sh = Shingler::with_settings(settings);
         let a: HashSet<Vec<u8>> = sh.shingle_set(l).into_iter().collect();
         let b: HashSet<Vec<u8>> = sh.shingle_set(r).into_iter().collect();
-        Overlap { common: a.intersection(&b).count() as u64, left: a.len() as u64, right: b.len() as u64 }
+        Overlap {
+            common: a.intersection(&b).count() as u64,
+            left: a.len() as u64,
+            right: b.len() as u64,
+        }
     }
 
     const TEXTS: [&str; 6] = [
@@ -103,11 +119,19 @@ mod tests {
     fn equals_the_set_reference_in_every_unit() {
         for unit in [Unit::Words, Unit::Chars, Unit::Mixed] {
             for ngram in [1, 2, 5, 11] {
-                let settings = ShingleSettings { unit, ngram, flags: NORM_LOWER | NORM_PUNCT };
+                let settings = ShingleSettings {
+                    unit,
+                    ngram,
+                    flags: NORM_LOWER | NORM_PUNCT,
+                };
                 let mut c = OverlapCounter::new(settings);
                 for l in TEXTS {
                     for r in TEXTS {
-                        assert_eq!(c.overlap(Some(l), Some(r)), reference(settings, l, r), "{unit:?} {ngram} {l:?} {r:?}");
+                        assert_eq!(
+                            c.overlap(Some(l), Some(r)),
+                            reference(settings, l, r),
+                            "{unit:?} {ngram} {l:?} {r:?}"
+                        );
                     }
                 }
             }
@@ -117,10 +141,20 @@ mod tests {
     #[test]
     fn the_cached_right_set_follows_the_right_text() {
         let settings = ShingleSettings::words(2, 0);
-        let (l, r) = (vec![Some(TEXTS[0]); 3], vec![Some(TEXTS[1]), Some(TEXTS[1]), Some(TEXTS[0])]);
+        let (l, r) = (
+            vec![Some(TEXTS[0]); 3],
+            vec![Some(TEXTS[1]), Some(TEXTS[1]), Some(TEXTS[0])],
+        );
         let got = overlaps(settings, &l, &r);
         assert_eq!(got[0], got[1]);
-        assert_eq!(got[2], Overlap { common: 8, left: 8, right: 8 });
+        assert_eq!(
+            got[2],
+            Overlap {
+                common: 8,
+                left: 8,
+                right: 8
+            }
+        );
         assert_eq!(got[0].common, 7);
     }
 
@@ -128,8 +162,22 @@ mod tests {
     fn none_and_empty_have_no_shingles() {
         let settings = ShingleSettings::words(3, 0);
         let got = overlaps(settings, &[None, Some(TEXTS[0])], &[Some(TEXTS[0]), None]);
-        assert_eq!(got[0], Overlap { common: 0, left: 0, right: 7 });
-        assert_eq!(got[1], Overlap { common: 0, left: 7, right: 0 });
+        assert_eq!(
+            got[0],
+            Overlap {
+                common: 0,
+                left: 0,
+                right: 7
+            }
+        );
+        assert_eq!(
+            got[1],
+            Overlap {
+                common: 0,
+                left: 7,
+                right: 0
+            }
+        );
     }
 
     #[test]
@@ -138,7 +186,21 @@ mod tests {
         let settings = ShingleSettings::words(4, 0);
         let l = "internationalization localization globalization standardization";
         let r = "internationalization localization globalization standardisation";
-        assert_eq!(overlaps(settings, &[Some(l)], &[Some(r)])[0], Overlap { common: 0, left: 1, right: 1 });
-        assert_eq!(overlaps(settings, &[Some(l)], &[Some(l)])[0], Overlap { common: 1, left: 1, right: 1 });
+        assert_eq!(
+            overlaps(settings, &[Some(l)], &[Some(r)])[0],
+            Overlap {
+                common: 0,
+                left: 1,
+                right: 1
+            }
+        );
+        assert_eq!(
+            overlaps(settings, &[Some(l)], &[Some(l)])[0],
+            Overlap {
+                common: 1,
+                left: 1,
+                right: 1
+            }
+        );
     }
 }

@@ -42,11 +42,14 @@ impl PairIndex {
         let n = keys.len() / b;
         assert!(u32::try_from(n).is_ok(), "at most 2^32 - 1 documents");
         // ~4 keys per bucket: the table is a third of the band's index.
-        let bits = (usize::BITS - n.max(1).leading_zeros()).saturating_sub(2).clamp(1, 22);
+        let bits = (usize::BITS - n.max(1).leading_zeros())
+            .saturating_sub(2)
+            .clamp(1, 22);
         let shift = 64 - bits;
         let bands = (0..b)
             .map(|i| {
-                let mut pairs: Vec<(u64, u32)> = (0..n).map(|j| (mix(keys[j * b + i]), j as u32)).collect();
+                let mut pairs: Vec<(u64, u32)> =
+                    (0..n).map(|j| (mix(keys[j * b + i]), j as u32)).collect();
                 pairs.sort_unstable();
                 let mut starts = vec![0u32; (1usize << bits) + 1];
                 for &(k, _) in &pairs {
@@ -74,8 +77,14 @@ impl PairIndex {
         let b = self.b;
         assert!(keys.len().is_multiple_of(b), "keys must be m × b");
         let m = keys.len() / b;
-        assert!(only.is_empty() || only.len() == m, "only must have one flag per document");
-        assert!(u32::try_from(m).is_ok(), "at most 2^32 - 1 documents per call");
+        assert!(
+            only.is_empty() || only.len() == m,
+            "only must have one flag per document"
+        );
+        assert!(
+            u32::try_from(m).is_ok(),
+            "at most 2^32 - 1 documents per call"
+        );
         let mut out = Vec::new();
         for (i, band) in self.bands.iter().enumerate() {
             for j in 0..m {
@@ -122,14 +131,21 @@ mod tests {
     }
 
     fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         *seed >> 33
     }
 
     #[test]
     fn equals_the_quadratic_reference() {
         let mut seed = 7u64;
-        for (b, nf, nm, range) in [(4, 50, 300, 40u64), (3, 1, 20, 3), (8, 500, 200, 1000), (1, 0, 10, 5)] {
+        for (b, nf, nm, range) in [
+            (4, 50, 300, 40u64),
+            (3, 1, 20, 3),
+            (8, 500, 200, 1000),
+            (1, 0, 10, 5),
+        ] {
             // Small key ranges: many shared keys, within the few too (copies of one source share keys).
             let few: Vec<u64> = (0..nf * b).map(|_| lcg(&mut seed) % range).collect();
             let many: Vec<u64> = (0..nm * b).map(|_| lcg(&mut seed) % range).collect();
@@ -152,12 +168,18 @@ mod tests {
     fn keys_match_only_in_their_own_band() {
         let index = PairIndex::new(&[1, 2], 2);
         assert_eq!(index.matches(&[2, 1], &[]), vec![]);
-        assert_eq!(index.matches(&[1, 9, 9, 2, 1, 2], &[]), vec![(0, 0), (2, 0), (1, 0), (2, 0)]);
+        assert_eq!(
+            index.matches(&[1, 9, 9, 2, 1, 2], &[]),
+            vec![(0, 0), (2, 0), (1, 0), (2, 0)]
+        );
     }
 
     #[test]
     fn extreme_keys_are_found() {
         let index = PairIndex::new(&[0, u64::MAX, u64::MAX, 0], 2);
-        assert_eq!(index.matches(&[0, 0, u64::MAX, u64::MAX], &[]), vec![(0, 0), (1, 1), (0, 1), (1, 0)]);
+        assert_eq!(
+            index.matches(&[0, 0, u64::MAX, u64::MAX], &[]),
+            vec![(0, 0), (1, 1), (0, 1), (1, 0)]
+        );
     }
 }

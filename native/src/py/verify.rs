@@ -29,14 +29,23 @@ fn shingle_overlaps<'py>(
     })?;
     let out = detach_with_texts(py, rights, |rights| {
         if rights.len() != lefts.len() {
-            return Err(format!("{} left texts but {} right texts", lefts.len(), rights.len()));
+            return Err(format!(
+                "{} left texts but {} right texts",
+                lefts.len(),
+                rights.len()
+            ));
         }
         let ls: Vec<Option<&str>> = lefts.iter().map(|l| l.as_deref()).collect();
         Ok(overlap::overlaps(settings, &ls, rights))
     })?
     .map_err(value_err)?;
-    let flat: Vec<i64> = out.iter().flat_map(|o| [o.common as i64, o.left as i64, o.right as i64]).collect();
-    Ok(Array2::from_shape_vec((out.len(), 3), flat).expect("shape").into_pyarray(py))
+    let flat: Vec<i64> = out
+        .iter()
+        .flat_map(|o| [o.common as i64, o.left as i64, o.right as i64])
+        .collect();
+    Ok(Array2::from_shape_vec((out.len(), 3), flat)
+        .expect("shape")
+        .into_pyarray(py))
 }
 
 /// `(j, f)` index arrays of [`PairIndex::matches`].
@@ -79,7 +88,10 @@ impl PairIndex {
     ) -> PyResult<Matches<'py>> {
         let k = input_u64(keys, "keys")?;
         if k.shape.len() != 2 || k.shape[1] != self.0.bands() {
-            return Err(value_err(format!("keys must have shape (M, {})", self.0.bands())));
+            return Err(value_err(format!(
+                "keys must have shape (M, {})",
+                self.0.bands()
+            )));
         }
         if u32::try_from(k.shape[0]).is_err() {
             return Err(value_err("at most 2**32 - 1 documents per call"));
@@ -92,8 +104,14 @@ impl PairIndex {
             return Err(value_err(format!("only must have {} flags", k.shape[0])));
         }
         let slice = k.slice();
-        let (js, fs): (Vec<u32>, Vec<u32>) = py.detach(|| self.0.matches(slice, only_slice)).into_iter().unzip();
-        Ok((Array1::from_vec(js).into_pyarray(py), Array1::from_vec(fs).into_pyarray(py)))
+        let (js, fs): (Vec<u32>, Vec<u32>) = py
+            .detach(|| self.0.matches(slice, only_slice))
+            .into_iter()
+            .unzip();
+        Ok((
+            Array1::from_vec(js).into_pyarray(py),
+            Array1::from_vec(fs).into_pyarray(py),
+        ))
     }
 }
 
