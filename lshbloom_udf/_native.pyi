@@ -171,8 +171,9 @@ def shingle_overlaps(
     ngram: int,
     normalize: int = 0,
     unit: Literal["words", "chars", "mixed"] = "words",
+    threads: int = 1,
 ) -> npt.NDArray[np.int64]:
-    """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of each aligned pair of texts, shape (N, 3).
+    """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of each aligned pair of texts, shape (N, 3), on ``threads`` threads.
 
     ``S`` is the set :func:`shingles` gives; the shingles' bytes are compared
     (exact). Consecutive pairs with the same right text shingle it once.

@@ -163,7 +163,7 @@ def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
     rng = random.Random(1)
     lefts = [rng.choice(texts) for _ in range(300)]
     rights = sorted((rng.choice(texts) for _ in range(300)), key=lambda t: t or "")  # runs of one right text
-    got = overlaps(lefts, rights, shingling)
+    got = overlaps(lefts, rights, shingling, threads=3)
     for (common, size_l, size_r), l, r in zip(got.tolist(), lefts, rights):
         a, b = shingle_set(l, shingling), shingle_set(r, shingling)
         assert (common, size_l, size_r) == (len(a & b), len(a), len(b))

@@ -10,6 +10,7 @@ on the executors and computed there (:func:`similarity_mapper`).
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import numpy as np
@@ -24,12 +25,12 @@ TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
 DRIVER_TEXT_BYTES = 256 << 20
 
 
-def overlaps(lefts, rights, shingling: Shingling) -> np.ndarray:
+def overlaps(lefts, rights, shingling: Shingling, threads: int = 1) -> np.ndarray:
     """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of aligned lists of texts, shape (n, 3): :func:`shingle_set`'s sets,
-    intersected natively (exact, the shingles' bytes compared)."""
+    intersected natively (exact, the shingles' bytes compared) on ``threads`` threads."""
     from lshbloom_udf import _native
 
-    return _native.shingle_overlaps(lefts, rights, shingling.ngram, shingling.normalize_mask, shingling.unit)
+    return _native.shingle_overlaps(lefts, rights, shingling.ngram, shingling.normalize_mask, shingling.unit, threads)
 
 
 def similarity_mapper(shingling: Shingling, rule: VerifyRule):
@@ -96,7 +97,9 @@ def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRu
     # Sorted by the earlier text: the native side shingles a kept document once for its consecutive copies.
     order = np.argsort(k_rows, kind="stable")
     f_rows, k_rows = f_rows[order], k_rows[order]
-    sizes = overlaps([texts[r] for r in f_rows.tolist()], [texts[r] for r in k_rows.tolist()], shingling)
+    # The executors are idle meanwhile: the driver's cores are verification's.
+    sizes = overlaps([texts[r] for r in f_rows.tolist()], [texts[r] for r in k_rows.tolist()], shingling,
+                     threads=os.cpu_count() or 1)
     passes, sim, measure = rule.judge(*sizes.T)
     return VerifiedPairs.of(f_rows[passes], k_rows[passes], sim[passes].astype(np.float64),
                             measure[passes].astype(np.int8))

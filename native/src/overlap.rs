@@ -7,11 +7,33 @@
 //! (`shingle_set`), which the tests compare with.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
-use xxhash_rust::xxh3::Xxh3Builder;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::distinct::DistinctSet;
 use crate::shingles::{ShingleSettings, Shingler};
+
+/// A hasher for byte strings: one-shot xxh3 of each `write` (xxh3's streaming
+/// state is too heavy to set up once per shingle).
+#[derive(Default)]
+pub struct OneShot(u64);
+
+impl Hasher for OneShot {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = self.0.rotate_left(17) ^ xxh3_64(bytes);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = self.0.rotate_left(17) ^ n as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type ShingleSet = HashSet<Box<[u8]>, BuildHasherDefault<OneShot>>;
 
 /// The three sizes verification's rule needs of a pair (later `d`, earlier `e`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,7 +51,7 @@ pub struct Overlap {
 /// copies is the common case).
 pub struct OverlapCounter {
     shingler: Shingler,
-    right: HashSet<Box<[u8]>, Xxh3Builder>,
+    right: ShingleSet,
     right_text: Option<String>,
     left: DistinctSet,
 }
@@ -39,7 +61,7 @@ impl OverlapCounter {
     pub fn new(settings: ShingleSettings) -> Self {
         OverlapCounter {
             shingler: Shingler::with_settings(settings),
-            right: HashSet::with_hasher(Xxh3Builder::new()),
+            right: ShingleSet::default(),
             right_text: None,
             left: DistinctSet::new(),
         }
@@ -75,19 +97,38 @@ impl OverlapCounter {
     }
 }
 
-/// The overlaps of aligned pairs `(lefts[i], rights[i])`.
+/// Fewer pairs than this per thread cost more in thread start-up than they save.
+const MIN_PAIRS_PER_THREAD: usize = 256;
+
+/// The overlaps of aligned pairs `(lefts[i], rights[i])` on up to `threads`
+/// threads (contiguous ranges, a counter each: the result does not depend on
+/// the thread count).
 pub fn overlaps(
     settings: ShingleSettings,
     lefts: &[Option<&str>],
     rights: &[Option<&str>],
+    threads: usize,
 ) -> Vec<Overlap> {
     assert_eq!(lefts.len(), rights.len(), "pairs must be aligned");
-    let mut counter = OverlapCounter::new(settings);
-    lefts
-        .iter()
-        .zip(rights)
-        .map(|(l, r)| counter.overlap(*l, *r))
-        .collect()
+    let n = lefts.len();
+    let threads = threads.min(n.div_ceil(MIN_PAIRS_PER_THREAD)).max(1);
+    let per = n.div_ceil(threads).max(1);
+    let mut out = vec![Overlap::default(); n];
+    std::thread::scope(|scope| {
+        for ((part, ls), rs) in out
+            .chunks_mut(per)
+            .zip(lefts.chunks(per))
+            .zip(rights.chunks(per))
+        {
+            scope.spawn(move || {
+                let mut counter = OverlapCounter::new(settings);
+                for ((o, l), r) in part.iter_mut().zip(ls).zip(rs) {
+                    *o = counter.overlap(*l, *r);
+                }
+            });
+        }
+    });
+    out
 }
 
 #[cfg(test)]
@@ -145,7 +186,7 @@ mod tests {
             vec![Some(TEXTS[0]); 3],
             vec![Some(TEXTS[1]), Some(TEXTS[1]), Some(TEXTS[0])],
         );
-        let got = overlaps(settings, &l, &r);
+        let got = overlaps(settings, &l, &r, 1);
         assert_eq!(got[0], got[1]);
         assert_eq!(
             got[2],
@@ -159,9 +200,29 @@ mod tests {
     }
 
     #[test]
+    fn threads_do_not_change_the_result() {
+        let settings = ShingleSettings {
+            unit: Unit::Mixed,
+            ngram: 5,
+            flags: NORM_LOWER,
+        };
+        let ls: Vec<Option<&str>> = (0..2000).map(|i| Some(TEXTS[i % 6])).collect();
+        let rs: Vec<Option<&str>> = (0..2000).map(|i| Some(TEXTS[(i / 7) % 6])).collect();
+        assert_eq!(
+            overlaps(settings, &ls, &rs, 1),
+            overlaps(settings, &ls, &rs, 3)
+        );
+    }
+
+    #[test]
     fn none_and_empty_have_no_shingles() {
         let settings = ShingleSettings::words(3, 0);
-        let got = overlaps(settings, &[None, Some(TEXTS[0])], &[Some(TEXTS[0]), None]);
+        let got = overlaps(
+            settings,
+            &[None, Some(TEXTS[0])],
+            &[Some(TEXTS[0]), None],
+            1,
+        );
         assert_eq!(
             got[0],
             Overlap {
@@ -187,7 +248,7 @@ mod tests {
         let l = "internationalization localization globalization standardization";
         let r = "internationalization localization globalization standardisation";
         assert_eq!(
-            overlaps(settings, &[Some(l)], &[Some(r)])[0],
+            overlaps(settings, &[Some(l)], &[Some(r)], 1)[0],
             Overlap {
                 common: 0,
                 left: 1,
@@ -195,7 +256,7 @@ mod tests {
             }
         );
         assert_eq!(
-            overlaps(settings, &[Some(l)], &[Some(l)])[0],
+            overlaps(settings, &[Some(l)], &[Some(l)], 1)[0],
             Overlap {
                 common: 1,
                 left: 1,

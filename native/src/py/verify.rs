@@ -7,13 +7,13 @@ use pyo3::prelude::*;
 
 use super::errors::value_err;
 use super::input::{detach_with_texts, input_u64};
-use super::settings::shingle_settings;
+use super::settings::{positive, shingle_settings};
 use crate::overlap;
 use crate::pairmatch;
 
-/// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each aligned pair of texts, shape (N, 3), int64.
+/// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each aligned pair of texts, shape (N, 3), int64, on `threads` threads.
 #[pyfunction]
-#[pyo3(signature = (lefts, rights, ngram, normalize = 0, unit = "words"))]
+#[pyo3(signature = (lefts, rights, ngram, normalize = 0, unit = "words", threads = 1))]
 fn shingle_overlaps<'py>(
     py: Python<'py>,
     lefts: &Bound<'py, PyAny>,
@@ -21,8 +21,10 @@ fn shingle_overlaps<'py>(
     ngram: i64,
     normalize: i64,
     unit: &str,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyArray2<i64>>> {
     let settings = shingle_settings(unit, ngram, normalize)?;
+    let threads = positive("threads", threads)?;
     // The left texts are copied out of Python first: the right ones are borrowed while both are compared.
     let lefts: Vec<Option<String>> = detach_with_texts(py, lefts, |rows| {
         rows.iter().map(|r| r.map(str::to_owned)).collect()
@@ -36,7 +38,7 @@ fn shingle_overlaps<'py>(
             ));
         }
         let ls: Vec<Option<&str>> = lefts.iter().map(|l| l.as_deref()).collect();
-        Ok(overlap::overlaps(settings, &ls, rights))
+        Ok(overlap::overlaps(settings, &ls, rights, threads))
     })?
     .map_err(value_err)?;
     let flat: Vec<i64> = out
