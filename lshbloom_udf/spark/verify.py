@@ -200,7 +200,7 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     from lshbloom_udf.spark.verify_similarity import similarities
 
     similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
-                                broadcast_limit=broadcast_limit)
+                                broadcast_limit=broadcast_limit, held={})  # texts on the driver, for both rounds
     # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
     cand = source.round1(flagged, lap)
     out.candidate_pairs = len(cand[0])

@@ -63,34 +63,43 @@ def _decoded(raw):
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
-def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int) -> VerifiedPairs:
-    """The candidate pairs ``rule`` verifies, with their similarity and measure (the module's docs)."""
+def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int,
+                 held: Optional[dict] = None) -> VerifiedPairs:
+    """The candidate pairs ``rule`` verifies, with their similarity and measure (the module's docs).
+
+    ``held``: texts an earlier call brought to the driver (``{row id: text}``), reused and added to: round 2's
+    documents were round 1's flagged ones, so its texts are mostly there already.
+    """
     from lshbloom_udf.spark.join import row_frame
 
     f_rows, k_rows = cand
     if not len(f_rows):
         return VerifiedPairs(f_rows, k_rows, np.zeros(0, np.float64), np.zeros(0, np.int8))
+    held = {} if held is None else held
     involved = np.unique(np.concatenate([f_rows, k_rows]))
-    texts = texts_of(row_frame(texts_of.spark, involved), len(involved) <= broadcast_limit)
+    missing = np.fromiter((r for r in involved.tolist() if r not in held), np.int64)
+    texts = texts_of(row_frame(texts_of.spark, missing), len(missing) <= broadcast_limit)
     text_col = [c for c in texts.columns if c != ROW_COL][0]
-    held = _driver_texts(texts, text_col, DRIVER_TEXT_BYTES)
-    if held is not None:
+    if not len(missing) or _driver_texts(texts, text_col, DRIVER_TEXT_BYTES, held):
         return _on_driver(f_rows, k_rows, held, shingling, rule)
+    held.clear()  # over the budget: the texts stay on the executors, every one of them
+    texts = texts_of(row_frame(texts_of.spark, involved), len(involved) <= broadcast_limit)
     return _on_executors(texts_of.spark, f_rows, k_rows, texts, text_col, shingling, rule)
 
 
-def _driver_texts(texts, text_col: str, budget: int) -> Optional[dict]:
-    """``{row id: text}`` of ``texts`` read on the driver, or None once they pass ``budget`` bytes (UTF-8)."""
-    held, size = {}, 0
+def _driver_texts(texts, text_col: str, budget: int, held: dict) -> bool:
+    """Add ``{row id: text}`` of ``texts`` to ``held`` on the driver; False once ``held`` passes ``budget`` bytes
+    (UTF-8)."""
+    size = sum(0 if t is None else len(t.encode("utf-8", "replace")) for t in held.values())
     it = texts.toLocalIterator(prefetchPartitions=True)
     for row in it:
         text = row[text_col]
         size += 0 if text is None else len(text.encode("utf-8", "replace"))
         if size > budget:
             getattr(it, "close", lambda: None)()  # ends the transfer of the remaining partitions
-            return None
+            return False
         held[row[ROW_COL]] = text
-    return held
+    return True
 
 
 def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRule) -> VerifiedPairs:
