@@ -165,6 +165,36 @@ def minhash_band_keys_arrow(
     """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
 
 
+def shingle_overlaps(
+    lefts: Iterable[str | None],
+    rights: Iterable[str | None],
+    ngram: int,
+    normalize: int = 0,
+    unit: Literal["words", "chars", "mixed"] = "words",
+    threads: int = 1,
+) -> npt.NDArray[np.int64]:
+    """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of each aligned pair of texts, shape (N, 3), on ``threads`` threads.
+
+    ``S`` is the set :func:`shingles` gives; the shingles' bytes are compared
+    (exact). Consecutive pairs with the same right text shingle it once.
+    """
+
+
+@final
+class PairIndex:
+    """The (band, key) pairs of a few documents (an (F, b) uint64 key matrix), to find the documents of many
+    that share one (verification's round-1 candidates on the driver)."""
+
+    def __init__(self, keys: _U64Array) -> None: ...
+    @property
+    def b(self) -> int: ...
+    def matches(
+        self, keys: _U64Array, only: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+        """``(j, f)``: document ``j`` of ``keys`` ((M, b)) shares a (band, key) with indexed document ``f``, one
+        entry per shared band; ``only`` (M bools): only those documents of ``keys``."""
+
+
 def file_checksum(path: _StrPath) -> int:
     """xxh3-64 of the whole file at ``path``, read through a memory map (the GIL released)."""
 

@@ -269,9 +269,9 @@ df = spark.createDataFrame([(str(i), "some words of document %d and more words" 
                            "id string, text string")
 df.count()
 sys.stderr.write("\nQUIET-RUN-START\n"); sys.stderr.flush()
-# verify=False: verification's stages still ship a task over Spark's 1000 KiB advisory size (an open defect, the
-# stop note of 2026-11-25); this test is about the progress bar and the job group's warning
-deduplicate(df, id_col="id", progress=False, verify=False)
+# The defaults, verification included: no stage ships a task over Spark's 1000 KiB advisory size, no temporary
+# index warns that it is full (any-earlier fills it to the documents it was sized for)
+deduplicate(df, id_col="id", progress=False)
 restored = bar()
 seen.update(after=restored.isDefined())
 sys.stderr.write("\nQUIET-RUN-END\n"); sys.stderr.flush()
@@ -290,6 +290,7 @@ def test_quiet_run_turns_off_sparks_console_progress_bar_and_gives_it_back(tmp_p
     during = done.stderr.split("QUIET-RUN-START")[1].split("QUIET-RUN-END")[0]
     assert "[Stage" not in during and "lshbloom:" not in during
     assert "WARN" not in during  # no stray warning from the run's job group (nor anything else)
+    assert "Warning" not in during  # nor a Python warning (CapacityWarning)
 
 
 def test_the_jobs_steps_are_described_and_its_log_level_applies(spark, tmp_path, capsys):

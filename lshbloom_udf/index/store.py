@@ -55,6 +55,7 @@ class LSHBloomIndex(LockHolder):
         self.read_only = read_only
         self._lock = lock
         self._warned_capacity = False
+        self._planned_inserts: Optional[int] = None
         generations = mf.generations_from_manifest(manifest, self.params)
         self._filters = FilterStack(path, self.backend, self.params, generations, read_only, label=path)
         self.closed = False
@@ -276,8 +277,16 @@ class LSHBloomIndex(LockHolder):
             return self.test_insert(keys, active)
         raise ValueError(f"insert must be 'first' or 'all', got {insert!r}")
 
+    def plan_inserts(self, documents: int) -> None:
+        """Say this index will receive at most ``documents`` documents in all (a temporary index sized for one
+        input). The near-capacity warning is about inserts to come: within such a plan none come beyond it, so it
+        warns only if the plan itself exceeds the capacity."""
+        self._planned_inserts = int(documents)
+
     def _warn_near_capacity(self) -> None:
         if self._warned_capacity or self.params.growth != "fixed":
+            return
+        if self._planned_inserts is not None and self._planned_inserts <= self.params.capacity:
             return
         if self.inserted >= CAPACITY_WARNING_FRACTION * self.params.capacity:
             self._warned_capacity = True

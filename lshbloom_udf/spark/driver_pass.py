@@ -112,9 +112,15 @@ class PassOutcome:
     documents: int = 0
     # Seconds from the pass's start to its first keys: Spark's start-up and the first chunk's keys (0: not measured).
     first_keys_seconds: float = 0.0
+    # The duplicates' band keys, aligned with duplicate_rows, when the pass was asked for them (verification's).
+    duplicate_keys: list = field(default_factory=list)
 
     def rows(self) -> np.ndarray:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
+
+    def keys(self, b: int) -> np.ndarray:
+        """The duplicates' band keys, ``(len(rows()), b)`` uint64 (the pass kept them: ``keep_keys``)."""
+        return np.concatenate(self.duplicate_keys) if self.duplicate_keys else np.zeros((0, b), dtype=np.uint64)
 
 
 def spark_chunks(pinned, text_col: str, key_kwargs: dict, chunk_rows: int):
@@ -131,9 +137,11 @@ def spark_chunks(pinned, text_col: str, key_kwargs: dict, chunk_rows: int):
         yield int(row["start"]), keys, np.frombuffer(row["active"], dtype=np.bool_)
 
 
-def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str = "first") -> PassOutcome:
+def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str = "first",
+                    keep_keys: bool = False) -> PassOutcome:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
-    rule ``insert`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`)."""
+    rule ``insert`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
+    ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates)."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
     try:
@@ -145,6 +153,8 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str =
             hits = np.flatnonzero(index.decide(keys, active, insert))
             if hits.size:
                 outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
+                if keep_keys:
+                    outcome.duplicate_keys.append(np.array(keys[hits], dtype=np.uint64))
             outcome.duplicates += int(hits.size)
             outcome.empty += int(n - np.count_nonzero(active))
             outcome.documents += n

@@ -16,15 +16,44 @@ from lshbloom_udf.common import col
 from lshbloom_udf.spark.keys import DUP_COL, ROW_COL
 
 
-def row_frame(spark, rows: np.ndarray):
-    """A one-column DataFrame of row ids, built from Arrow (no per-row Python objects)."""
+# Rows a task of a driver-made frame carries at most: Spark warns about tasks over 1,000 KiB (TaskSetManager), and
+# a frame built from local data in one piece ships it all inside the plan of every task that reads it.
+SLICE_BYTES = 256 << 10
+
+
+def local_frame(spark, columns: dict, schema):
+    """A DataFrame of the driver's numpy ``columns`` (name -> array, aligned, as ``schema`` orders them).
+
+    In a classic session the arrays go to the executors as an RDD of slices of
+    at most :data:`SLICE_BYTES` (each task carries its slice, no plan carries
+    them all); under Spark Connect the client can only send them as Arrow in the plan.
+    """
     import pyarrow as pa
+
+    names = [f.name for f in schema.fields]
+    arrays = [np.asarray(columns[n]) for n in names]
+    n = len(arrays[0]) if arrays else 0
+    if n == 0:
+        return spark.createDataFrame([], schema)
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: no SparkContext on this side
+        sc = None
+    if sc is None:
+        return spark.createDataFrame(pa.table(dict(zip(names, arrays))), schema)
+    width = sum(a.itemsize for a in arrays) or 1
+    step = max(1, SLICE_BYTES // width)
+    slices = [[a[i:i + step] for a in arrays] for i in range(0, n, step)]
+    rdd = sc.parallelize(slices, len(slices)).flatMap(lambda part: zip(*(a.tolist() for a in part)))
+    return spark.createDataFrame(rdd, schema)
+
+
+def row_frame(spark, rows: np.ndarray):
+    """A one-column DataFrame of row ids (:func:`local_frame`: no per-row Python objects on the driver)."""
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False)])
-    if len(rows) == 0:
-        return spark.createDataFrame([], schema)
-    return spark.createDataFrame(pa.table({ROW_COL: pa.array(rows, pa.int64())}), schema)
+    return local_frame(spark, {ROW_COL: np.asarray(rows, np.int64)}, schema)
 
 
 def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config):
@@ -58,7 +87,6 @@ def join_sources(pinned, columns, verified, config):
     ``duplicate_of`` is the kept document's ``id_column`` value, or without
     one its row id; then the output also has a column ``row_id`` (every row's).
     """
-    import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -69,12 +97,15 @@ def join_sources(pinned, columns, verified, config):
                            T.StructField(SOURCE_COLS[1], T.DoubleType(), True),
                            T.StructField(SOURCE_COLS[2], T.StringType(), True)])
     rows, known = verified.rows, verified.of_rows >= 0
+
+    def nullable(values):  # None where the source is unknown (an object array: local_frame keeps the Nones)
+        return np.where(known, np.asarray(values, dtype=object), None)
+
     names = np.array(MEASURES, dtype=object)[np.where(known, verified.measure, 0)]
-    table = pa.table({ROW_COL: pa.array(rows, pa.int64()), of: pa.array(verified.of_rows, pa.int64(), mask=~known),
-                      SOURCE_COLS[1]: pa.array(verified.similarity, pa.float64(), mask=~known),
-                      SOURCE_COLS[2]: pa.array(names, pa.string(), mask=~known)})
     spark = pinned.sparkSession
-    dups = spark.createDataFrame(table, schema) if len(rows) else spark.createDataFrame([], schema)
+    dups = local_frame(spark, {ROW_COL: rows, of: nullable(verified.of_rows.tolist()),
+                               SOURCE_COLS[1]: nullable(verified.similarity.tolist()),
+                               SOURCE_COLS[2]: nullable(names)}, schema)
     small = len(rows) <= config.broadcast_limit
     hint = F.broadcast if small else (lambda d: d)
     out = [col(c) for c in columns]

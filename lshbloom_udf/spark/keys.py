@@ -113,10 +113,29 @@ def is_in(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
     return (pos < len(sorted_rows)) & (sorted_rows[np.minimum(pos, len(sorted_rows) - 1)] == rows)
 
 
+def ship(spark, value):
+    """``value`` for the executors' functions: a broadcast variable in a classic session (a task then carries a
+    reference, not a copy: large arrays in a closure make tasks over Spark's 1,000 KiB advisory size); the value
+    itself under Spark Connect (no broadcast variables there). :func:`shipped_value` reads either."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: no SparkContext on this side
+        sc = None
+    return value if sc is None or value is None else sc.broadcast(value)
+
+
+def shipped_value(shipped):
+    """What :func:`ship` shipped (on an executor)."""
+    from pyspark import Broadcast
+
+    return shipped.value if isinstance(shipped, Broadcast) else shipped
+
+
 def _selected(batches, among: Optional[np.ndarray], inside: bool):
     """The Arrow batches' rows whose row id is (``inside``) or is not in the sorted ``among``; all if it is None."""
     import pyarrow as pa
 
+    among = shipped_value(among)
     for batch in batches:
         if among is None:
             yield batch
@@ -131,8 +150,9 @@ def keys_mapper(text_col: str, key_kwargs: dict, among: Optional[np.ndarray] = N
 
     ``key_kwargs`` are :func:`~lshbloom_udf.minhash.arrow_band_keys`'s
     settings (``IndexParams.signature_kwargs()``). The keys are a binary of
-    ``8 b`` bytes: ``b`` little-endian uint64. ``among`` (sorted int64 row ids):
-    only the rows among them (``inside``), or only the others, are keyed.
+    ``8 b`` bytes: ``b`` little-endian uint64. ``among`` (sorted int64 row ids,
+    or :func:`ship`'s broadcast of them): only the rows among them (``inside``),
+    or only the others, are keyed.
     """
     width = 8 * key_kwargs["b"]
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes

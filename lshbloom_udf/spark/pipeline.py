@@ -61,6 +61,8 @@ class DedupRun:
         self._t_start = t_start
         self.pinned = None
         self.checked = InputCheck()
+        # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
+        self.candidates = None
 
     def _lap(self, stage: str) -> None:
         now = time.monotonic()
@@ -72,6 +74,13 @@ class DedupRun:
         return step(self.df.sparkSession, name, show=self.config.progress)
 
     def execute(self) -> DedupResult:
+        try:
+            return self._execute()
+        finally:
+            if self.candidates is not None:  # the run failed before verification released it
+                self.candidates.close()
+
+    def _execute(self) -> DedupResult:
         if self.config.progress:
             ensure_visible()
         with console_progress(self.df.sparkSession, self.config.progress):
@@ -118,14 +127,21 @@ class DedupRun:
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
         from lshbloom_udf.minhash import normalization_mask
-        from lshbloom_udf.spark.verify import Shingling, texts_source, verify_flags
+        from lshbloom_udf.spark.verify import Shingling, verify_flags
+        from lshbloom_udf.spark.verify_similarity import texts_source
+        from lshbloom_udf.spark.verify_sources import SparkCandidates
 
         c, p = self.config, self.params
-        verified = verify_flags(
-            self.keyed_frame, texts_source(self.pinned, c.text_column), dup_rows, b=p.b,
-            shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
-            prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
-        )
+        source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
+        self.candidates = None  # this stage owns it now
+        try:
+            verified = verify_flags(
+                source, texts_source(self.pinned, c.text_column), dup_rows,
+                shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
+                prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+            )
+        finally:
+            source.close()
         self._lap("verify")
         return verified
 
@@ -202,6 +218,7 @@ class DedupRun:
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
         decided = pass_.decide(given)
+        self.candidates = decided.candidates  # the run owns it from here: verification closes it, or execute
         self._lap(pass_.timer)
         return decided
 

@@ -16,6 +16,13 @@ Wire format, little-endian: a hello ``(b"LSHB", token[16], partition i32,
 attempt i32)``, then chunks ``(first row id i64, n i64, active[n] u8,
 keys[n * b] u64)``, then ``(documents i64, -1)``.
 
+Kept keys (``keep=True``, under verification): the spool is not deleted
+partition by partition as the pass decides it but stays until :meth:`KeyStream.close`,
+so that verification reads every document's keys again (:meth:`KeyStream.replay`)
+instead of computing them again on the executors. Then the spool holds
+``N·(8b+1)`` bytes at the end of the pass (:func:`spool_bytes`; the caller
+checks it fits, :mod:`lshbloom_udf.spark.verify_sources`).
+
 Retries and speculative copies: every attempt of a task sends its partition
 from its start, to a spool file of its own. The pass reads one attempt; if it
 breaks off (a failed or killed task), it goes on with the next attempt of the
@@ -87,6 +94,12 @@ def stream_mapper(text_col: str, key_kwargs: dict, chunk_rows: int, address: tup
     return send
 
 
+def spool_bytes(documents: int, b: int, chunk_rows: int) -> int:
+    """The bytes one attempt of every partition spools for ``documents`` documents of ``b`` band keys."""
+    chunks = -(-documents // max(1, chunk_rows))
+    return documents * (8 * b + 1) + HEADER.size * (chunks + 1)
+
+
 class _Broken(Exception):
     """An attempt's connection closed before its partition's end."""
 
@@ -103,11 +116,11 @@ class _Attempt:
 class KeyStream:
     """The driver's end of the socket transfer; use as a context manager around :meth:`run`."""
 
-    def __init__(self, spark, b: int):
+    def __init__(self, spark, b: int, keep: bool = False):
         conf = spark.sparkContext.getConf()
         host = conf.get("spark.driver.host", None) or socket.gethostname()
         bind = conf.get("spark.driver.bindAddress", None) or host
-        self.spark, self.b = spark, b
+        self.spark, self.b, self.keep = spark, b, keep
         self.server = socket.create_server((bind, 0))
         self.address = (host, self.server.getsockname()[1])
         self.token = os.urandom(16)
@@ -199,8 +212,17 @@ class KeyStream:
         """``(first row id, keys (n, b), active (n,))`` of every partition ``0 .. partitions-1``, in row order."""
         for pid in range(partitions):
             yield from self._partition(pid)
-            self._drop(pid)
+            if not self.keep:
+                self._drop(pid)
         self._wait(lambda: self.job_done, "the end of the keys stage")
+
+    def replay(self, partitions: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """The chunks of :meth:`chunks` again, read from the kept spool (``keep=True``, after the pass): each
+        partition from the same attempts, retries and speculative copies handled alike."""
+        if not self.keep:
+            raise RuntimeError("internal error: the key stream did not keep its spool")
+        for pid in range(partitions):
+            yield from self._partition(pid)
 
     def _partition(self, pid: int):
         base, done, tried = pid << POS_BITS, 0, 0

@@ -49,23 +49,26 @@ Guarantees (tests/test_spark_verify.py, tests/test_spark_verify_containment.py):
   text are stored, so it cannot be verified; it stays flagged with
   ``duplicate_of`` and ``similarity`` null.
 
-Cost: candidates are found without a self-join of every document's keys. The
-flagged documents' ``(band, key)`` pairs go into a Bloom filter (built on the
-driver from a stream of their keys, ~12 bits per pair, 4 probes: ~0.6 % false
-positives); the kept documents' keys are scanned through it on the executors, and
-only the pairs that pass are joined with the flagged documents' pairs. Keep-first
-inserts each kept key once, so each flagged pair meets at most one kept document:
-the join's output is at most ``b`` rows per flagged document. Then only the texts
-of the documents in a candidate pair are read, and ``J`` and ``C`` come from
-the same intersection (no extra pass). Round 2 joins the pairs of the
-``U`` round-1-unflagged documents with themselves (``U·b`` pairs; ``U`` is the
-S-curve's tail, a small share of ``F``). Work and shuffle grow with the flagged
-documents (``F·b`` pairs), not with ``N²``. The one cost in ``N``: the streamed
-pass keeps no keys, so they are computed again from the pinned input — the
-flagged documents' once, kept in Spark's storage (``F·b`` keys) for the three
-scans that read them; every other document's once, streamed through the Bloom
-filter as they are computed, never stored (``N·b`` keys would weigh as much as
-the index).
+Cost: candidates are found without a self-join of every document's keys
+(:mod:`lshbloom_udf.spark.verify_sources`). Under the socket stream the driver
+pass keeps the flagged documents' keys (``F·b``) and the stream keeps every
+document's keys in its spool, so round 1 is one sequential scan of the spool on
+the driver, each kept document's ``(band, key)`` pairs looked up natively in the
+flagged ones', and round 2 a join of the ``U`` round-1-unflagged documents' keys
+in memory: no key is computed twice, no Spark job. Without a spool (the sharded
+pass, ``toLocalIterator`` transfer, a reproduced run, a spool too large for its
+disk) the keys are computed again on the executors: the flagged documents'
+``(band, key)`` pairs go into a Bloom filter (built on the driver, ~12 bits per
+pair, 4 probes: ~0.6 % false positives), the kept documents' keys are scanned
+through it, and only the pairs that pass are joined with the flagged ones'.
+Either way the kept documents' keys are unique per band (a kept document shares
+no key with an earlier one, or the pass would have flagged it), so each flagged
+pair meets at most one kept document: at most ``b`` round-1 candidates per
+flagged document. Then only the texts of the documents in a candidate pair are
+read, and ``J`` and ``C`` come from one native intersection of the two shingle
+sets (:func:`lshbloom_udf._native.shingle_overlaps`, exact: shingles compared
+by their bytes). Work grows with the flagged documents (``F·b`` pairs), not
+with ``N²``; the spool scan reads ``N·b`` keys once.
 """
 
 from __future__ import annotations
@@ -77,12 +80,9 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.spark.keys import ROW_COL, is_in
-from lshbloom_udf.spark.verify_candidates import (F_ROW, K_ROW, PAIRS_SCHEMA, PairBloom, candidates, collect_arrow,
-                                                  flagged_bloom, kept_pairs_mapper, pair_hashes, pairs_mapper)
+from lshbloom_udf.spark.keys import is_in
+from lshbloom_udf.spark.verify_candidates import PairBloom, pair_hashes
 
-SIM, MEASURE = "_lshb_sim", "_lshb_measure"
-TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
 # The measure that verified a pair, by code (Verified.measure, the similarity_measure column).
 MEASURES = ("jaccard", "containment")
 JACCARD, CONTAINMENT = 0, 1
@@ -174,9 +174,6 @@ class Verified:
         self.similarity, self.measure = similarity[order], measure[order]
 
 
-# -- executor functions (mapInArrow) -----------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Shingling:
     """How a text becomes its shingle set: the index's n-gram size, normalization mask and shingle unit."""
@@ -187,106 +184,53 @@ class Shingling:
 
 
 def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:
-    """The shingle set ``S`` of a text, by the contract (the signatures' shingles): every similarity
-    verification computes goes through here."""
+    """The shingle set ``S`` of a text, by the contract (the signatures' shingles): the reference of the native
+    overlaps verification computes (:func:`~lshbloom_udf.spark.verify_similarity.overlaps`, the same sets)."""
     from lshbloom_udf import _native
 
     return frozenset(_native.shingles(text, shingling.ngram, shingling.normalize_mask, shingling.unit))
 
 
-def similarity_mapper(shingling: Shingling, rule: VerifyRule):
-    """(flagged row, kept row, similarity, measure code) of each pair of texts that ``rule`` verifies.
-
-    ``J`` and ``C`` both come from one intersection of the two shingle sets.
-    """
-
-    def run(batches):
-        import pyarrow as pa
-
-        cache: dict = {}
-
-        def shingles_of(raw):
-            got = cache.get(raw)
-            if got is None:
-                if len(cache) > 256:
-                    cache.clear()
-                got = cache[raw] = shingle_set(_decoded(raw), shingling)
-            return got
-
-        for batch in batches:
-            f_text = batch.column(2).cast(pa.binary()).to_pylist()
-            k_text = batch.column(3).cast(pa.binary()).to_pylist()
-            sizes = np.empty((3, batch.num_rows), dtype=np.int64)  # |S_d ∩ S_e|, |S_d|, |S_e|
-            for i, (ft, kt) in enumerate(zip(f_text, k_text)):
-                d, e = shingles_of(ft), shingles_of(kt)
-                sizes[:, i] = (len(d & e), len(d), len(e))
-            passes, sim, measure = rule.judge(*sizes)
-            if passes.any():
-                keep = pa.array(passes)
-                yield pa.RecordBatch.from_arrays(
-                    [batch.column(0).filter(keep), batch.column(1).filter(keep), pa.array(sim[passes], pa.float64()),
-                     pa.array(measure[passes], pa.int8())], names=[F_ROW, K_ROW, SIM, MEASURE])
-
-    return run
-
-
-def _decoded(raw):
-    # Spark strings may hold invalid UTF-8: decoded as the keys stage decodes them (errors="replace").
-    return None if raw is None else raw.decode("utf-8", "replace")
-
-
 # -- the driver's side ------------------------------------------------------------------------
 
 
-def verify_flags(keyed_of, texts_of, flagged_rows, *, b: int, shingling: Shingling, rule: VerifyRule,
+def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: VerifyRule,
                  prior_documents: bool, broadcast_limit: int) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
-    ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row`` (processing
-    order), ``_lshb_keys`` (``b`` little-endian uint64 band keys) and
-    ``_lshb_active`` of the rows whose id is (``inside``) or is not among the
-    sorted row ids ``among``;
-    ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``, ``text``) of
-    the rows of a one-column row-id frame (``small``: it may be broadcast);
-    ``flagged_rows``: the pass's duplicates (int64 row ids);
-    ``shingling``: how texts become the shingle sets compared;
-    ``rule``: when a candidate pair verifies (Jaccard, or containment too);
+    ``source``: where the candidate pairs come from
+    (:class:`~lshbloom_udf.spark.verify_sources.CandidateSource`; the caller
+    closes it); ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``,
+    ``text``) of the rows of a one-column row-id frame (``small``: it may be
+    broadcast); ``flagged_rows``: the pass's duplicates (int64 row ids);
+    ``shingling``: how texts become the shingle sets compared; ``rule``: when a
+    candidate pair verifies (Jaccard, or containment too);
     ``prior_documents``: the index held documents before this run.
     """
-    from pyspark import StorageLevel
-
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
     if not len(flagged):
         out.seconds = time.monotonic() - t0
         return out
-    # The flagged documents' keys are read three times (kept: F·b keys); every other document's once, as they are
-    # computed, through the Bloom filter (not kept: N·b keys would be as large as the index).
-    flagged_keys = keyed_of(flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        similar = functools.partial(_similarities, flagged_keys.sparkSession, texts_of=texts_of,
-                                    shingling=shingling, rule=rule, broadcast_limit=broadcast_limit)
-        # Round 1: against the documents the pass kept (their keys are unique: keep-first inserted each once).
-        bloom = flagged_bloom(flagged_keys, len(flagged), b)
-        lap = _laps(out.stages, t0)
-        lap("bloom")
-        kept_pairs = keyed_of(flagged, False).mapInArrow(kept_pairs_mapper(bloom, b), PAIRS_SCHEMA)
-        cand = candidates(flagged_keys.mapInArrow(pairs_mapper(flagged, b), PAIRS_SCHEMA), kept_pairs)
-        out.candidate_pairs = len(cand[0])
-        lap("candidates")
-        _decide(out, flagged, cand[0], similar(cand), prior_documents)
-        lap("similarity")
-        # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
-        unflagged = flagged[~is_in(flagged, out.rows)]
-        if len(unflagged) > 1:
-            pairs = flagged_keys.mapInArrow(pairs_mapper(unflagged, b), PAIRS_SCHEMA)
-            cand = candidates(pairs, pairs)
-            out.candidate_pairs += len(cand[0])
-            _chain(out, similar(cand))
-            lap("round2")
-    finally:
-        flagged_keys.unpersist()
+    lap = _laps(out.stages, t0)
+    from lshbloom_udf.spark.verify_similarity import similarities
+
+    similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
+                                broadcast_limit=broadcast_limit, held={})  # texts on the driver, for both rounds
+    # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
+    cand = source.round1(flagged, lap)
+    out.candidate_pairs = len(cand[0])
+    lap("candidates")
+    _decide(out, flagged, cand[0], similar(cand), prior_documents)
+    lap("similarity")
+    # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
+    unflagged = flagged[~is_in(flagged, out.rows)]
+    if len(unflagged) > 1:
+        cand = source.round2(unflagged)
+        out.candidate_pairs += len(cand[0])
+        _chain(out, similar(cand))
+        lap("round2")
     out.seconds = time.monotonic() - t0
     return out
 
@@ -349,32 +293,6 @@ def _chain(out: Verified, pairs: VerifiedPairs) -> None:
                     (out.measure, pairs.measure))))
 
 
-def _similarities(spark, cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int) -> VerifiedPairs:
-    """The candidate pairs ``rule`` verifies, with their similarity and measure."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from lshbloom_udf.spark.join import row_frame
-
-    f_rows, k_rows = cand
-    if not len(f_rows):
-        return VerifiedPairs(f_rows, k_rows, np.zeros(0, np.float64), np.zeros(0, np.int8))
-    involved = np.unique(np.concatenate([f_rows, k_rows]))
-    texts = texts_of(row_frame(spark, involved), len(involved) <= broadcast_limit)
-    text_col = [c for c in texts.columns if c != ROW_COL][0]
-    schema = T.StructType([T.StructField(F_ROW, T.LongType(), False), T.StructField(K_ROW, T.LongType(), False)])
-    pairs = spark.createDataFrame(pa.table({F_ROW: f_rows, K_ROW: k_rows}), schema)
-    tf = texts.select(F.col(ROW_COL).alias(F_ROW), F.col(text_col).alias(TEXT_F))
-    tk = texts.select(F.col(ROW_COL).alias(K_ROW), F.col(text_col).alias(TEXT_K))
-    joined = pairs.join(tf, F_ROW).join(tk, K_ROW).select(F_ROW, K_ROW, TEXT_F, TEXT_K)
-    sims = joined.mapInArrow(similarity_mapper(shingling, rule),
-                             f"{F_ROW} long, {K_ROW} long, {SIM} double, {MEASURE} byte")
-    table = collect_arrow(sims)
-    return VerifiedPairs.of(*(table.column(c).to_numpy().astype(t) for c, t in
-                              ((F_ROW, np.int64), (K_ROW, np.int64), (SIM, np.float64), (MEASURE, np.int8))))
-
-
 def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: VerifiedPairs,
             prior_documents: bool) -> None:
     """Fill ``out``: each verified flagged row with its earliest verified kept row; the unverifiable ones."""
@@ -386,16 +304,3 @@ def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: Verif
         fill = (lone, np.full(len(lone), -1, np.int64), np.full(len(lone), np.nan), np.full(len(lone), -1, np.int8))
         parts = [np.concatenate([a, c]) for a, c in zip(parts, fill)]
     out._set(*parts)
-
-
-def texts_source(pinned, text_col: str):
-    """``texts_of`` for :func:`verify_flags`: the (row id, text) of some rows of the pinned input, read without
-    shuffling every text (a broadcast semi-join when ``small``)."""
-    from pyspark.sql import functions as F
-
-    from lshbloom_udf.common import col
-
-    def texts_of(rows, small: bool):
-        return pinned.join(F.broadcast(rows) if small else rows, ROW_COL, "left_semi").select(ROW_COL, col(text_col))
-
-    return texts_of

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from lshbloom_udf.common import GOLDEN, collect_arrow, mix64
-from lshbloom_udf.spark.keys import is_in
+from lshbloom_udf.spark.keys import is_in, shipped_value
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BLOOM_BITS_PER_PAIR = 12
@@ -51,11 +51,11 @@ class PairBloom:
 
 def _batch_keys(batch, b: int):
     """(row ids, (n, b) uint64 keys, active mask) of a batch of (row, keys, active)."""
-    from lshbloom_udf.spark.keys import unpack_keyed as _unpack_keyed
+    from lshbloom_udf.spark.keys import unpack_keyed
 
     if not batch.num_rows:
         return np.zeros(0, np.int64), np.zeros((0, b), np.uint64), np.zeros(0, np.bool_)
-    rows, data, active = _unpack_keyed(batch, 8 * b)
+    rows, data, active = unpack_keyed(batch, 8 * b)
     return rows, np.frombuffer(data, dtype="<u8").reshape(batch.num_rows, b), active
 
 
@@ -87,13 +87,15 @@ def _pairs_batch(band_ids: np.ndarray, rows: np.ndarray, keys: np.ndarray, hit: 
 
 
 def pairs_mapper(among: np.ndarray, b: int):
-    """(band, key, row) rows: every pair of the documents whose row id is among the sorted ``among``."""
+    """(band, key, row) rows: every pair of the documents whose row id is among the sorted ``among`` (or
+    :func:`~lshbloom_udf.spark.keys.ship`'s broadcast of them)."""
 
     def run(batches):
+        mine_of = shipped_value(among)
         band_ids = np.arange(b, dtype=np.int32)
         for batch in batches:
             rows, keys, _ = _batch_keys(batch, b)
-            mine = is_in(rows, among)
+            mine = is_in(rows, mine_of)
             if mine.any():
                 yield _pairs_batch(band_ids, rows[mine], keys[mine], np.ones((int(mine.sum()), b), dtype=bool))
 
@@ -102,14 +104,15 @@ def pairs_mapper(among: np.ndarray, b: int):
 
 def kept_pairs_mapper(bloom: PairBloom, b: int):
     """(band, key, row) rows: the pairs of the active documents (the unflagged ones: the pass kept them) that
-    pass ``bloom``."""
+    pass ``bloom`` (or :func:`~lshbloom_udf.spark.keys.ship`'s broadcast of it)."""
 
     def run(batches):
+        filt = shipped_value(bloom)
         band_ids = np.arange(b, dtype=np.int32)
         for batch in batches:
             rows, keys, active = _batch_keys(batch, b)
             rows, keys = rows[active], keys[active]
-            hit = bloom.contains(pair_hashes(keys)).reshape(keys.shape)
+            hit = filt.contains(pair_hashes(keys)).reshape(keys.shape)
             if hit.any():
                 yield _pairs_batch(band_ids, rows, keys, hit)
 

@@ -3,7 +3,8 @@
 //! Plain Rust modules, free of pyo3 and tested on their own: shingling
 //! (`shingles`), MinHash (`minhash`), LSH band keys (`bands`), the two Bloom
 //! filter file formats (`bloom`: pybloomfiltermmap3's, `blocked`: one cache
-//! line per key) and the band set over either (`bandset`). `py` binds them.
+//! line per key) and the band set over either (`bandset`), verification's
+//! exact overlaps (`overlap`) and candidate matching (`pairmatch`). `py` binds them.
 
 pub mod arrow;
 pub mod bands;
@@ -15,6 +16,8 @@ pub mod cuckoo;
 pub mod distinct;
 pub mod error;
 pub mod mapped;
+pub mod overlap;
+pub mod pairmatch;
 pub mod minhash;
 pub mod parallel;
 pub mod prefetch;

@@ -100,7 +100,10 @@ class PassResult:
 
     ``stats`` is None when no kept index changes (then the run records
     nothing); ``params`` are the index parameters the pass used; ``seconds``
-    the timings it measured beside its own (e.g. the keys stage's).
+    the timings it measured beside its own (e.g. the keys stage's);
+    ``candidates`` the verification candidate source the pass left (the
+    driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify_sources`),
+    or None: verification then computes the keys again on the executors.
     """
 
     outcome: Any  # lshbloom_udf.spark.driver_pass.PassOutcome
@@ -108,6 +111,7 @@ class PassResult:
     params: Any
     stats: Optional[Mapping] = None
     seconds: Mapping = field(default_factory=dict)
+    candidates: Any = None  # a verify_sources.CandidateSource, owned by the run once returned
 
     @property
     def duplicates(self) -> int:

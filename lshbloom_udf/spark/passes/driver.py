@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import tempfile
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError
@@ -20,6 +21,7 @@ from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, tempor
 from lshbloom_udf.spark.keys import ROW_COL, arrow_batch_limits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+from lshbloom_udf.spark.verify_sources import keep_spool, spool_source
 
 
 class DriverPass(KeyedPass):
@@ -35,6 +37,7 @@ class DriverPass(KeyedPass):
             path = temporary_index_dir(params, c.new_index_bloom)
             try:
                 with LSHBloomIndex.create(path, params, bloom=c.new_index_bloom) as index:
+                    index.plan_inserts(given.documents)  # filled as planned, not "near capacity" (any-earlier: to N)
                     return self._run(given, index, path, params)
             finally:
                 shutil.rmtree(path, ignore_errors=True)
@@ -46,9 +49,14 @@ class DriverPass(KeyedPass):
         """Decide into ``index`` (at ``path``); ``params``: what the run records as its parameters."""
         before = index.inserted
         seconds: dict = {}
-        outcome = self._keys_through(given, index, seconds)
-        index.sync()
-        stats = index.stats()
+        outcome, candidates = self._keys_through(given, index, seconds)
+        try:
+            index.sync()
+            stats = index.stats()
+        except BaseException:
+            if candidates is not None:
+                candidates.close()
+            raise
         real = os.path.realpath(path)
         report = given.report().replace(
             inserted_before=before, backend=index.bloom, reused=before > 0 and not given.temporary,
@@ -60,25 +68,33 @@ class DriverPass(KeyedPass):
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
                                                  stats["expected_false_positive"], index.params.p_effective))
-        return PassResult(outcome, report, params, stats, seconds)
+        return PassResult(outcome, report, params, stats, seconds, candidates)
 
     def _keys_through(self, given: PassInput, index, seconds: dict):
-        """The pass over the keys, by the socket stream or ``toLocalIterator``; the keys stage's time in
-        ``seconds`` when the stream measured it."""
+        """(the pass's outcome, verification's candidate source or None), the keys by the socket stream or
+        ``toLocalIterator``; the keys stage's time in ``seconds`` when the stream measured it."""
         c, pinned = given.config, given.pinned
         spark, text, kwargs = pinned.sparkSession, c.text_column, given.params.signature_kwargs()
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
                 return run_driver_pass(spark_chunks(pinned, text, kwargs, c.chunk_rows), index, given.documents,
-                                       c.progress, c.decision_rule)
-            with KeyStream(spark, index.params.b) as stream:
+                                       c.progress, c.decision_rule), None
+            # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
+            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, index.params.b, c.chunk_rows)
+            stream = KeyStream(spark, index.params.b, keep=keep)
+            candidates = None
+            try:
                 mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
-                                          c.decision_rule)
+                                          c.decision_rule, keep_keys=keep)
+                candidates = spool_source(stream, partitions, outcome)
+            finally:
+                if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
+                    stream.close()
             seconds["keys"] = stream.job_seconds
-            return outcome
+            return outcome, candidates
 
 
 PASS = DriverPass()

@@ -9,6 +9,7 @@ mod input;
 mod settings;
 mod signatures;
 mod sizing;
+mod verify;
 
 use pyo3::prelude::*;
 
@@ -20,6 +21,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sizing::register(m)?;
     filters::register(m)?;
     checksum::register(m)?;
+    verify::register(m)?;
     m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
     m.add("CUCKOO_FORMAT_VERSION", cuckoo::VERSION)?;
     m.add("NORM_NFKC", shingles::NORM_NFKC)?;

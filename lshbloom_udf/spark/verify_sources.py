@@ -1,0 +1,206 @@
+"""Where verification's candidate pairs come from (:mod:`lshbloom_udf.spark.verify`): one interface, two sources.
+
+- :class:`SpoolCandidates` — on the driver, from the keys the socket stream
+  kept (:class:`~lshbloom_udf.spark.stream.KeyStream` with ``keep=True``) and
+  the flagged documents' keys the pass kept (``F·b``). Round 1 is one
+  sequential scan of the spool: every kept document's ``(band, key)`` pairs
+  looked up in the flagged documents' (:class:`lshbloom_udf._native.PairIndex`,
+  native, exact), stopping after the last flagged row (a candidate source is
+  earlier than its flagged document). Round 2 joins the round-1-unflagged
+  documents' keys with themselves in memory. No Spark job, no key computed
+  twice, no shuffle.
+- :class:`SparkCandidates` — where no spool exists (the sharded pass, the
+  ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``,
+  a reproduced run, or a spool too large for its disk): the keys computed
+  again on the executors and joined by Spark (:mod:`lshbloom_udf.spark.verify_candidates`).
+
+Both give the same pairs on the same input (tests/test_spark_verify_sources.py).
+
+The spool's size: ``N·(8b+1)`` bytes (64 × 4 bands: 513 bytes a document, 0.5 GB at
+10⁶, 51 GB at 10⁸). It lives in the temporary directory (the page cache holds
+what fits in memory, the disk the rest). It is kept only when it takes at most
+:data:`SPOOL_SHARE_OF_FREE` of that filesystem's free space at the start of the
+pass; otherwise the run logs it and verifies through :class:`SparkCandidates`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Optional, Protocol
+
+import numpy as np
+
+from lshbloom_udf.log import logger
+from lshbloom_udf.spark.keys import is_in, ship
+
+# The share of the spool filesystem's free space a kept spool may take (the rest: other spills, the index).
+SPOOL_SHARE_OF_FREE = 0.5
+
+
+class CandidateSource(Protocol):
+    """Verification's candidate pairs: (later row, earlier row) sharing a (band, key), distinct, as int64 arrays."""
+
+    def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
+        """(flagged row, earlier row the pass kept) pairs; ``flagged``: the pass's flags, sorted. ``lap(name)``
+        may time a part of the work."""
+
+    def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(later, earlier) pairs among the sorted rows ``unflagged`` (flagged rows round 1 unflagged)."""
+
+    def close(self) -> None:
+        """Release what the source holds (cached frames, the spool)."""
+
+
+def distinct_pairs(f: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (f, k) pairs with ``f > k``, sorted by (f, k)."""
+    f, k = np.asarray(f, np.int64), np.asarray(k, np.int64)
+    later = f > k
+    f, k = f[later], k[later]
+    order = np.lexsort((k, f))
+    f, k = f[order], k[order]
+    new = np.r_[True, (f[1:] != f[:-1]) | (k[1:] != k[:-1])] if len(f) else np.zeros(0, bool)
+    return f[new], k[new]
+
+
+def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(later, earlier) pairs of ``rows`` (sorted) whose ``keys`` rows ((n, b)) share a (band, key)."""
+    fs, ks = [], []
+    for i in range(keys.shape[1]):
+        order = np.argsort(keys[:, i], kind="stable")  # stable: within a key, rows stay ascending
+        col, r = keys[order, i], rows[order]
+        start = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        group_start = np.repeat(start, np.diff(np.r_[start, len(col)]))
+        counts = np.arange(len(col)) - group_start  # earlier members of each one's group
+        total = int(counts.sum())
+        if not total:
+            continue
+        fs.append(np.repeat(r, counts))
+        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        ks.append(r[np.repeat(group_start, counts) + offsets])
+    if not fs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return distinct_pairs(np.concatenate(fs), np.concatenate(ks))
+
+
+class SpoolCandidates:
+    """Candidates on the driver from the kept key spool (see the module's docs); owns ``stream`` and closes it."""
+
+    def __init__(self, stream, partitions: int, flagged_rows: np.ndarray, flagged_keys: np.ndarray):
+        self.stream, self.partitions = stream, partitions
+        order = np.argsort(flagged_rows, kind="stable")
+        self.rows = np.asarray(flagged_rows, np.int64)[order]
+        self.keys = np.ascontiguousarray(flagged_keys[order], dtype=np.uint64)
+
+    def _keys_of(self, rows: np.ndarray) -> np.ndarray:
+        at = np.searchsorted(self.rows, rows)
+        if len(rows) and (at.max() >= len(self.rows) or not np.array_equal(self.rows[at], rows)):
+            raise RuntimeError("internal error: verification asked for keys of rows the pass did not flag")
+        return self.keys[at]
+
+    def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
+        from lshbloom_udf import _native
+
+        if not len(flagged):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        index = _native.PairIndex(self._keys_of(flagged))
+        last = flagged[-1]
+        fs, ks = [], []
+        for start, keys, active in self.stream.replay(self.partitions):
+            if start >= last:
+                break  # every later row is too late to be a candidate source
+            rows = np.arange(start, start + len(active), dtype=np.int64)
+            kept = np.asarray(active, dtype=bool) & ~is_in(rows, flagged)
+            js, f_at = index.matches(keys, kept)
+            if len(js):
+                fs.append(flagged[f_at.astype(np.int64)])
+                ks.append(rows[js.astype(np.int64)])
+        if not fs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return distinct_pairs(np.concatenate(fs), np.concatenate(ks))
+
+    def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return shared_key_pairs(unflagged, self._keys_of(unflagged))
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class SparkCandidates:
+    """Candidates by Spark joins of keys computed again on the executors (see the module's docs).
+
+    ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row``, ``_lshb_keys``
+    (``b`` little-endian uint64) and ``_lshb_active`` of the rows whose id is
+    (``inside``) or is not among the sorted row ids ``among``.
+    """
+
+    def __init__(self, keyed_of, b: int, spark):
+        self.keyed_of, self.b, self.spark = keyed_of, b, spark
+        self._flagged_keys = None
+        self._shipped: list = []
+
+    def _ship(self, value):
+        shipped = ship(self.spark, value)
+        self._shipped.append(shipped)
+        return shipped
+
+    def _flagged_frame(self, flagged: np.ndarray):
+        from pyspark import StorageLevel
+
+        if self._flagged_keys is None:
+            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored. The row ids
+            # travel as a broadcast (keys.ship): in every task's closure they would make it large.
+            self._flagged_keys = self.keyed_of(self._ship(flagged), True).persist(StorageLevel.MEMORY_AND_DISK)
+        return self._flagged_keys
+
+    def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
+        from lshbloom_udf.spark.verify_candidates import (PAIRS_SCHEMA, candidates, flagged_bloom,
+                                                          kept_pairs_mapper, pairs_mapper)
+
+        flagged_keys = self._flagged_frame(flagged)
+        bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
+        lap("bloom")
+        mine = self._ship(flagged)
+        kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
+        return candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA), kept_pairs)
+
+    def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from lshbloom_udf.spark.verify_candidates import PAIRS_SCHEMA, candidates, pairs_mapper
+
+        if self._flagged_keys is None:
+            raise RuntimeError("internal error: round 2 before round 1")
+        pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
+                                              PAIRS_SCHEMA)
+        return candidates(pairs, pairs)
+
+    def close(self) -> None:
+        if self._flagged_keys is not None:
+            self._flagged_keys.unpersist()
+            self._flagged_keys = None
+        for shipped in self._shipped:
+            if hasattr(shipped, "unpersist"):  # a broadcast variable
+                shipped.unpersist()
+        self._shipped = []
+
+
+def keep_spool(spool_dir: str, documents: int, b: int, chunk_rows: int) -> bool:
+    """Whether a key stream spooling to ``spool_dir`` may keep its spool for verification (the module's docs)."""
+    from lshbloom_udf.spark.stream import spool_bytes
+
+    need = spool_bytes(documents, b, chunk_rows)
+    try:
+        free = shutil.disk_usage(spool_dir).free
+    except OSError:
+        free = 0
+    if need <= SPOOL_SHARE_OF_FREE * free:
+        return True
+    logger.info("verification computes the band keys again on the executors: keeping them on the driver would take "
+                "%s bytes in %s, which has %s free (at most %.0f%% of it is used)", f"{need:,}", spool_dir,
+                f"{free:,}", 100 * SPOOL_SHARE_OF_FREE)
+    return False
+
+
+def spool_source(stream, partitions: int, outcome) -> Optional[SpoolCandidates]:
+    """The spool's candidate source after the pass (None: the stream kept no spool)."""
+    if not getattr(stream, "keep", False):
+        return None
+    return SpoolCandidates(stream, partitions, outcome.rows(), outcome.keys(stream.b))

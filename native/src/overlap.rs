@@ -1,0 +1,267 @@
+//! Exact overlaps of shingle sets: verification's `|S_d ∩ S_e|`, `|S_d|` and
+//! `|S_e|` of text pairs (lshbloom_udf/spark/verify.py), by the index's
+//! shingling.
+//!
+//! Exact means the shingles' bytes are compared, not their hashes: a hash
+//! only picks the slot. Python's reference is `frozenset(shingles(text))`
+//! (`shingle_set`), which the tests compare with.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::distinct::DistinctSet;
+use crate::shingles::{ShingleSettings, Shingler};
+
+/// A hasher for byte strings: one-shot xxh3 of each `write` (xxh3's streaming
+/// state is too heavy to set up once per shingle).
+#[derive(Default)]
+pub struct OneShot(u64);
+
+impl Hasher for OneShot {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = self.0.rotate_left(17) ^ xxh3_64(bytes);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = self.0.rotate_left(17) ^ n as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type ShingleSet = HashSet<Box<[u8]>, BuildHasherDefault<OneShot>>;
+
+/// The three sizes verification's rule needs of a pair (later `d`, earlier `e`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Overlap {
+    /// `|S_d ∩ S_e|`
+    pub common: u64,
+    /// `|S_d|`
+    pub left: u64,
+    /// `|S_e|`
+    pub right: u64,
+}
+
+/// Computes overlaps of many pairs, keeping the last earlier text's set: pairs
+/// sorted by their earlier text shingle it once (a kept document with many
+/// copies is the common case).
+pub struct OverlapCounter {
+    shingler: Shingler,
+    right: ShingleSet,
+    right_text: Option<String>,
+    left: DistinctSet,
+}
+
+impl OverlapCounter {
+    /// Same preconditions as [`Shingler::with_settings`].
+    pub fn new(settings: ShingleSettings) -> Self {
+        OverlapCounter {
+            shingler: Shingler::with_settings(settings),
+            right: ShingleSet::default(),
+            right_text: None,
+            left: DistinctSet::new(),
+        }
+    }
+
+    /// The overlap of `left`'s shingle set with `right`'s (None: no shingles).
+    pub fn overlap(&mut self, left: Option<&str>, right: Option<&str>) -> Overlap {
+        let right = right.unwrap_or("");
+        if self.right_text.as_deref() != Some(right) {
+            let set = &mut self.right;
+            set.clear();
+            self.shingler.for_each(right, |s| {
+                if !set.contains(s) {
+                    set.insert(s.into());
+                }
+            });
+            self.right_text = Some(right.to_owned());
+        }
+        let (set, seen) = (&self.right, &mut self.left);
+        seen.clear();
+        let mut common = 0u64;
+        self.shingler.for_each(left.unwrap_or(""), |s| {
+            // Each distinct shingle of the left text counts once.
+            if seen.insert(s) && set.contains(s) {
+                common += 1;
+            }
+        });
+        Overlap {
+            common,
+            left: seen.len() as u64,
+            right: set.len() as u64,
+        }
+    }
+}
+
+/// Fewer pairs than this per thread cost more in thread start-up than they save.
+const MIN_PAIRS_PER_THREAD: usize = 256;
+
+/// The overlaps of aligned pairs `(lefts[i], rights[i])` on up to `threads`
+/// threads (contiguous ranges, a counter each: the result does not depend on
+/// the thread count).
+pub fn overlaps(
+    settings: ShingleSettings,
+    lefts: &[Option<&str>],
+    rights: &[Option<&str>],
+    threads: usize,
+) -> Vec<Overlap> {
+    assert_eq!(lefts.len(), rights.len(), "pairs must be aligned");
+    let n = lefts.len();
+    let threads = threads.min(n.div_ceil(MIN_PAIRS_PER_THREAD)).max(1);
+    let per = n.div_ceil(threads).max(1);
+    let mut out = vec![Overlap::default(); n];
+    std::thread::scope(|scope| {
+        for ((part, ls), rs) in out
+            .chunks_mut(per)
+            .zip(lefts.chunks(per))
+            .zip(rights.chunks(per))
+        {
+            scope.spawn(move || {
+                let mut counter = OverlapCounter::new(settings);
+                for ((o, l), r) in part.iter_mut().zip(ls).zip(rs) {
+                    *o = counter.overlap(*l, *r);
+                }
+            });
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shingles::{Unit, NORM_LOWER, NORM_PUNCT};
+
+    fn reference(settings: ShingleSettings, l: &str, r: &str) -> Overlap {
+        let mut sh = Shingler::with_settings(settings);
+        let a: HashSet<Vec<u8>> = sh.shingle_set(l).into_iter().collect();
+        let b: HashSet<Vec<u8>> = sh.shingle_set(r).into_iter().collect();
+        Overlap {
+            common: a.intersection(&b).count() as u64,
+            left: a.len() as u64,
+            right: b.len() as u64,
+        }
+    }
+
+    const TEXTS: [&str; 6] = [
+        "the quick brown fox jumps over the lazy dog",
+        "the quick brown fox jumps over the lazy cat",
+        "The Quick, brown fox! jumps over the lazy dog the quick brown fox",
+        "",
+        "敏捷的棕色狐狸跳过了懒狗 the fox 敏捷的棕色狐狸",
+        "a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a",
+    ];
+
+    #[test]
+    fn equals_the_set_reference_in_every_unit() {
+        for unit in [Unit::Words, Unit::Chars, Unit::Mixed] {
+            for ngram in [1, 2, 5, 11] {
+                let settings = ShingleSettings {
+                    unit,
+                    ngram,
+                    flags: NORM_LOWER | NORM_PUNCT,
+                };
+                let mut c = OverlapCounter::new(settings);
+                for l in TEXTS {
+                    for r in TEXTS {
+                        assert_eq!(
+                            c.overlap(Some(l), Some(r)),
+                            reference(settings, l, r),
+                            "{unit:?} {ngram} {l:?} {r:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_cached_right_set_follows_the_right_text() {
+        let settings = ShingleSettings::words(2, 0);
+        let (l, r) = (
+            vec![Some(TEXTS[0]); 3],
+            vec![Some(TEXTS[1]), Some(TEXTS[1]), Some(TEXTS[0])],
+        );
+        let got = overlaps(settings, &l, &r, 1);
+        assert_eq!(got[0], got[1]);
+        assert_eq!(
+            got[2],
+            Overlap {
+                common: 8,
+                left: 8,
+                right: 8
+            }
+        );
+        assert_eq!(got[0].common, 7);
+    }
+
+    #[test]
+    fn threads_do_not_change_the_result() {
+        let settings = ShingleSettings {
+            unit: Unit::Mixed,
+            ngram: 5,
+            flags: NORM_LOWER,
+        };
+        let ls: Vec<Option<&str>> = (0..2000).map(|i| Some(TEXTS[i % 6])).collect();
+        let rs: Vec<Option<&str>> = (0..2000).map(|i| Some(TEXTS[(i / 7) % 6])).collect();
+        assert_eq!(
+            overlaps(settings, &ls, &rs, 1),
+            overlaps(settings, &ls, &rs, 3)
+        );
+    }
+
+    #[test]
+    fn none_and_empty_have_no_shingles() {
+        let settings = ShingleSettings::words(3, 0);
+        let got = overlaps(
+            settings,
+            &[None, Some(TEXTS[0])],
+            &[Some(TEXTS[0]), None],
+            1,
+        );
+        assert_eq!(
+            got[0],
+            Overlap {
+                common: 0,
+                left: 0,
+                right: 7
+            }
+        );
+        assert_eq!(
+            got[1],
+            Overlap {
+                common: 0,
+                left: 7,
+                right: 0
+            }
+        );
+    }
+
+    #[test]
+    fn long_shingles_compare_bytes() {
+        // Shingles longer than 16 bytes take DistinctSet's long path and the HashSet's comparison.
+        let settings = ShingleSettings::words(4, 0);
+        let l = "internationalization localization globalization standardization";
+        let r = "internationalization localization globalization standardisation";
+        assert_eq!(
+            overlaps(settings, &[Some(l)], &[Some(r)], 1)[0],
+            Overlap {
+                common: 0,
+                left: 1,
+                right: 1
+            }
+        );
+        assert_eq!(
+            overlaps(settings, &[Some(l)], &[Some(l)], 1)[0],
+            Overlap {
+                common: 1,
+                left: 1,
+                right: 1
+            }
+        );
+    }
+}

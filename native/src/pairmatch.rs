@@ -1,0 +1,185 @@
+//! Which (band, key) pairs of many documents equal a pair of a few: round 1
+//! of verification's candidates on the driver (lshbloom_udf/spark/verify.py).
+//!
+//! The few (the pass's flagged documents, `F` of them) are indexed band by
+//! band: band `i`'s keys, bijectively mixed (splitmix64's finalizer, so
+//! structured keys such as datasketch's sums spread too) and sorted, with a
+//! bucket table on the mixed keys' top bits. A band's index is ~12 bytes per
+//! flagged document, so at `F = 10^5` it stays in the cache while a chunk of
+//! the many is looked up in it. Matching is exact: the mix is a bijection, so
+//! equal mixed keys are equal keys.
+
+/// A bijection on u64 (splitmix64's finalizer).
+#[inline]
+fn mix(mut h: u64) -> u64 {
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^ (h >> 31)
+}
+
+#[derive(Debug, Clone)]
+struct Band {
+    /// Mixed keys, sorted.
+    keys: Vec<u64>,
+    /// The flagged document (its index in the input) of each key.
+    docs: Vec<u32>,
+    /// `keys[starts[t]..starts[t + 1]]` have top bits `t`.
+    starts: Vec<u32>,
+}
+
+/// The (band, key) pairs of the few documents, band by band.
+#[derive(Debug, Clone)]
+pub struct PairIndex {
+    b: usize,
+    shift: u32,
+    bands: Vec<Band>,
+}
+
+impl PairIndex {
+    /// Indexes `keys` (row-major, `n × b`: document `j`'s key of band `i` at `j * b + i`).
+    pub fn new(keys: &[u64], b: usize) -> Self {
+        assert!(b >= 1 && keys.len().is_multiple_of(b), "keys must be n × b");
+        let n = keys.len() / b;
+        assert!(u32::try_from(n).is_ok(), "at most 2^32 - 1 documents");
+        // ~4 keys per bucket: the table is a third of the band's index.
+        let bits = (usize::BITS - n.max(1).leading_zeros())
+            .saturating_sub(2)
+            .clamp(1, 22);
+        let shift = 64 - bits;
+        let bands = (0..b)
+            .map(|i| {
+                let mut pairs: Vec<(u64, u32)> =
+                    (0..n).map(|j| (mix(keys[j * b + i]), j as u32)).collect();
+                pairs.sort_unstable();
+                let mut starts = vec![0u32; (1usize << bits) + 1];
+                for &(k, _) in &pairs {
+                    starts[(k >> shift) as usize + 1] += 1;
+                }
+                for t in 1..starts.len() {
+                    starts[t] += starts[t - 1];
+                }
+                let (keys, docs) = pairs.into_iter().unzip();
+                Band { keys, docs, starts }
+            })
+            .collect();
+        PairIndex { b, shift, bands }
+    }
+
+    pub fn bands(&self) -> usize {
+        self.b
+    }
+
+    /// Every `(document of keys, indexed document)` sharing a (band, key), band
+    /// after band (one band's index stays in the cache while the documents are
+    /// looked up in it); `keys` is row-major `m × b`,
+    /// `only` (length `m`, or empty: all) says which of its documents count.
+    pub fn matches(&self, keys: &[u64], only: &[bool]) -> Vec<(u32, u32)> {
+        let b = self.b;
+        assert!(keys.len().is_multiple_of(b), "keys must be m × b");
+        let m = keys.len() / b;
+        assert!(
+            only.is_empty() || only.len() == m,
+            "only must have one flag per document"
+        );
+        assert!(
+            u32::try_from(m).is_ok(),
+            "at most 2^32 - 1 documents per call"
+        );
+        let mut out = Vec::new();
+        for (i, band) in self.bands.iter().enumerate() {
+            for j in 0..m {
+                if !only.is_empty() && !only[j] {
+                    continue;
+                }
+                let k = mix(keys[j * b + i]);
+                let t = (k >> self.shift) as usize;
+                let (lo, hi) = (band.starts[t] as usize, band.starts[t + 1] as usize);
+                // Buckets hold ~1 key on average: a short scan of a sorted run.
+                for at in lo..hi {
+                    let here = band.keys[at];
+                    if here == k {
+                        out.push((j as u32, band.docs[at]));
+                    } else if here > k {
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(few: &[u64], many: &[u64], only: &[bool], b: usize) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for j in 0..many.len() / b {
+            if !only.is_empty() && !only[j] {
+                continue;
+            }
+            for i in 0..b {
+                for f in 0..few.len() / b {
+                    if few[f * b + i] == many[j * b + i] {
+                        out.push((j as u32, f as u32));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn equals_the_quadratic_reference() {
+        let mut seed = 7u64;
+        for (b, nf, nm, range) in [
+            (4, 50, 300, 40u64),
+            (3, 1, 20, 3),
+            (8, 500, 200, 1000),
+            (1, 0, 10, 5),
+        ] {
+            // Small key ranges: many shared keys, within the few too (copies of one source share keys).
+            let few: Vec<u64> = (0..nf * b).map(|_| lcg(&mut seed) % range).collect();
+            let many: Vec<u64> = (0..nm * b).map(|_| lcg(&mut seed) % range).collect();
+            let only: Vec<bool> = (0..nm).map(|j| j % 3 != 1).collect();
+            let index = PairIndex::new(&few, b);
+            let mut got = index.matches(&many, &only);
+            let mut want = reference(&few, &many, &only, b);
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "b={b} nf={nf}");
+            let mut all = index.matches(&many, &[]);
+            let mut want_all = reference(&few, &many, &[], b);
+            all.sort_unstable();
+            want_all.sort_unstable();
+            assert_eq!(all, want_all);
+        }
+    }
+
+    #[test]
+    fn keys_match_only_in_their_own_band() {
+        let index = PairIndex::new(&[1, 2], 2);
+        assert_eq!(index.matches(&[2, 1], &[]), vec![]);
+        assert_eq!(
+            index.matches(&[1, 9, 9, 2, 1, 2], &[]),
+            vec![(0, 0), (2, 0), (1, 0), (2, 0)]
+        );
+    }
+
+    #[test]
+    fn extreme_keys_are_found() {
+        let index = PairIndex::new(&[0, u64::MAX, u64::MAX, 0], 2);
+        assert_eq!(
+            index.matches(&[0, 0, u64::MAX, u64::MAX], &[]),
+            vec![(0, 0), (1, 1), (0, 1), (1, 0)]
+        );
+    }
+}

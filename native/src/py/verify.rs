@@ -1,0 +1,124 @@
+//! Verification's native parts: exact shingle-set overlaps of text pairs and
+//! the driver's round-1 candidate matching (the GIL released while they work).
+
+use numpy::ndarray::{Array1, Array2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+use super::errors::value_err;
+use super::input::{detach_with_texts, input_u64};
+use super::settings::{positive, shingle_settings};
+use crate::overlap;
+use crate::pairmatch;
+
+/// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each aligned pair of texts, shape (N, 3), int64, on `threads` threads.
+#[pyfunction]
+#[pyo3(signature = (lefts, rights, ngram, normalize = 0, unit = "words", threads = 1))]
+fn shingle_overlaps<'py>(
+    py: Python<'py>,
+    lefts: &Bound<'py, PyAny>,
+    rights: &Bound<'py, PyAny>,
+    ngram: i64,
+    normalize: i64,
+    unit: &str,
+    threads: i64,
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let settings = shingle_settings(unit, ngram, normalize)?;
+    let threads = positive("threads", threads)?;
+    // The left texts are copied out of Python first: the right ones are borrowed while both are compared.
+    let lefts: Vec<Option<String>> = detach_with_texts(py, lefts, |rows| {
+        rows.iter().map(|r| r.map(str::to_owned)).collect()
+    })?;
+    let out = detach_with_texts(py, rights, |rights| {
+        if rights.len() != lefts.len() {
+            return Err(format!(
+                "{} left texts but {} right texts",
+                lefts.len(),
+                rights.len()
+            ));
+        }
+        let ls: Vec<Option<&str>> = lefts.iter().map(|l| l.as_deref()).collect();
+        Ok(overlap::overlaps(settings, &ls, rights, threads))
+    })?
+    .map_err(value_err)?;
+    let flat: Vec<i64> = out
+        .iter()
+        .flat_map(|o| [o.common as i64, o.left as i64, o.right as i64])
+        .collect();
+    Ok(Array2::from_shape_vec((out.len(), 3), flat)
+        .expect("shape")
+        .into_pyarray(py))
+}
+
+/// `(j, f)` index arrays of [`PairIndex::matches`].
+type Matches<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>);
+
+/// The (band, key) pairs of a few documents, to find the documents of many that share one.
+#[pyclass(frozen, module = "lshbloom_udf._native")]
+pub struct PairIndex(pairmatch::PairIndex);
+
+#[pymethods]
+impl PairIndex {
+    /// Indexes `keys`, an (F, b) uint64 matrix (b >= 1).
+    #[new]
+    fn new(py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let k = input_u64(keys, "keys")?;
+        if k.shape.len() != 2 || k.shape[1] == 0 {
+            return Err(value_err("keys must be an (F, b) matrix with b >= 1"));
+        }
+        if u32::try_from(k.shape[0]).is_err() {
+            return Err(value_err("at most 2**32 - 1 documents"));
+        }
+        let (slice, b) = (k.slice(), k.shape[1]);
+        Ok(PairIndex(py.detach(|| pairmatch::PairIndex::new(slice, b))))
+    }
+
+    /// Bands per document.
+    #[getter]
+    fn b(&self) -> usize {
+        self.0.bands()
+    }
+
+    /// `(j, f)` index arrays (uint32): document `j` of `keys` ((M, b) uint64) shares a (band, key) with indexed
+    /// document `f`; one entry per shared band. `only` (M bools): only those documents of `keys`.
+    #[pyo3(signature = (keys, only = None))]
+    fn matches<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        only: Option<PyReadonlyArray1<'py, bool>>,
+    ) -> PyResult<Matches<'py>> {
+        let k = input_u64(keys, "keys")?;
+        if k.shape.len() != 2 || k.shape[1] != self.0.bands() {
+            return Err(value_err(format!(
+                "keys must have shape (M, {})",
+                self.0.bands()
+            )));
+        }
+        if u32::try_from(k.shape[0]).is_err() {
+            return Err(value_err("at most 2**32 - 1 documents per call"));
+        }
+        let only_slice: &[bool] = match &only {
+            Some(o) => o.as_slice()?,
+            None => &[],
+        };
+        if only.is_some() && only_slice.len() != k.shape[0] {
+            return Err(value_err(format!("only must have {} flags", k.shape[0])));
+        }
+        let slice = k.slice();
+        let (js, fs): (Vec<u32>, Vec<u32>) = py
+            .detach(|| self.0.matches(slice, only_slice))
+            .into_iter()
+            .unzip();
+        Ok((
+            Array1::from_vec(js).into_pyarray(py),
+            Array1::from_vec(fs).into_pyarray(py),
+        ))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
+    m.add_class::<PairIndex>()?;
+    Ok(())
+}

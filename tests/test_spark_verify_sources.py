@@ -1,0 +1,169 @@
+"""Verification's two candidate sources (lshbloom_udf/spark/verify_sources.py) and its native parts.
+
+- The kept key spool (socket stream, candidates on the driver) and the Spark
+  path (keys computed again, Spark joins) give the same candidate pairs and the
+  same verified output on the same input, with and without a round 2, with no
+  flag and with no document; also when the spool is too large to keep (the
+  run falls back to the Spark path) and over retried keys tasks (a real
+  spark-submit). Similarities computed on the executors (texts over the
+  driver's budget) equal those computed on the driver.
+- The spool is gone after a verified run.
+- The in-memory self-join and the native (band, key) matching equal
+  quadratic references; the native overlaps equal :func:`shingle_set`'s sets.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import tempfile
+
+import numpy as np
+import pytest
+
+from lshbloom_udf import _native, deduplicate
+from lshbloom_udf.spark import verify_similarity, verify_sources
+from lshbloom_udf.spark.verify import Shingling, shingle_set
+from lshbloom_udf.spark.verify_similarity import overlaps
+from lshbloom_udf.spark.verify_sources import distinct_pairs, shared_key_pairs
+from reliability_support import submit, write_jsonl
+from spark_support import sample_docs
+
+SOURCE_COLS = ("is_duplicate", "duplicate_of", "similarity", "similarity_measure")
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return list(sample_docs(300, seed=23))
+
+
+def _frame(spark, docs, partitions: int = 5):
+    df = spark.createDataFrame([(d["id"], d["text"]) for d in docs], "id string, text string")
+    return df.repartitionByRange(partitions, "id").sortWithinPartitions("id")
+
+
+def _verified(spark, docs, transfer: str, **settings):
+    out, summary = deduplicate(_frame(spark, docs), id_col="id", key_transfer=transfer, duplicate_of=True,
+                               chunk_rows=16, progress=False, return_summary=True, **settings)
+    rows = {r["id"]: tuple(r[c] for c in SOURCE_COLS) for r in out.collect()}
+    return rows, summary["verify"]
+
+
+# A strict verify threshold unflags most flags in round 1, so round 2 has work; the defaults' rule has little.
+@pytest.mark.parametrize("settings", [{}, {"verify_threshold": 0.9, "containment_threshold": None}])
+def test_the_spool_and_the_spark_path_verify_alike(spark, docs, settings):
+    spool, s_spool = _verified(spark, docs, "socket", **settings)
+    keyed, s_keyed = _verified(spark, docs, "spark", **settings)
+    assert "bloom" not in s_spool["stages"] and "bloom" in s_keyed["stages"]  # each took its own source
+    assert spool == keyed
+    for key in ("pass_flagged", "kept_flagged", "candidate_pairs", "unflagged", "by_containment"):
+        assert s_spool[key] == s_keyed[key], key
+    assert s_spool["kept_flagged"] > 10 and s_spool["unflagged"] > 0
+    if settings:
+        assert "round2" in s_spool["stages"]
+
+
+def test_no_flag_and_no_document(spark, docs):
+    distinct = [d for d in docs if d["source"] < 0][:1] + [{"id": f"d{i}", "text": f"word{i} " * 30}
+                                                          for i in range(40)]
+    rows, s = _verified(spark, distinct, "socket")
+    assert s["pass_flagged"] == 0 and s["candidate_pairs"] == 0 and not any(r[0] for r in rows.values())
+    empty = spark.createDataFrame([], "id string, text string")
+    out, summary = deduplicate(empty, id_col="id", duplicate_of=True, progress=False, return_summary=True)
+    assert out.count() == 0 and summary["verify"]["pass_flagged"] == 0
+
+
+def test_a_spool_too_large_for_its_disk_falls_back_to_the_spark_path(spark, docs, monkeypatch, caplog):
+    want, _ = _verified(spark, docs, "spark")
+    monkeypatch.setattr(verify_sources, "SPOOL_SHARE_OF_FREE", 0.0)
+    with caplog.at_level("INFO", logger="lshbloom_udf"):
+        got, s = _verified(spark, docs, "socket")
+    assert "bloom" in s["stages"] and got == want
+    assert "verification computes the band keys again" in caplog.text
+
+
+def test_similarities_on_the_executors_equal_those_on_the_driver(spark, docs, monkeypatch):
+    want, s_want = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8)
+    monkeypatch.setattr(verify_similarity, "DRIVER_TEXT_BYTES", 0)  # every candidate text over the budget
+    got, s_got = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8)
+    assert got == want and s_got["candidate_pairs"] == s_want["candidate_pairs"]
+
+
+def test_the_spool_is_removed_after_a_verified_run(spark, docs, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    _verified(spark, docs, "socket")
+    assert [p for p in os.listdir(tmp_path) if p.startswith("lshbloom-keys-")] == []
+
+
+@pytest.mark.slow
+def test_retried_keys_tasks_spools_verify_as_the_spark_path(spark, docs, tmp_path):
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for i, cut in enumerate(range(0, len(docs), 100)):
+        write_jsonl(inp / f"part-{i}.jsonl", docs[cut: cut + 100])
+    conf = tmp_path / "small-chunks.toml"
+    conf.write_text("[dedup]\nchunk_rows = 16\n")
+    args = ["--input", str(inp), "--id-column", "id", "--quiet", "--config", str(conf), "--duplicate-of"]
+    keyed = submit([*args, "--output", str(tmp_path / "keyed"), "--key-transfer", "spark"])
+    assert keyed.returncode == 0, keyed.stderr[-3000:]
+    retried = submit([*args, "--output", str(tmp_path / "retried")], fault="fail-task-after-send",
+                     master="local[2,4]")
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    assert "fails after a chunk" in retried.stderr  # the fault really fired: some partitions have two spools
+
+    def read(path):
+        return {r["id"]: tuple(r[c] for c in SOURCE_COLS) for r in spark.read.parquet(str(path)).collect()}
+
+    got = read(tmp_path / "retried")
+    assert got == read(tmp_path / "keyed") and sum(r[0] for r in got.values()) > 10
+
+
+# -- the driver's pieces, against quadratic references ------------------------------------------------
+
+
+def _reference_pairs(rows, keys):
+    return sorted({(int(rows[j]), int(rows[i])) for i, j in itertools.combinations(range(len(rows)), 2)
+                   if (keys[i] == keys[j]).any()})
+
+
+def test_the_in_memory_self_join_equals_the_quadratic_reference():
+    rng = np.random.default_rng(3)
+    for n, b, values in ((0, 4, 5), (1, 4, 5), (60, 4, 6), (200, 8, 40), (50, 1, 3)):
+        rows = np.sort(rng.choice(10**6, n, replace=False)).astype(np.int64)
+        keys = rng.integers(0, values, (n, b), dtype=np.uint64)
+        f, k = shared_key_pairs(rows, keys)
+        assert list(zip(f.tolist(), k.tolist())) == _reference_pairs(rows, keys)
+
+
+def test_distinct_pairs_keeps_each_later_earlier_pair_once():
+    f, k = distinct_pairs(np.array([5, 5, 3, 2, 5]), np.array([1, 1, 4, 2, 0]))
+    assert list(zip(f.tolist(), k.tolist())) == [(5, 0), (5, 1)]
+
+
+def test_the_native_pair_index_finds_every_shared_band_key():
+    rng = np.random.default_rng(5)
+    few = rng.integers(0, 30, (40, 6), dtype=np.uint64)
+    many = rng.integers(0, 30, (300, 6), dtype=np.uint64)
+    only = rng.random(300) < 0.7
+    js, fs = _native.PairIndex(few).matches(many, only)
+    got = sorted(zip(js.tolist(), fs.tolist()))
+    want = sorted((j, f) for j in range(300) if only[j] for f in range(40) for i in range(6) if many[j, i] == few[f, i])
+    assert got == want and len(want) > 100
+    with pytest.raises(ValueError, match="shape"):
+        _native.PairIndex(few).matches(many[:, :5])
+    with pytest.raises(ValueError, match="only"):
+        _native.PairIndex(few).matches(many, only[:10])
+
+
+@pytest.mark.parametrize("unit,ngram", [("words", 4), ("chars", 5), ("mixed", 11)])
+def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
+    shingling = Shingling(ngram, 2 | 4, unit)
+    texts = [d["text"] for d in docs[:40]] + [None, "", "敏捷的棕色狐狸跳过了懒狗 the fox", "短い"]
+    rng = random.Random(1)
+    lefts = [rng.choice(texts) for _ in range(300)]
+    rights = sorted((rng.choice(texts) for _ in range(300)), key=lambda t: t or "")  # runs of one right text
+    got = overlaps(lefts, rights, shingling, threads=3)
+    for (common, size_l, size_r), l, r in zip(got.tolist(), lefts, rights):
+        a, b = shingle_set(l, shingling), shingle_set(r, shingling)
+        assert (common, size_l, size_r) == (len(a & b), len(a), len(b))
