@@ -1,147 +1,12 @@
-//! The row loops of a band set of blocked filter files.
-
-#[cfg(target_arch = "x86_64")]
-use super::kernel::Avx2;
-use super::kernel::{self, BlockOps, Loc, Portable};
-use super::{BlockedFile, BLOCK_BYTES};
-use crate::bandset::{BandFilter, FilterFile};
-use crate::error::BloomError;
-use crate::prefetch::prefetch;
-
-/// Rows processed per chunk of precomputed locations.
-const CHUNK: usize = 64;
-
-impl BandFilter for BlockedFile {
-    fn query_rows(bands: &[BlockedFile], keys: &[u64], out: &mut [bool]) {
-        let b = bands.len();
-        let mut locs = Vec::with_capacity(CHUNK * b);
-        for start in (0..out.len()).step_by(CHUNK) {
-            let end = (start + CHUNK).min(out.len());
-            locate_rows(bands, keys, start..end, &mut locs);
-            for r in 0..end - start {
-                if let Some(next) = locs.get((r + 1) * b..(r + 2) * b) {
-                    prefetch_row(bands, next);
-                }
-                let row = &locs[r * b..(r + 1) * b];
-                out[start + r] = row.iter().zip(bands).any(|(l, f)| f.test_loc(*l));
-            }
-        }
-    }
-
-    fn insert_rows(bands: &mut [BlockedFile], keys: &[u64]) -> Result<(), BloomError> {
-        let b = bands.len();
-        for row in keys.chunks_exact(b) {
-            for (&k, f) in row.iter().zip(bands.iter_mut()) {
-                let loc = f.locate(k);
-                let present = kernel::set_loc(f.data_mut()?, loc);
-                f.core_mut().elem_count += u64::from(!present);
-            }
-        }
-        Ok(())
-    }
-
-    fn query_insert_rows(bands: &mut [BlockedFile], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 is present (checked).
-                return unsafe { query_insert_avx2(bands, keys, out) };
-            }
-        }
-        query_insert_portable(bands, keys, out)
-    }
-
-    fn count_new_keys(&mut self, n: u64) {
-        self.core_mut().elem_count += n;
-    }
-}
-
-/// Locations of rows `rows` of `keys` into `locs` (row-major).
-fn locate_rows(bands: &[BlockedFile], keys: &[u64], rows: std::ops::Range<usize>, locs: &mut Vec<Loc>) {
-    let b = bands.len();
-    locs.clear();
-    for row in keys[rows.start * b..rows.end * b].chunks_exact(b) {
-        for (&k, f) in row.iter().zip(bands) {
-            locs.push(f.locate(k));
-        }
-    }
-}
-
-#[inline(always)]
-fn prefetch_row(bands: &[BlockedFile], locs: &[Loc]) {
-    for (loc, f) in locs.iter().zip(bands) {
-        prefetch(f.data(), loc.block * BLOCK_BYTES);
-    }
-}
-
-/// The keep-first loop with blocks tested and set by `K`; returns the number
-/// of rows inserted.
-///
-/// # Safety
-/// The CPU has `K`'s target features.
-#[inline(always)]
-unsafe fn query_insert_with<K: BlockOps>(
-    bands: &mut [BlockedFile],
-    keys: &[u64],
-    out: &mut [bool],
-) -> Result<u64, BloomError> {
-    let b = bands.len();
-    let n = out.len();
-    let mut bases: Vec<*mut u8> = Vec::with_capacity(b);
-    for f in bands.iter_mut() {
-        bases.push(f.data_mut()?.as_mut_ptr());
-    }
-    let mut locs = Vec::with_capacity(CHUNK * b);
-    let mut inserted = 0u64;
-    for start in (0..n).step_by(CHUNK) {
-        let end = (start + CHUNK).min(n);
-        locate_rows(bands, keys, start..end, &mut locs);
-        prefetch_row(bands, &locs[..b]);
-        for r in 0..end - start {
-            // Prefetch two documents ahead: their blocks do not depend on
-            // this document's inserts.
-            if let Some(next) = locs.get((r + 2) * b..(r + 3) * b) {
-                prefetch_row(bands, next);
-            }
-            let row = &locs[r * b..(r + 1) * b];
-            // SAFETY: every `loc.block < num_blocks` (fast range), so each
-            // pointer addresses 64 bytes inside its filter's mapping, which
-            // `bands` keeps alive and which nothing else aliases meanwhile;
-            // `K`'s features are present (caller).
-            let dup = row
-                .iter()
-                .zip(&bases)
-                .any(|(l, &p)| unsafe { K::test(p.add(l.block * BLOCK_BYTES), l.bits) });
-            out[start + r] = dup;
-            if !dup {
-                for (l, &p) in row.iter().zip(&bases) {
-                    // SAFETY: as above.
-                    unsafe { K::set(p.add(l.block * BLOCK_BYTES), l.bits) };
-                }
-                inserted += 1;
-            }
-        }
-    }
-    Ok(inserted)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn query_insert_avx2(bands: &mut [BlockedFile], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
-    // SAFETY: AVX2 is enabled in this function.
-    unsafe { query_insert_with::<Avx2>(bands, keys, out) }
-}
-
-/// Portable loop (also the reference the AVX2 kernel is tested against).
-fn query_insert_portable(bands: &mut [BlockedFile], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
-    // SAFETY: portable code needs no CPU feature.
-    unsafe { query_insert_with::<Portable>(bands, keys, out) }
-}
+//! The band loops of blocked files (those of `lines`) against a naive
+//! per-row loop and the portable kernel.
 
 #[cfg(test)]
 mod tests {
-    use super::super::{splitmix, BlockedBands};
-    use super::*;
+    use super::super::{splitmix, Blocked, BlockedBands, BlockedFile, Portable};
+    use crate::bandset::FilterFile;
+    use crate::error::BloomError;
+    use crate::lines::bands::query_insert_with;
     use crate::mapped::test_dir;
 
     #[test]
@@ -219,7 +84,8 @@ mod tests {
         let mut a = vec![false; 3000];
         let mut s = vec![false; 3000];
         fast.query_insert(&keys, &mut a).unwrap();
-        let inserted = query_insert_portable(&mut slow, &keys, &mut s).unwrap();
+        // SAFETY: portable code needs no CPU feature.
+        let inserted = unsafe { query_insert_with::<Blocked, Portable>(&mut slow, &keys, &mut s) }.unwrap();
         assert_eq!(a, s);
         assert!(a.iter().any(|&x| x) && a.iter().any(|&x| !x));
         for (x, y) in fast.filters().iter().zip(&slow) {
