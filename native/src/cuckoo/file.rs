@@ -2,9 +2,7 @@
 //! docs of `cuckoo`).
 
 use super::kernel::{locate, Loc, Shape};
-#[cfg(target_arch = "x86_64")]
-use super::scan::Avx2;
-use super::scan::Portable;
+use super::swar::Swar;
 use super::sizing::{geometry, slots_for};
 use super::{MAGIC, MAX_FP_BITS, MIN_FP_BITS, VERSION};
 use crate::lines::{self, prefetch_line, Layout, LineFile};
@@ -20,9 +18,10 @@ impl Layout for Cuckoo {
     const TAG: &'static str = "cuckoo-filter";
     type Shape = Shape;
     type Loc = Loc;
-    type Portable = Portable;
+    type Portable = Swar;
+    // The same code, compiled with AVX2 enabled.
     #[cfg(target_arch = "x86_64")]
-    type Avx2 = Avx2;
+    type Avx2 = Swar;
 
     fn shape_for(capacity: u64, error_rate: f64) -> Result<Shape, String> {
         let g = geometry(capacity, error_rate)?;
