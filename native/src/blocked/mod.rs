@@ -42,15 +42,12 @@
 //! block test/set (portable and AVX2), `file` the layout's own accessors over
 //! [`LineFile`]; the band loops are `lines`'.
 
-mod bands;
 mod file;
 mod kernel;
 mod sizing;
 
 pub use crate::lines::splitmix;
 pub use file::{measure_fp, Blocked};
-#[cfg(test)]
-use kernel::Portable;
 pub use kernel::{locate, masks, Loc};
 pub use sizing::{block_fp, fp_rate, fp_rate_textbook, num_blocks_for};
 

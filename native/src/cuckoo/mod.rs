@@ -67,7 +67,6 @@
 //! `lines` call, `scan` (tests) the slot-by-slot reference, `file` the
 //! layout's own accessors over [`LineFile`].
 
-mod bands;
 mod file;
 mod kernel;
 #[cfg(test)]
@@ -75,6 +74,8 @@ mod scan;
 mod swar;
 mod sizing;
 
+#[cfg(test)]
+pub(crate) use scan::ScanKernel;
 pub use file::{measure_fp, Cuckoo, Measured};
 pub use kernel::{locate, Loc, Shape};
 pub use sizing::{fp_rate, geometry, slots_for, Geometry, MAX_LOAD_DEN, MAX_LOAD_NUM};

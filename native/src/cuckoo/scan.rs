@@ -93,7 +93,7 @@ fn insert_absent(data: &mut [u8], loc: Loc, shape: Shape, first: Scan, second: S
 
 
 /// The scan kernel: bucket 2 is scanned only when bucket 1 is full.
-pub(super) struct ScanKernel;
+pub(crate) struct ScanKernel;
 
 impl Kernel<Cuckoo> for ScanKernel {
     type Probe = (Scan, Scan);

@@ -140,3 +140,89 @@ fn query_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &m
     // SAFETY: AVX2 is enabled in this function.
     unsafe { query_insert_with::<L, L::Avx2>(bands, keys, out) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bandset::BandSet;
+    use crate::blocked::Blocked;
+    use crate::cuckoo::{Cuckoo, ScanKernel};
+    use crate::lines::splitmix;
+    use crate::mapped::test_dir;
+    use std::path::Path;
+
+    fn files<L: Layout>(d: &Path, tag: &str, b: u64, capacity: u64, p: f64, seed: u64) -> Vec<LineFile<L>> {
+        (0..b).map(|i| LineFile::create(&d.join(format!("{tag}-{i}")), capacity, p, seed + i).unwrap()).collect()
+    }
+
+    /// Keep first over a band set, and the files reopened read-only.
+    fn roundtrip_and_keep_first<L: Layout>(name: &str) {
+        let d = test_dir(name);
+        let mut bands = BandSet::new(files::<L>(&d, "band", 3, 1000, 1e-6, 1234)).unwrap();
+        // rows: 0 new, 1 shares band 1 with row 0, 2 new, 3 repeats row 2.
+        let keys = [1u64, 2, 3, 10, 2, 30, 7, 8, 9, 7, 8, 9];
+        let mut out = [false; 4];
+        bands.query_insert(&keys, &mut out).unwrap();
+        assert_eq!(out, [false, true, false, true]);
+        assert_eq!(bands.filters()[0].elem_count(), 2);
+        bands.sync().unwrap();
+        drop(bands);
+        let files: Vec<LineFile<L>> = (0..3).map(|i| LineFile::open(&d.join(format!("band-{i}")), false).unwrap()).collect();
+        assert_eq!((files[1].elem_count(), files[2].seed()), (2, 1236));
+        let mut ro = BandSet::new(files).unwrap();
+        let mut q = [false; 2];
+        ro.query(&[1, 99, 99, 100, 101, 102], &mut q);
+        assert_eq!(q, [true, false]);
+        assert!(matches!(ro.query_insert(&[1, 2, 3], &mut [false]), Err(BloomError::ReadOnly { .. })));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The band loop (AVX2 when present) against a naive per-row loop and
+    /// against the loop over the reference kernel `R`: same decisions, bytes
+    /// and counts. A small key alphabet makes many rows collide; 1000 rows
+    /// cross chunk boundaries.
+    fn equals_naive_and_reference<L: Layout, R: Kernel<L>>(name: &str, capacity: u64, p: f64) {
+        let d = test_dir(name);
+        let b = 5;
+        let mut bands = BandSet::new(files::<L>(&d, "f", b, capacity, p, 77)).unwrap();
+        let mut st = 3u64;
+        let keys: Vec<u64> = (0..1000 * b).map(|_| splitmix(&mut st) % 400).collect();
+        let mut out = vec![false; 1000];
+        bands.query_insert(&keys, &mut out).unwrap();
+        assert!(out.iter().any(|&x| x) && out.iter().any(|&x| !x));
+        let mut naive = files::<L>(&d, "n", b, capacity, p, 77);
+        for (j, row) in keys.chunks_exact(b as usize).enumerate() {
+            let dup = row.iter().zip(&naive).any(|(&k, f)| f.contains(k));
+            assert_eq!(dup, out[j], "row {j}");
+            if !dup {
+                for (&k, f) in row.iter().zip(naive.iter_mut()) {
+                    f.add_many(&[k], &mut [false]).unwrap();
+                }
+            }
+        }
+        let mut slow = files::<L>(&d, "s", b, capacity, p, 77);
+        let mut s = vec![false; 1000];
+        // SAFETY: the reference kernels are portable code.
+        let inserted = unsafe { query_insert_with::<L, R>(&mut slow, &keys, &mut s) }.unwrap();
+        assert_eq!(s, out);
+        for ((x, y), z) in bands.filters().iter().zip(&slow).zip(&naive) {
+            assert_eq!(x.data(), y.data());
+            assert_eq!(x.data(), z.data());
+            assert_eq!(x.elem_count(), z.elem_count());
+            assert_eq!(x.elem_count(), inserted);
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn blocked_band_loops() {
+        roundtrip_and_keep_first::<Blocked>("lines-blocked-bands");
+        equals_naive_and_reference::<Blocked, <Blocked as Layout>::Portable>("lines-blocked-naive", 300, 1e-2);
+    }
+
+    #[test]
+    fn cuckoo_band_loops() {
+        roundtrip_and_keep_first::<Cuckoo>("lines-cuckoo-bands");
+        equals_naive_and_reference::<Cuckoo, ScanKernel>("lines-cuckoo-naive", 1000, 1e-2);
+    }
+}
