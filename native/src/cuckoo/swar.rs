@@ -90,15 +90,17 @@ fn is_full(w: &[u64; 8], shape: Shape) -> bool {
     get(w, shape.slots - 1, shape.fp_bits) != 0
 }
 
-/// The first empty slot of bucket `w`, if any.
+/// The first empty slot of bucket `w`, if any (no data-dependent branch
+/// before the result).
 #[inline(always)]
 pub(super) fn first_empty(w: &[u64; 8], f: u32) -> Option<u32> {
     let (l, h) = &MASKS[f as usize];
     let z = zero_slots(w, l, h);
-    let k = z.iter().position(|&x| x != 0)?;
+    let nonzero = z.iter().enumerate().fold(0u32, |m, (i, &x)| m | (u32::from(x != 0) << i));
+    let k = nonzero.trailing_zeros() as usize;
     // The lowest set bit is the top bit of the first empty slot.
-    let top = 64 * k as u32 + z[k].trailing_zeros();
-    Some((top + 1 - f) / f)
+    let top = 64 * k as u32 + z.get(k).map_or(0, |x| x.trailing_zeros());
+    (k < 8).then(|| (top + 1 - f) / f)
 }
 
 /// The branch-free kernel (its code is the same with or without AVX2; the
@@ -111,15 +113,14 @@ impl Kernel<Cuckoo> for Swar {
 
     #[inline(always)]
     unsafe fn probe(data: &[u8], loc: Loc, shape: Shape) -> Option<()> {
-        let p = pattern(loc.fp, &MASKS[shape.fp_bits as usize].0);
+        let f = shape.fp_bits;
+        let p = pattern(loc.fp, &MASKS[f as usize].0);
         let a = words(line(data, loc.a));
-        if holds(&a, &p, shape.fp_bits) {
-            return None;
-        }
-        if loc.b != loc.a && is_full(&a, shape) && holds(&words(line(data, loc.b)), &p, shape.fp_bits) {
-            return None;
-        }
-        Some(())
+        // Both buckets are tested (both lines are prefetched): a data-dependent
+        // branch on "bucket 1 full" would mispredict about once a key. Bucket 2
+        // counts only when bucket 1 is full, as in the scan.
+        let in_b = is_full(&a, shape) & (loc.b != loc.a) & holds(&words(line(data, loc.b)), &p, f);
+        (!(holds(&a, &p, f) | in_b)).then_some(())
     }
 
     #[inline(always)]
