@@ -2,7 +2,9 @@
 //! docs of `cuckoo`).
 
 use super::kernel::{locate, Loc, Shape};
-use super::swar::Swar;
+#[cfg(target_arch = "x86_64")]
+use super::scan::Avx2;
+use super::scan::Portable;
 use super::sizing::{geometry, slots_for};
 use super::{MAGIC, MAX_FP_BITS, MIN_FP_BITS, VERSION};
 use crate::lines::{self, prefetch_line, Layout, LineFile};
@@ -18,10 +20,9 @@ impl Layout for Cuckoo {
     const TAG: &'static str = "cuckoo-filter";
     type Shape = Shape;
     type Loc = Loc;
-    type Portable = Swar;
-    // The same code, compiled with AVX2 enabled.
+    type Portable = Portable;
     #[cfg(target_arch = "x86_64")]
-    type Avx2 = Swar;
+    type Avx2 = Avx2;
 
     fn shape_for(capacity: u64, error_rate: f64) -> Result<Shape, String> {
         let g = geometry(capacity, error_rate)?;
@@ -45,9 +46,8 @@ impl Layout for Cuckoo {
     }
     #[inline(always)]
     fn prefetch(data: &[u8], loc: Loc) {
-        // The probe reads both buckets (`swar`).
+        // Bucket 2 is read only when bucket 1 is full (`scan`): not prefetched.
         prefetch_line(data, loc.a);
-        prefetch_line(data, loc.b);
     }
 }
 

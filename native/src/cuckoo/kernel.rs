@@ -1,10 +1,9 @@
 //! Where a key goes in a cuckoo filter, and the portable scan, set and kick
-//! of fingerprints in 64-byte buckets (`swar` probes buckets for the loops of
-//! `lines`).
+//! of fingerprints in 64-byte buckets (`scan` has the AVX2 scan and the
+//! kernels the loops of `lines` call).
 
-use super::MAX_KICKS;
-use super::swar::first_empty;
-use crate::lines::{fast_range, hashes, line, line_mut, mum, Full};
+use super::{BUCKET_BYTES, MAX_KICKS};
+use crate::lines::{fast_range, hashes, mum, Full};
 
 /// Where a key goes: its two buckets and its fingerprint.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,7 +48,7 @@ pub(super) fn fp_mask(fp_bits: u32) -> u64 {
 }
 
 #[inline(always)]
-pub(super) fn words(line: &[u8]) -> [u64; 8] {
+fn words(line: &[u8]) -> [u64; 8] {
     let mut w = [0u64; 8];
     for (i, x) in w.iter_mut().enumerate() {
         *x = u64::from_le_bytes(line[8 * i..8 * i + 8].try_into().unwrap());
@@ -59,7 +58,7 @@ pub(super) fn words(line: &[u8]) -> [u64; 8] {
 
 /// Slot `i` of a bucket read as `words`.
 #[inline(always)]
-pub(super) fn get(w: &[u64; 8], i: u32, fp_bits: u32) -> u64 {
+fn get(w: &[u64; 8], i: u32, fp_bits: u32) -> u64 {
     let bit = i * fp_bits;
     let (k, off) = ((bit / 64) as usize, bit % 64);
     let mut v = w[k] >> off;
@@ -86,11 +85,112 @@ pub(super) fn put(line: &mut [u8], i: u32, fp_bits: u32, fp: u64) {
     }
 }
 
+/// What a scan of one bucket found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    Found,
+    /// Not there; the first empty slot, if any.
+    Absent(Option<u32>),
+}
+
+/// Scans bucket `line` for `fp`, stopping at the first empty slot (the
+/// occupied slots are a prefix).
+#[inline(always)]
+pub fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+    if shape.fp_bits > 57 {
+        return scan_wide(line, fp, shape);
+    }
+    // A slot of ≤ 57 bits starting at bit `i f` lies inside the 8 bytes from
+    // byte `i f / 8`: one unaligned load, a shift and a mask. The last slots'
+    // loads reach up to 8 bytes past the line: the next bucket's (masked
+    // off), or for the last bucket a padded copy.
+    let mut copy = [0u8; BUCKET_BYTES + 8];
+    let buf = padded(line, &mut copy);
+    let mask = fp_mask(shape.fp_bits);
+    let mut bit = 0usize;
+    for i in 0..shape.slots {
+        let at = bit / 8;
+        let v = (u64::from_le_bytes(buf[at..at + 8].try_into().unwrap()) >> (bit % 8)) & mask;
+        if v == fp {
+            return Scan::Found;
+        }
+        if v == 0 {
+            return Scan::Absent(Some(i));
+        }
+        bit += shape.fp_bits as usize;
+    }
+    Scan::Absent(None)
+}
+
+/// `line` (a bucket and whatever follows it in the filter) if 8 bytes follow
+/// the bucket, else the bucket copied into `copy` (zero padded).
+#[inline(always)]
+pub(super) fn padded<'a>(line: &'a [u8], copy: &'a mut [u8; BUCKET_BYTES + 8]) -> &'a [u8] {
+    if line.len() >= BUCKET_BYTES + 8 {
+        &line[..BUCKET_BYTES + 8]
+    } else {
+        copy[..BUCKET_BYTES].copy_from_slice(&line[..BUCKET_BYTES]);
+        &copy[..]
+    }
+}
+
+/// [`scan`] for fingerprints of more than 57 bits (slots may span 9 bytes).
+pub(super) fn scan_wide(line: &[u8], fp: u64, shape: Shape) -> Scan {
+    let w = words(line);
+    for i in 0..shape.slots {
+        let v = get(&w, i, shape.fp_bits);
+        if v == fp {
+            return Scan::Found;
+        }
+        if v == 0 {
+            return Scan::Absent(Some(i));
+        }
+    }
+    Scan::Absent(None)
+}
+
+/// The first empty slot of bucket `line`, if any.
+fn first_empty(line: &[u8], shape: Shape) -> Option<u32> {
+    let w = words(line);
+    (0..shape.slots).find(|&i| get(&w, i, shape.fp_bits) == 0)
+}
+
+#[inline(always)]
+fn line(data: &[u8], bucket: usize) -> &[u8] {
+    &data[bucket * BUCKET_BYTES..(bucket + 1) * BUCKET_BYTES]
+}
+
+/// Bucket `bucket` and the buckets after it (a scan reads up to 8 bytes past
+/// a bucket when they are there).
+#[inline(always)]
+pub(super) fn tail(data: &[u8], bucket: usize) -> &[u8] {
+    &data[bucket * BUCKET_BYTES..]
+}
+
+#[inline(always)]
+fn line_mut(data: &mut [u8], bucket: usize) -> &mut [u8] {
+    &mut data[bucket * BUCKET_BYTES..(bucket + 1) * BUCKET_BYTES]
+}
+
+/// Inserts the (absent) key at `loc`, given the scans of its two buckets.
+#[inline(always)]
+pub fn insert_absent(data: &mut [u8], loc: Loc, shape: Shape, first: Scan, second: Scan) -> Result<(), Full> {
+    if let Scan::Absent(Some(i)) = first {
+        put(line_mut(data, loc.a), i, shape.fp_bits, loc.fp);
+        return Ok(());
+    }
+    if let Scan::Absent(Some(i)) = second {
+        put(line_mut(data, loc.b), i, shape.fp_bits, loc.fp);
+        return Ok(());
+    }
+    kick(data, loc, shape)
+}
+
 /// Both buckets full: move residents to their other buckets (a random walk,
 /// deterministic given the key) until one lands in a free slot; if none does
 /// within `MAX_KICKS`, undo every move.
 #[cold]
-pub(super) fn kick(data: &mut [u8], loc: Loc, shape: Shape) -> Result<(), Full> {
+fn kick(data: &mut [u8], loc: Loc, shape: Shape) -> Result<(), Full> {
     let mut rng = loc.fp ^ (loc.a as u64).rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
     let mut next = || {
         rng ^= rng << 13;
@@ -108,7 +208,7 @@ pub(super) fn kick(data: &mut [u8], loc: Loc, shape: Shape) -> Result<(), Full> 
         path.push((bucket, slot, victim));
         fp = victim;
         bucket = alt(bucket, fp, shape.num_buckets);
-        if let Some(i) = first_empty(&words(line(data, bucket)), shape.fp_bits) {
+        if let Some(i) = first_empty(line(data, bucket), shape) {
             put(line_mut(data, bucket), i, shape.fp_bits, fp);
             return Ok(());
         }
@@ -121,7 +221,6 @@ pub(super) fn kick(data: &mut [u8], loc: Loc, shape: Shape) -> Result<(), Full> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::scan::{scan, Scan};
     use super::super::Cuckoo;
     use super::*;
 

@@ -62,20 +62,15 @@
 //! The header of `lines` (magic "LSHBCKO\0", version 1, `num_lines` =
 //! num_buckets, `extra` = fp_bits), then the buckets, 64 bytes each.
 //!
-//! `sizing` is the maths above, `kernel` a key's buckets and fingerprint, the
-//! slots and the kick, `swar` the branch-free probe and insert the loops of
-//! `lines` call, `scan` (tests) the slot-by-slot reference, `file` the
-//! layout's own accessors over [`LineFile`].
+//! `sizing` is the maths above, `kernel` a key's buckets and fingerprint and
+//! the portable scan, set and kick, `scan` the kernels (portable and AVX2) of
+//! the loops of `lines`, `file` the layout's own accessors over [`LineFile`].
 
 mod file;
 mod kernel;
-#[cfg(test)]
 mod scan;
-mod swar;
 mod sizing;
 
-#[cfg(test)]
-pub(crate) use scan::ScanKernel;
 pub use file::{measure_fp, Cuckoo, Measured};
 pub use kernel::{locate, Loc, Shape};
 pub use sizing::{fp_rate, geometry, slots_for, Geometry, MAX_LOAD_DEN, MAX_LOAD_NUM};

@@ -146,7 +146,7 @@ mod tests {
     use super::*;
     use crate::bandset::BandSet;
     use crate::blocked::Blocked;
-    use crate::cuckoo::{Cuckoo, ScanKernel};
+    use crate::cuckoo::Cuckoo;
     use crate::lines::splitmix;
     use crate::mapped::test_dir;
     use std::path::Path;
@@ -223,6 +223,6 @@ mod tests {
     #[test]
     fn cuckoo_band_loops() {
         roundtrip_and_keep_first::<Cuckoo>("lines-cuckoo-bands");
-        equals_naive_and_reference::<Cuckoo, ScanKernel>("lines-cuckoo-naive", 1000, 1e-2);
+        equals_naive_and_reference::<Cuckoo, <Cuckoo as Layout>::Portable>("lines-cuckoo-naive", 1000, 1e-2);
     }
 }
