@@ -42,17 +42,16 @@ fn probe_of((first, second): (Scan, Scan)) -> Option<(Scan, Scan)> {
     (first != Scan::Found && second != Scan::Found).then_some((first, second))
 }
 
-/// Portable code (the reference the AVX2 scan is tested against).
-pub struct Portable;
-
-impl Kernel<Cuckoo> for Portable {
+/// Every bucket scan is a kernel: bucket 2 is scanned only when bucket 1 is
+/// full, and an insert uses both scans.
+impl<S: ScanOps> Kernel<Cuckoo> for S {
     /// The scans of the key's two buckets (where an insert puts it).
     type Probe = (Scan, Scan);
 
     #[inline(always)]
     unsafe fn probe(data: &[u8], loc: Loc, shape: Shape) -> Option<(Scan, Scan)> {
-        // SAFETY: portable code needs no CPU feature.
-        probe_of(unsafe { scan_both::<Self>(data, loc, shape) })
+        // SAFETY: forwarded from the caller.
+        probe_of(unsafe { scan_both::<S>(data, loc, shape) })
     }
 
     #[inline(always)]
@@ -60,6 +59,9 @@ impl Kernel<Cuckoo> for Portable {
         insert_absent(data, loc, shape, first, second)
     }
 }
+
+/// Portable code (the reference the AVX2 scan is tested against).
+pub struct Portable;
 
 impl ScanOps for Portable {
     #[inline(always)]
@@ -77,22 +79,6 @@ impl ScanOps for Avx2 {
     unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
         // SAFETY: forwarded from the caller.
         unsafe { avx2_scan(line, fp, shape) }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Kernel<Cuckoo> for Avx2 {
-    type Probe = (Scan, Scan);
-
-    #[inline(always)]
-    unsafe fn probe(data: &[u8], loc: Loc, shape: Shape) -> Option<(Scan, Scan)> {
-        // SAFETY: AVX2 is present (caller).
-        probe_of(unsafe { scan_both::<Self>(data, loc, shape) })
-    }
-
-    #[inline(always)]
-    unsafe fn insert(data: &mut [u8], loc: Loc, shape: Shape, (first, second): (Scan, Scan)) -> Result<(), Full> {
-        insert_absent(data, loc, shape, first, second)
     }
 }
 
