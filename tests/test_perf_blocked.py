@@ -103,18 +103,22 @@ def test_blocked_index_decisions_equal_compatible_index(tmp_path):
         LSHBloomIndex.create(str(tmp_path / "other"), params, bloom="quotient")
 
 
-def test_blocked_bands_query_insert_equals_row_by_row(tmp_path):
+@pytest.mark.parametrize("ext, file_class, bands_class", [
+    ("bbf", _native.BlockedFile, _native.BlockedBands),
+    ("cbf", _native.CuckooFile, _native.CuckooBands),
+])
+def test_line_bands_query_insert_equals_row_by_row(tmp_path, ext, file_class, bands_class):
     rng = np.random.default_rng(3)
     b = 7
     keys = rng.integers(0, 3000, (5000, b), dtype=np.uint64)  # many collisions
     paths = []
     for i in range(b):
-        p = str(tmp_path / f"band-{i}.bbf")
-        _native.BlockedFile.create(p, 5000, 1e-3, 100 + i).close()
+        p = str(tmp_path / f"band-{i}.{ext}")
+        file_class.create(p, 5000, 1e-3, 100 + i).close()
         paths.append(p)
-    with _native.BlockedBands(paths, True) as bands:
+    with bands_class(paths, True) as bands:
         fast = bands.query_insert(keys)
-    files = [_native.BlockedFile.create(str(tmp_path / f"n-{i}.bbf"), 5000, 1e-3, 100 + i) for i in range(b)]
+    files = [file_class.create(str(tmp_path / f"n-{i}.{ext}"), 5000, 1e-3, 100 + i) for i in range(b)]
     slow = []
     for row in keys:
         dup = any(f.contains(np.array([k], dtype=np.uint64))[0] for f, k in zip(files, row))
@@ -123,3 +127,4 @@ def test_blocked_bands_query_insert_equals_row_by_row(tmp_path):
                 f.add(np.array([k], dtype=np.uint64))
         slow.append(dup)
     np.testing.assert_array_equal(fast, np.array(slow))
+    assert fast.any() and not fast.all()

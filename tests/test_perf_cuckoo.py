@@ -88,29 +88,6 @@ def test_file_roundtrip_readonly_and_overfill(tmp_path):
         assert 100 < held < 10_000 and f.contains(many[:held]).all()
 
 
-def test_cuckoo_bands_query_insert_equals_row_by_row(tmp_path):
-    rng = np.random.default_rng(3)
-    b = 7
-    keys = rng.integers(0, 3000, (5000, b), dtype=np.uint64)  # many collisions
-    paths = []
-    for i in range(b):
-        p = str(tmp_path / f"band-{i}.cbf")
-        _native.CuckooFile.create(p, 5000, 1e-3, 100 + i).close()
-        paths.append(p)
-    with _native.CuckooBands(paths, True) as bands:
-        fast = bands.query_insert(keys)
-    files = [_native.CuckooFile.create(str(tmp_path / f"n-{i}.cbf"), 5000, 1e-3, 100 + i) for i in range(b)]
-    slow = []
-    for row in keys:
-        dup = any(f.contains(np.array([k], dtype=np.uint64))[0] for f, k in zip(files, row))
-        if not dup:
-            for f, k in zip(files, row):
-                f.add(np.array([k], dtype=np.uint64))
-        slow.append(dup)
-    np.testing.assert_array_equal(fast, np.array(slow))
-    assert fast.any() and not fast.all()
-
-
 def test_cuckoo_index_decisions_equal_compatible_index(tmp_path):
     docs = [d["text"] for d in build_sample(num_docs=800, duplicate_fraction=0.3, seed=5)]
     params = IndexParams.for_threshold(capacity=len(docs), threshold=0.5, num_perm=256)

@@ -2,9 +2,9 @@
 //! two formats implement and the band set written once over them.
 //!
 //! [`BandSet`] holds what the formats share (the checks, the element counts,
-//! sync); each format keeps its own row loops ([`BandFilter`]), because there
-//! the memory access pattern is the whole cost and differs: a pybloomfilter key
-//! touches one cache line per hash, a blocked key one line in all.
+//! sync); the row loops ([`BandFilter`]) are pybloomfilter's own (a key
+//! touches one cache line per hash) and, once for every line layout
+//! (blocked, cuckoo: one or two lines per key), those of `lines`.
 
 use std::path::{Path, PathBuf};
 

@@ -13,6 +13,7 @@ pub mod blocked;
 pub mod bloom;
 pub mod checksum;
 pub mod cuckoo;
+pub mod lines;
 pub mod distinct;
 pub mod error;
 pub mod mapped;

@@ -1,8 +1,9 @@
 //! Where a key goes in a blocked filter and the test/set of its 16 lane bits
-//! in one 64-byte block: portable code, and AVX2 kernels the band loops call
-//! behind run-time detection.
+//! in one 64-byte block: portable code, and the AVX2 kernel the loops of
+//! `lines` call behind run-time detection.
 
-use super::{BLOCK_BYTES, LANES, SALTS};
+use super::{Blocked, LANES, SALTS};
+use crate::lines::{fast_range, hashes, line, line_mut, Full, Kernel};
 
 /// Where a key goes: its block and the 64 bits that pick its lane bits.
 #[derive(Debug, Clone, Copy, Default)]
@@ -11,25 +12,13 @@ pub struct Loc {
     pub bits: u64,
 }
 
-/// 64x64 -> 128-bit multiply folded to 64 bits (wyhash's `mum`).
-#[inline(always)]
-fn mum(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
 /// The block and lane bits of `key` in a filter of `num_blocks` blocks with
-/// hash seed `seed`: `h1 = mum(key ^ seed, K0)`, `h2 = mum(h1 ^ K1, K2)`;
-/// block = `(h1 * num_blocks) >> 64`, lanes from `h2`.
+/// hash seed `seed`: `h1`, `h2` of [`hashes`]; block = `(h1 * num_blocks) >> 64`,
+/// lanes from `h2`.
 #[inline(always)]
 pub fn locate(key: u64, seed: u64, num_blocks: u64) -> Loc {
-    const K0: u64 = 0xa076_1d64_78bd_642f;
-    const K1: u64 = 0xe703_7ed1_a0b4_28db;
-    const K2: u64 = 0x8ebc_6af0_9c88_c6e3;
-    let h1 = mum(key ^ seed, K0);
-    let h2 = mum(h1 ^ K1, K2);
-    let block = ((u128::from(h1) * u128::from(num_blocks)) >> 64) as usize;
-    Loc { block, bits: h2 }
+    let (h1, h2) = hashes(key, seed);
+    Loc { block: fast_range(h1, num_blocks) as usize, bits: h2 }
 }
 
 /// The 16 lane masks of a key.
@@ -65,27 +54,12 @@ fn test_block(block: &[u8], m: &[u32; LANES]) -> bool {
 }
 
 #[inline(always)]
-fn set_block(block: &mut [u8], m: &[u32; LANES]) -> bool {
+fn set_block(block: &mut [u8], m: &[u32; LANES]) {
     let w = block_words(block);
-    let mut miss = 0u32;
     for i in 0..LANES {
-        miss |= m[i] & !w[i];
         let v = w[i] | m[i];
         block[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
     }
-    miss == 0
-}
-
-/// Are all the bits of the key at `loc` set in the block data `data`?
-#[inline(always)]
-pub(super) fn test_loc(data: &[u8], loc: Loc) -> bool {
-    test_block(&data[loc.block * BLOCK_BYTES..(loc.block + 1) * BLOCK_BYTES], &masks(loc.bits))
-}
-
-/// Sets the bits of the key at `loc`; returns whether they were all set already.
-#[inline(always)]
-pub(super) fn set_loc(data: &mut [u8], loc: Loc) -> bool {
-    set_block(&mut data[loc.block * BLOCK_BYTES..(loc.block + 1) * BLOCK_BYTES], &masks(loc.bits))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -136,57 +110,42 @@ mod avx2 {
     }
 }
 
-/// The block test and set over a raw pointer to one 64-byte block, portable
-/// or AVX2: the loops over many keys are written once, generic over this, and
-/// instantiated inside a `#[target_feature]` function for AVX2 so that the
-/// intrinsics inline.
-pub(super) trait BlockOps {
-    /// Are all the bits of `bits`'s pattern set in the block at `p`?
-    ///
-    /// # Safety
-    /// `p` addresses 64 readable bytes, and the CPU has the implementation's
-    /// target features.
-    unsafe fn test(p: *const u8, bits: u64) -> bool;
+/// Portable code (the reference the AVX2 kernel is tested against).
+pub struct Portable;
 
-    /// Sets the bits of `bits`'s pattern in the block at `p`.
-    ///
-    /// # Safety
-    /// `p` addresses 64 writable bytes nothing else accesses meanwhile, and the
-    /// CPU has the implementation's target features.
-    unsafe fn set(p: *mut u8, bits: u64);
-}
+impl Kernel<Blocked> for Portable {
+    /// A blocked key has nothing to reuse: its insert sets its bits.
+    type Probe = ();
 
-/// Portable code (the reference the AVX2 kernels are tested against).
-pub(super) struct Portable;
-
-impl BlockOps for Portable {
     #[inline(always)]
-    unsafe fn test(p: *const u8, bits: u64) -> bool {
-        // SAFETY: the caller guarantees 64 readable bytes at `p`.
-        test_block(unsafe { std::slice::from_raw_parts(p, BLOCK_BYTES) }, &masks(bits))
+    unsafe fn probe(data: &[u8], loc: Loc, _: u64) -> Option<()> {
+        (!test_block(line(data, loc.block), &masks(loc.bits))).then_some(())
     }
 
     #[inline(always)]
-    unsafe fn set(p: *mut u8, bits: u64) {
-        // SAFETY: the caller guarantees 64 writable, unaliased bytes at `p`.
-        set_block(unsafe { std::slice::from_raw_parts_mut(p, BLOCK_BYTES) }, &masks(bits));
+    unsafe fn insert(data: &mut [u8], loc: Loc, _: u64, (): ()) -> Result<(), Full> {
+        set_block(line_mut(data, loc.block), &masks(loc.bits));
+        Ok(())
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(super) struct Avx2;
+pub struct Avx2;
 
 #[cfg(target_arch = "x86_64")]
-impl BlockOps for Avx2 {
+impl Kernel<Blocked> for Avx2 {
+    type Probe = ();
+
     #[inline(always)]
-    unsafe fn test(p: *const u8, bits: u64) -> bool {
-        // SAFETY: forwarded from the caller.
-        unsafe { avx2::test(p, bits) }
+    unsafe fn probe(data: &[u8], loc: Loc, _: u64) -> Option<()> {
+        // SAFETY: `line` is 64 readable bytes; AVX2 is present (caller).
+        (!unsafe { avx2::test(line(data, loc.block).as_ptr(), loc.bits) }).then_some(())
     }
 
     #[inline(always)]
-    unsafe fn set(p: *mut u8, bits: u64) {
-        // SAFETY: forwarded from the caller.
-        unsafe { avx2::set(p, bits) }
+    unsafe fn insert(data: &mut [u8], loc: Loc, _: u64, (): ()) -> Result<(), Full> {
+        // SAFETY: `line_mut` is 64 writable bytes borrowed here; AVX2 is present (caller).
+        unsafe { avx2::set(line_mut(data, loc.block).as_mut_ptr(), loc.bits) };
+        Ok(())
     }
 }

@@ -34,36 +34,27 @@
 //!
 //! ## File format (one file per band, `band-{i}.bbf`)
 //!
-//! ```text
-//! 0   magic "LSHBBLK\0"   8 bytes
-//! 8   version (= 1)       u32
-//! 12  header_len (= 64)   u32
-//! 16  num_blocks          u64
-//! 24  capacity            u64
-//! 32  error_rate          f64   (the per-band target the file was sized for)
-//! 40  seed                u64
-//! 48  elem_count          u64   (keys added while absent)
-//! 56  reserved            8 bytes (zero)
-//! 64  blocks, 64 bytes each; lane i is the little-endian u32 at 4 i
-//! ```
+//! The header of `lines` (magic "LSHBBLK\0", version 1, `num_lines` =
+//! num_blocks, `extra` = 0), then the blocks, 64 bytes each; lane i is the
+//! little-endian u32 at 4 i.
 //!
 //! `sizing` is the maths above, `kernel` a key's block and lane bits and the
-//! block test/set (portable and AVX2), `file` one filter file, `bands` the row
-//! loops of a band set of them.
+//! block test/set (portable and AVX2), `file` the layout's own accessors over
+//! [`LineFile`]; the band loops are `lines`'.
 
-mod bands;
 mod file;
 mod kernel;
 mod sizing;
 
-pub use file::{measure_fp, splitmix, BlockedFile};
+pub use crate::lines::splitmix;
+pub use file::{measure_fp, Blocked};
 pub use kernel::{locate, masks, Loc};
 pub use sizing::{block_fp, fp_rate, fp_rate_textbook, num_blocks_for};
 
 pub const MAGIC: &[u8; 8] = b"LSHBBLK\0";
 pub const VERSION: u32 = 1;
-pub const HEADER_LEN: usize = 64;
-pub const BLOCK_BYTES: usize = 64;
+pub const HEADER_LEN: usize = crate::lines::HEADER_LEN;
+pub const BLOCK_BYTES: usize = crate::lines::LINE_BYTES;
 pub const LANES: usize = 16;
 
 /// Odd multipliers, one per lane (Parquet's eight, then eight more odd
@@ -72,6 +63,9 @@ pub const SALTS: [u32; LANES] = [
     0x47b6_137b, 0x4497_4d91, 0x8824_ad5b, 0xa2b7_289d, 0x7054_95c7, 0x2df1_424b, 0x9efc_4947, 0x5c6b_fb31,
     0x9e37_79b1, 0x85eb_ca77, 0xc2b2_ae3d, 0x27d4_eb2f, 0x1656_67b1, 0xd3a2_646d, 0xfd70_46c5, 0xb55a_4f09,
 ];
+
+/// One blocked Bloom filter file, memory-mapped.
+pub type BlockedFile = crate::lines::LineFile<Blocked>;
 
 /// The b blocked band filters of an LSHBloom index (`--bloom blocked`).
 pub type BlockedBands = crate::bandset::BandSet<BlockedFile>;

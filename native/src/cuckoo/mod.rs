@@ -59,39 +59,35 @@
 //!
 //! ## File format (one file per band, `band-{i}.cbf`)
 //!
-//! ```text
-//! 0   magic "LSHBCKO\0"   8 bytes
-//! 8   version (= 1)       u32
-//! 12  header_len (= 64)   u32
-//! 16  num_buckets         u64
-//! 24  capacity            u64
-//! 32  error_rate          f64   (the per-band target the file was sized for)
-//! 40  seed                u64
-//! 48  elem_count          u64   (keys added while absent)
-//! 56  fp_bits             u32   (f)
-//! 60  reserved            4 bytes (zero)
-//! 64  buckets, 64 bytes each
-//! ```
+//! The header of `lines` (magic "LSHBCKO\0", version 1, `num_lines` =
+//! num_buckets, `extra` = fp_bits), then the buckets, 64 bytes each.
+//!
+//! `sizing` is the maths above, `kernel` a key's buckets and fingerprint and
+//! the portable scan, set and kick, `scan` the kernels (portable and AVX2) of
+//! the loops of `lines`, `file` the layout's own accessors over [`LineFile`].
 
-mod bands;
 mod file;
 mod kernel;
+mod scan;
 mod sizing;
 
-pub use file::{measure_fp, CuckooFile, Measured};
-pub use kernel::{locate, Loc};
+pub use file::{measure_fp, Cuckoo, Measured};
+pub use kernel::{locate, Loc, Shape};
 pub use sizing::{fp_rate, geometry, slots_for, Geometry, MAX_LOAD_DEN, MAX_LOAD_NUM};
+use crate::lines::LineFile;
 
 pub const MAGIC: &[u8; 8] = b"LSHBCKO\0";
 pub const VERSION: u32 = 1;
-pub const HEADER_LEN: usize = 64;
-pub const BUCKET_BYTES: usize = 64;
+pub const BUCKET_BYTES: usize = crate::lines::LINE_BYTES;
 pub const BUCKET_BITS: u32 = 512;
 /// Fingerprint widths the format allows.
 pub const MIN_FP_BITS: u32 = 2;
 pub const MAX_FP_BITS: u32 = 64;
 /// Kicks tried before an insert gives up (and undoes them).
 pub const MAX_KICKS: usize = 2000;
+
+/// One cuckoo filter file, memory-mapped.
+pub type CuckooFile = LineFile<Cuckoo>;
 
 /// The b cuckoo band filters of an LSHBloom index (`--bloom cuckoo`).
 pub type CuckooBands = crate::bandset::BandSet<CuckooFile>;
