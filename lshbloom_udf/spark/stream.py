@@ -47,9 +47,9 @@ import numpy as np
 
 from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
+from lshbloom_udf.errors import InternalError
 from lshbloom_udf.spark.keys import POS_BITS, chunks, keyed_batches
-from lshbloom_udf.spark.keys import task_start as _task_start
-from lshbloom_udf.spark.keys import task_threads as _threads
+from lshbloom_udf.spark.keys import task_start, task_threads
 
 MAGIC = b"LSHB"
 HELLO = struct.Struct("<4s16sii")
@@ -69,15 +69,16 @@ def stream_mapper(text_col: str, key_kwargs: dict, chunk_rows: int, address: tup
 
         from lshbloom_udf.spark.stream import HEADER, HELLO, MAGIC  # imported, not shipped by value with the task
 
-        ctx = _task_start(task_hook, "keys")
+        ctx = task_start(task_hook, "keys")
         pid = ctx.partitionId() if ctx is not None else 0
         attempt = ctx.attemptNumber() if ctx is not None else 0
         total = 0
         with socket.create_connection(address) as sock:
             sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
-            for start, keys, active in chunks(keyed_batches(batches, text_col, key_kwargs, _threads(ctx)), chunk_rows):
+            keyed = keyed_batches(batches, text_col, key_kwargs, task_threads(ctx))
+            for start, keys, active in chunks(keyed, chunk_rows):
                 if keys.shape[1] != b:
-                    raise RuntimeError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")
+                    raise InternalError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")
                 sock.sendall(HEADER.pack(start, len(active)))
                 sock.sendall(active.view(np.uint8).data)
                 sock.sendall(keys.data)
@@ -88,7 +89,7 @@ def stream_mapper(text_col: str, key_kwargs: dict, chunk_rows: int, address: tup
             # Done only once the driver spooled it all: it closes the connection after the last byte.
             sock.shutdown(socket.SHUT_WR)
             if sock.recv(1):
-                raise RuntimeError("internal error: the driver answered the keys stream")
+                raise InternalError("internal error: the driver answered the keys stream")
         yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "documents": pa.array([total], pa.int64())})
 
     return send
@@ -220,7 +221,7 @@ class KeyStream:
         """The chunks of :meth:`chunks` again, read from the kept spool (``keep=True``, after the pass): each
         partition from the same attempts, retries and speculative copies handled alike."""
         if not self.keep:
-            raise RuntimeError("internal error: the key stream did not keep its spool")
+            raise InternalError("internal error: the key stream did not keep its spool")
         for pid in range(partitions):
             yield from self._partition(pid)
 
@@ -235,14 +236,14 @@ class KeyStream:
                     start, n = HEADER.unpack(reader.read(HEADER.size))
                     if n < 0:
                         if start != done:
-                            raise RuntimeError(f"internal error: partition {pid} sent {start} documents, "
+                            raise InternalError(f"internal error: partition {pid} sent {start} documents, "
                                                f"the driver pass decided {done}")
                         return
                     active = np.frombuffer(reader.read(n), dtype=np.bool_)
                     keys = np.frombuffer(reader.read(8 * n * self.b), dtype="<u8").reshape(n, self.b)
                     skip = done - (start - base)  # rows an earlier attempt already sent
                     if skip < 0:
-                        raise RuntimeError(f"internal error: partition {pid}'s keys skip rows {done}..{start - base}")
+                        raise InternalError(f"internal error: partition {pid}'s keys skip rows {done}..{start - base}")
                     if skip < n:
                         yield start + skip, keys[skip:], active[skip:]
                         done = start - base + n
@@ -259,7 +260,7 @@ class KeyStream:
         with self.cond:
             if len(self.attempts.get(pid, ())) > tried:
                 return self.attempts[pid][tried]
-        raise RuntimeError(f"internal error: the keys stage ended but partition {pid}'s keys never arrived whole")
+        raise InternalError(f"internal error: the keys stage ended but partition {pid}'s keys never arrived whole")
 
     def _wait(self, condition, what: str) -> None:
         """Wait until ``condition()`` holds (under the lock); raise the keys job's error if it failed."""
@@ -271,7 +272,7 @@ class KeyStream:
                     return
                 if not self.cond.wait(IDLE_CHECK_SECONDS) and self._job is not None and not self._job.is_alive():
                     if self.job_error is None and not self.job_done:
-                        raise RuntimeError(f"internal error: the keys stage ended without {what}")
+                        raise InternalError(f"internal error: the keys stage ended without {what}")
 
     def _drop(self, pid: int) -> None:
         """Delete a decided partition's spool files (a speculative copy still sending writes to an unlinked file)."""
@@ -319,7 +320,7 @@ class _Reader:
         while got < k:
             part = os.pread(self.fd, k - got, self.offset + got)
             if not part:
-                raise RuntimeError(f"internal error: short read of {att.path}")
+                raise InternalError(f"internal error: short read of {att.path}")
             parts.append(part)
             got += len(part)
         self.offset = end

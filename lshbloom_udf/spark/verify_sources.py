@@ -30,6 +30,7 @@ from typing import Optional, Protocol
 
 import numpy as np
 
+from lshbloom_udf.errors import InternalError
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.keys import is_in, ship
 
@@ -94,7 +95,7 @@ class SpoolCandidates:
     def _keys_of(self, rows: np.ndarray) -> np.ndarray:
         at = np.searchsorted(self.rows, rows)
         if len(rows) and (at.max() >= len(self.rows) or not np.array_equal(self.rows[at], rows)):
-            raise RuntimeError("internal error: verification asked for keys of rows the pass did not flag")
+            raise InternalError("internal error: verification asked for keys of rows the pass did not flag")
         return self.keys[at]
 
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +168,7 @@ class SparkCandidates:
         from lshbloom_udf.spark.verify_candidates import PAIRS_SCHEMA, candidates, pairs_mapper
 
         if self._flagged_keys is None:
-            raise RuntimeError("internal error: round 2 before round 1")
+            raise InternalError("internal error: round 2 before round 1")
         pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
                                               PAIRS_SCHEMA)
         return candidates(pairs, pairs)
