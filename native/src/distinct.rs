@@ -211,6 +211,44 @@ impl DistinctSet {
         self.insert_long(s)
     }
 
+    /// Whether an equal string is present (no insertion).
+    #[inline]
+    pub fn contains(&self, s: &[u8]) -> bool {
+        if self.spans.is_empty() {
+            return false; // the table may not exist yet
+        }
+        let mask = (1usize << self.bits) - 1;
+        let g = self.generation;
+        if s.len() <= 16 {
+            let mut pad = [0u8; 16];
+            pad[..s.len()].copy_from_slice(s);
+            let (a, b, tag) = (read_u64(&pad, 0), read_u64(&pad, 8), s.len() as u32);
+            let mut slot = (short_fp(a, b, s.len()) >> (64 - self.bits)) as usize;
+            loop {
+                let e = self.table[slot];
+                if e.generation != g {
+                    return false;
+                }
+                if e.a == a && e.b == b && e.tag == tag {
+                    return true;
+                }
+                slot = (slot + 1) & mask;
+            }
+        }
+        let fp = fingerprint(s);
+        let mut slot = (fp >> (64 - self.bits)) as usize;
+        loop {
+            let e = self.table[slot];
+            if e.generation != g {
+                return false;
+            }
+            if e.tag == LONG && e.a == fp && same_bytes(self.get(e.b as usize), s) {
+                return true;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
     /// Adds `buf[start..end]`; `buf` may extend past `end` (short strings are
     /// then read as two whole words, without copying).
     #[inline]
@@ -309,6 +347,28 @@ impl DistinctSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contains_answers_as_insert_would() {
+        let mut d = DistinctSet::new();
+        assert!(!d.contains(b"abc"), "an unused set holds nothing");
+        let strings: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| format!("{}-{}", i, "x".repeat((i % 40) as usize)).into_bytes())
+            .collect();
+        for s in strings.iter().step_by(2) {
+            d.insert(s);
+        }
+        for (i, s) in strings.iter().enumerate() {
+            assert_eq!(d.contains(s), i % 2 == 0, "{:?}", String::from_utf8_lossy(s));
+        }
+        // Same fingerprint prefix, different length or byte: short and long paths compare exactly.
+        assert!(d.contains(b"0-") && !d.contains(b"0-x") && !d.contains(b"0"));
+        assert!(!d.contains(format!("2998-{}", "x".repeat(39)).as_bytes()));
+        d.clear();
+        assert!(!d.contains(&strings[0]), "a cleared set holds nothing");
+        d.insert(b"y");
+        assert!(d.contains(b"y") && !d.contains(&strings[0]));
+    }
 
     #[test]
     fn fresh_set_is_empty() {

@@ -3,37 +3,12 @@
 //! shingling.
 //!
 //! Exact means the shingles' bytes are compared, not their hashes: a hash
-//! only picks the slot. Python's reference is `frozenset(shingles(text))`
-//! (`shingle_set`), which the tests compare with.
-
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
-
-use xxhash_rust::xxh3::xxh3_64;
+//! only picks the slot ([`DistinctSet`], one arena per set, no allocation per
+//! shingle). Python's reference is `frozenset(shingles(text))` (`shingle_set`),
+//! which the tests compare with.
 
 use crate::distinct::DistinctSet;
 use crate::shingles::{ShingleSettings, Shingler};
-
-/// A hasher for byte strings: one-shot xxh3 of each `write` (xxh3's streaming
-/// state is too heavy to set up once per shingle).
-#[derive(Default)]
-pub struct OneShot(u64);
-
-impl Hasher for OneShot {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = self.0.rotate_left(17) ^ xxh3_64(bytes);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = self.0.rotate_left(17) ^ n as u64;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type ShingleSet = HashSet<Box<[u8]>, BuildHasherDefault<OneShot>>;
 
 /// The three sizes verification's rule needs of a pair (later `d`, earlier `e`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,7 +26,7 @@ pub struct Overlap {
 /// copies is the common case).
 pub struct OverlapCounter {
     shingler: Shingler,
-    right: ShingleSet,
+    right: DistinctSet,
     right_text: Option<String>,
     left: DistinctSet,
 }
@@ -61,7 +36,7 @@ impl OverlapCounter {
     pub fn new(settings: ShingleSettings) -> Self {
         OverlapCounter {
             shingler: Shingler::with_settings(settings),
-            right: ShingleSet::default(),
+            right: DistinctSet::new(),
             right_text: None,
             left: DistinctSet::new(),
         }
@@ -74,9 +49,7 @@ impl OverlapCounter {
             let set = &mut self.right;
             set.clear();
             self.shingler.for_each(right, |s| {
-                if !set.contains(s) {
-                    set.insert(s.into());
-                }
+                set.insert(s);
             });
             self.right_text = Some(right.to_owned());
         }
@@ -134,6 +107,7 @@ pub fn overlaps(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
     use crate::shingles::{Unit, NORM_LOWER, NORM_PUNCT};
 
     fn reference(settings: ShingleSettings, l: &str, r: &str) -> Overlap {
@@ -243,7 +217,7 @@ mod tests {
 
     #[test]
     fn long_shingles_compare_bytes() {
-        // Shingles longer than 16 bytes take DistinctSet's long path and the HashSet's comparison.
+        // Shingles longer than 16 bytes take DistinctSet's long path: compared byte by byte.
         let settings = ShingleSettings::words(4, 0);
         let l = "internationalization localization globalization standardization";
         let r = "internationalization localization globalization standardisation";
