@@ -82,6 +82,54 @@ def collect_arrow(df):
     return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
 
 
+# The most bytes of rows one streamed blob carries (Spark rows stay far below their 2 GB limit; a longer row
+# travels alone).
+ARROW_BLOB_BYTES = 64 << 20
+
+
+def iter_arrow(df):
+    """A DataFrame's rows on the driver as pyarrow RecordBatches, a partition at a time.
+
+    ``toLocalIterator`` over Arrow IPC blobs (each about :data:`ARROW_BLOB_BYTES` of rows): the driver holds
+    one blob at a time, and rows are not turned into Python ``Row`` objects one by one. Closing the generator
+    ends the transfer of the remaining partitions.
+    """
+    import pyarrow as pa
+
+    it = df.mapInArrow(_arrow_blobs, "ipc binary").toLocalIterator(prefetchPartitions=True)
+    try:
+        for row in it:
+            yield from pa.ipc.open_stream(row["ipc"]).read_all().to_batches()
+    finally:
+        getattr(it, "close", lambda: None)()
+
+
+def _arrow_blobs(batches):
+    """mapInArrow: each batch as Arrow IPC blobs of about ARROW_BLOB_BYTES of rows each (one row more at most)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for batch in batches:
+        sizes = np.full(batch.num_rows, 16, np.int64)
+        for column in batch.columns:
+            if pa.types.is_string(column.type) or pa.types.is_binary(column.type):
+                sizes += pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False)
+        part = np.cumsum(sizes) // ARROW_BLOB_BYTES  # a new blob where the running size passes a multiple
+        cuts = np.flatnonzero(np.diff(part)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, batch.num_rows]):
+            if hi > lo:
+                yield _blob(batch.slice(int(lo), int(hi - lo)))
+
+
+def _blob(batch):
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return pa.RecordBatch.from_pydict({"ipc": pa.array([sink.getvalue().to_pybytes()], pa.binary())})
+
+
 def unique_rows(blobs: Iterable[bytes]) -> np.ndarray:
     """The distinct row ids of little-endian int64 ``blobs``, sorted (a document hits in up to b shards)."""
     parts = [np.frombuffer(b, dtype="<i8") for b in blobs]

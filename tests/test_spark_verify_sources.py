@@ -167,3 +167,31 @@ def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
     for (common, size_l, size_r), l, r in zip(got.tolist(), lefts, rights):
         a, b = shingle_set(l, shingling), shingle_set(r, shingling)
         assert (common, size_l, size_r) == (len(a & b), len(a), len(b))
+
+
+def test_arrow_blobs_split_batches_by_bytes_and_keep_every_row(monkeypatch):
+    """The driver's text transfer (common.iter_arrow) cuts each batch into blobs of about ARROW_BLOB_BYTES,
+    in order, nulls and long rows included."""
+    import pyarrow as pa
+
+    from lshbloom_udf import common
+
+    texts = [None if i % 7 == 0 else "é" * (i % 50) for i in range(3000)] + ["x" * 5000]
+    batch = pa.RecordBatch.from_pydict({"r": pa.array(range(len(texts)), pa.int64()), "t": pa.array(texts)})
+    monkeypatch.setattr(common, "ARROW_BLOB_BYTES", 2000)
+    blobs = [pa.ipc.open_stream(b.column(0)[0].as_py()).read_all() for b in common._arrow_blobs([batch])]
+    assert len(blobs) > 10
+    assert pa.concat_tables(blobs).to_pydict() == batch.to_pydict()
+    for table in blobs[:-1]:  # about the budget: one row more at most (the long last row travels alone)
+        sizes = [16 + (0 if t is None else len(t.encode())) for t in table.column("t").to_pylist()]
+        assert sum(sizes) - max(sizes) < 2000
+
+
+def test_iter_arrow_brings_every_row_of_every_partition(spark):
+    from lshbloom_udf.common import iter_arrow
+
+    df = spark.createDataFrame([(i, None if i % 5 == 0 else f"text {i}") for i in range(2000)], "r long, t string")
+    rows = {}
+    for batch in iter_arrow(df.repartition(3)):
+        rows.update(zip(batch.column("r").to_pylist(), batch.column("t").to_pylist()))
+    assert rows == {i: None if i % 5 == 0 else f"text {i}" for i in range(2000)}

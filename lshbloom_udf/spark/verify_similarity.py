@@ -17,7 +17,7 @@ import numpy as np
 
 from lshbloom_udf.spark.keys import ROW_COL
 from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
-from lshbloom_udf.common import collect_arrow
+from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW
 
 SIM, MEASURE = "_lshb_sim", "_lshb_measure"
@@ -90,16 +90,19 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
 
 def _driver_texts(texts, text_col: str, budget: int, held: dict) -> bool:
     """Add ``{row id: text}`` of ``texts`` to ``held`` on the driver; False once ``held`` passes ``budget`` bytes
-    (UTF-8)."""
+    (UTF-8). The rows arrive as Arrow batches (:func:`~lshbloom_udf.common.iter_arrow`), not one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     size = sum(0 if t is None else len(t.encode("utf-8", "replace")) for t in held.values())
-    it = texts.toLocalIterator(prefetchPartitions=True)
-    for row in it:
-        text = row[text_col]
-        size += 0 if text is None else len(text.encode("utf-8", "replace"))
+    batches = iter_arrow(texts)
+    for batch in batches:
+        raw = batch.column(text_col).cast(pa.binary())
+        size += int(pc.sum(pc.binary_length(raw)).as_py() or 0)
         if size > budget:
-            getattr(it, "close", lambda: None)()  # ends the transfer of the remaining partitions
+            batches.close()  # ends the transfer of the remaining partitions
             return False
-        held[row[ROW_COL]] = text
+        held.update(zip(batch.column(ROW_COL).to_pylist(), map(_decoded, raw.to_pylist())))
     return True
 
 
