@@ -10,38 +10,43 @@ from typing import Optional
 
 from lshbloom_udf import sample
 from lshbloom_udf.advice import advice_text, advise
-from lshbloom_udf.config import DEFAULTS, PASSES, DedupConfig
-from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
+from lshbloom_udf.config import DEFAULTS, DedupConfig
+from lshbloom_udf.job.cli import add_setting_flag
 from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
 
 
-def _plan(argv: list[str]) -> None:
+# The job's settings that plan sizes or shows: their flags, types, choices and help are the config's declarations.
+PLAN_SETTINGS = ("threshold", "num_perm", "p_effective", "ngram", "bands", "bloom", "growth", "pass_mode",
+                 "shard_memory")
+
+
+def plan_defaults() -> dict:
+    """What ``lshbloom plan`` sizes with no flags: the job's defaults (what a run with its defaults would build)."""
+    # bloom's setting defaults to None ("an existing index keeps its own"): plan sizes a new index.
+    return {**{name: DEFAULTS[name] for name in PLAN_SETTINGS}, "bloom": DedupConfig().new_index_bloom}
+
+
+def plan_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m lshbloom_udf plan", description="Size an LSHBloom index before a run (paper §4.3-4.5)."
+        prog="python -m lshbloom_udf plan", description="Size an LSHBloom index before a run (paper §4.3-4.5).",
+        epilog="Defaults are the job's (lshbloom_udf.config.DEFAULTS): the index a run with its defaults builds.",
     )
     parser.add_argument("--docs", type=float, required=True, help="expected documents, e.g. 1e10")
-    parser.add_argument("--threshold", type=float, default=DEFAULTS["threshold"], help="default %(default)s")
-    parser.add_argument("--num-perm", type=int, default=DEFAULTS["num_perm"], help="default %(default)s")
-    parser.add_argument("--p-effective", type=float, default=DEFAULTS["p_effective"], help="default %(default)s")
-    parser.add_argument("--ngram", type=int, default=DEFAULTS["ngram"], help="default %(default)s (shown, not sized)")
-    parser.add_argument("--bands", type=int, nargs=2, metavar=("B", "R"), default=DEFAULTS["bands"],
-                        help="explicit (b, r) instead of the optimum")
-    parser.add_argument("--bloom", choices=BLOOM_BACKENDS, default=DedupConfig().new_index_bloom,
-                        help="Bloom filter backend (default %(default)s: a new index's with the default band key)")
-    parser.add_argument("--growth", choices=GROWTH_MODES, default=DEFAULTS["growth"],
-                        help="fixed (a run past the capacity fails) or grow (add filter generations); default %(default)s")
+    for name, default in plan_defaults().items():
+        add_setting_flag(parser, name, default=default)
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
-    parser.add_argument("--pass", dest="pass_mode", choices=PASSES, default=DEFAULTS["pass_mode"],
-                        help="driver (the index in one process) or sharded (shards on the executors); default %(default)s")
     parser.add_argument("--executors", type=int, default=1,
                         help="executors computing the keys (both passes) and the shards (default %(default)s)")
     parser.add_argument("--executor-cores", type=int, default=4, help="cores per executor (default %(default)s)")
     parser.add_argument("--executor-memory", default="8g", help="sharded: memory per executor (default %(default)s)")
-    parser.add_argument("--shard-memory", default=str(DEFAULTS["shard_memory"]),
-                        help="sharded: filter bytes per task, e.g. 128m (default %(default)s)")
     parser.add_argument("--driver-memory", default=None,
                         help="the driver's memory for the pass advice, e.g. 64g (default: this machine's RAM)")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _plan(argv: list[str]) -> None:
+    parser = plan_parser()
     args = parser.parse_args(argv)
     if args.docs != int(args.docs):
         parser.error(f"--docs must be a whole number, got {args.docs}")
@@ -74,7 +79,7 @@ def _sharded(args, result) -> dict:
 
     params = IndexParams(b=result.b, r=result.r, capacity=result.docs, num_perm=result.num_perm,
                          p_effective=result.p_effective, growth=result.growth)
-    return sharded_plan(params, parse_bytes(args.shard_memory), args.executors, args.executor_cores,
+    return sharded_plan(params, args.shard_memory, args.executors, args.executor_cores,
                         parse_bytes(args.executor_memory), bloom=args.bloom)
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional
 
+from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.errors import ConfigError
 from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
@@ -327,16 +328,12 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: _default(f) for f, _ in 
 
 # Named presets: settings that replace DEFAULTS as a whole group (``--preset paper``,
 # ``deduplicate(..., preset="paper")``); explicit settings still override them.
-# "paper" is the LSHBloom paper's configuration (conf/paper.toml): unigrams, T = 0.5,
-# 256 permutations, no normalization, datasketch < 2 permutations (legacy).
+# "paper" is the LSHBloom paper's configuration (conf/paper.toml): the low-level API's defaults
+# (COMPAT_DEFAULTS: unigrams, T = 0.5, 256 permutations, no normalization, the sum band key, a fixed
+# index), declared once there, with the permutations of datasketch < 2 (legacy) that the paper's code
+# ran on, and no verification (the paper has none).
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
-    {
-        "paper": MappingProxyType(
-            {"threshold": 0.5, "num_perm": 256, "ngram": 1, "shingle": "words", "normalize": "none", "seed": 1,
-             "scheme": "legacy", "band_key": "sum", "p_effective": 1e-5, "growth": "fixed",
-             "verify": False}
-        ),
-    }
+    {"paper": MappingProxyType({**COMPAT_DEFAULTS, "scheme": "legacy", "verify": False})}
 )
 
 

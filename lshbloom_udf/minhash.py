@@ -47,6 +47,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from lshbloom_udf import _native
+from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
 from lshbloom_udf.lsh import validate_bands, validate_num_perm
 
 SCHEMES = ("affine32", "legacy", "poisson")
@@ -120,7 +121,7 @@ def validate_seed(seed: int) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def permutations(num_perm: int, seed: int = 1, scheme: str = "affine32") -> tuple[np.ndarray, np.ndarray]:
+def permutations(num_perm: int, seed: int = _D["seed"], scheme: str = _D["scheme"]) -> tuple[np.ndarray, np.ndarray]:
     """The ``(a, b)`` permutation parameters datasketch's ``MinHash`` draws, as uint64 arrays.
 
     For ``poisson`` (no permutations): ``k`` copies of ``seed`` and ``k`` zeros, what the native module takes.
@@ -163,13 +164,13 @@ def _texts_list(texts: Sequence[Optional[str]]) -> list:
 
 def signatures(
     texts: Sequence[Optional[str]],
-    num_perm: int = 256,
-    ngram: int = 1,
-    seed: int = 1,
-    scheme: str = "affine32",
-    normalize: Normalize = False,
+    num_perm: int = _D["num_perm"],
+    ngram: int = _D["ngram"],
+    seed: int = _D["seed"],
+    scheme: str = _D["scheme"],
+    normalize: Normalize = _D["normalize"],
     threads: int = 1,
-    shingle: str = "words",
+    shingle: str = _D["shingle"],
 ) -> np.ndarray:
     """MinHash signatures of ``texts`` as a ``(len(texts), num_perm)`` uint32 array.
 
@@ -192,7 +193,7 @@ def validate_band_key(band_key: Any) -> str:
     return band_key
 
 
-def band_keys(signatures: np.ndarray, b: int, r: int, band_key: str = "sum") -> np.ndarray:
+def band_keys(signatures: np.ndarray, b: int, r: int, band_key: str = _D["band_key"]) -> np.ndarray:
     """Band keys of signatures: a ``(N, b)`` uint64 array.
 
     ``band_key="sum"`` (datasketch's ``_band_hash``): the sum of the band's
@@ -216,14 +217,14 @@ def text_band_keys(
     texts: Sequence[Optional[str]],
     b: int,
     r: int,
-    num_perm: int = 256,
-    ngram: int = 1,
-    seed: int = 1,
-    scheme: str = "affine32",
-    normalize: Normalize = False,
+    num_perm: int = _D["num_perm"],
+    ngram: int = _D["ngram"],
+    seed: int = _D["seed"],
+    scheme: str = _D["scheme"],
+    normalize: Normalize = _D["normalize"],
     threads: int = 1,
-    band_key: str = "sum",
-    shingle: str = "words",
+    band_key: str = _D["band_key"],
+    shingle: str = _D["shingle"],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Band keys (see :func:`band_keys`) straight from texts without materializing the signatures.
 
@@ -235,7 +236,7 @@ def text_band_keys(
     return _native.minhash_band_keys(_texts_list(texts), *settings)
 
 
-def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle: str = "words"):
+def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle: str = _D["shingle"]):
     validate_ngram(ngram)
     validate_shingle(shingle)
     a, b = permutations(num_perm, seed, scheme)
@@ -254,14 +255,14 @@ def arrow_band_keys(
     array,
     b: int,
     r: int,
-    num_perm: int = 256,
-    ngram: int = 1,
-    seed: int = 1,
-    scheme: str = "affine32",
-    normalize: Normalize = False,
+    num_perm: int = _D["num_perm"],
+    ngram: int = _D["ngram"],
+    seed: int = _D["seed"],
+    scheme: str = _D["scheme"],
+    normalize: Normalize = _D["normalize"],
     threads: int = 1,
-    band_key: str = "sum",
-    shingle: str = "words",
+    band_key: str = _D["band_key"],
+    shingle: str = _D["shingle"],
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
     import pyarrow as pa

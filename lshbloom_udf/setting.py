@@ -30,7 +30,13 @@ def integer(minimum: int) -> Callable[[str, Any], int]:
 
 
 def optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
-    return lambda name, value: None if value is None else check(name, value)
+    def optional_check(name: str, value: Any) -> Any:
+        return None if value is None else check(name, value)
+
+    # An optional choice keeps its choices: a flag lists them (None is the flag left out, not a choice).
+    if hasattr(check, "choices"):
+        optional_check.choices = check.choices  # type: ignore[attr-defined]
+    return optional_check
 
 
 def choice(*choices: str) -> Callable[[str, Any], str]:

@@ -35,7 +35,7 @@ A growing index (``growth="grow"``, :mod:`lshbloom_udf.index.growth`) sizes
 generation ``g`` for ``n·2^g`` documents at the effective rate
 ``p_eff·2^-(g+1)``; :func:`plan` gives its first generation's figures and
 :attr:`Plan.growth_table` what each further generation costs. The figures of
-a fixed index (the default) are the paper's.
+a fixed index are the paper's.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 
 from lshbloom_udf.advice import measured_costs
+from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
 from lshbloom_udf.index.backends import BLOOM_FORMAT, BLOOM_PREAMBLE_BYTES, backend
 from lshbloom_udf.index.fs import human_bytes
 from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
@@ -109,7 +110,7 @@ class Plan:
     ram_bytes: int
     fits_in_shm: bool
     fits_in_ram: bool
-    growth: str = "fixed"
+    growth: str = _D["growth"]
     # A growing index: one row per generation (see growth_table); empty for a fixed index.
     growth_table: list = field(default_factory=list)
 
@@ -179,17 +180,21 @@ def _ram_bytes() -> int:
 
 def plan(
     docs: int,
-    threshold: float = 0.5,
-    num_perm: int = 256,
-    p_effective: float = 1e-5,
-    ngram: int = 1,
+    threshold: float = _D["threshold"],
+    num_perm: int = _D["num_perm"],
+    p_effective: float = _D["p_effective"],
+    ngram: int = _D["ngram"],
     bands: tuple[int, int] | None = None,
-    bloom: str = "pybloomfiltermmap3",
-    growth: str = "fixed",
+    bloom: str = BLOOM_FORMAT,
+    growth: str = _D["growth"],
     generations: int = 5,
 ) -> Plan:
     """Size an index of ``bloom`` filters for ``docs`` documents before running anything.
 
+    The defaults are the low-level API's (:data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`
+    and datasketch's files), those of an index built with
+    :meth:`IndexParams.for_threshold <lshbloom_udf.index.IndexParams.for_threshold>`;
+    ``lshbloom plan`` passes the job's (:data:`lshbloom_udf.config.DEFAULTS`).
     ``growth="grow"`` sizes the first generation of a growing index and shows
     ``generations`` of them in :attr:`Plan.growth_table`.
     """

@@ -1,6 +1,8 @@
 """The Bloom filter backends of an index, behind one interface, looked up by name.
 
-- ``"pybloomfiltermmap3"`` (:data:`BLOOM_FORMAT`, the default): one
+- ``"pybloomfiltermmap3"`` (:data:`BLOOM_FORMAT`, the low-level API's default, as
+  :data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`; a run's new index follows
+  :attr:`DedupConfig.new_index_bloom <lshbloom_udf.config.DedupConfig.new_index_bloom>`): one
   pybloomfiltermmap3 file per band, ``band-{i}.bf``, so that
   ``datasketch.MinHashLSHBloom(save_dir=...)`` and ``pybloomfilter.BloomFilter.open``
   read the index and we read theirs. Manifest format ``lshbloom-index``.
@@ -226,7 +228,7 @@ class CuckooBackend(BloomBackend):
 
 
 BACKENDS: dict[str, BloomBackend] = {b.name: b for b in (PybloomBackend(), BlockedBackend(), CuckooBackend())}
-# The default backend: the datasketch-compatible files.
+# The low-level API's default backend (LSHBloomIndex.create, sizing.plan): the datasketch-compatible files.
 BLOOM_FORMAT = PybloomBackend.name
 BLOOM_BACKENDS = tuple(BACKENDS)
 _BY_FORMAT = {b.manifest_format: b for b in BACKENDS.values()}

@@ -1,7 +1,7 @@
 """How an index grows past its capacity: filter generations (a scalable Bloom filter, Almeida et al. 2007).
 
-``growth="fixed"`` (the default of :class:`~lshbloom_udf.index.IndexParams`,
-and what every index written before growth existed is): one generation of
+``growth="fixed"`` (what every index written before growth existed is; the
+low-level API's default, :data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`): one generation of
 ``b`` band filters sized for ``capacity`` documents at ``p_effective``. At the
 limit a run fails clearly (:class:`~lshbloom_udf.errors.IndexFullError`).
 

@@ -15,6 +15,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Collection, Optional, Union
 
+from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
 from lshbloom_udf.index import growth as growth_rules
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
 from lshbloom_udf.minhash import (
@@ -53,32 +54,34 @@ class IndexParams:
     """Everything that makes two runs' decisions comparable, and the index's sizing.
 
     Build one with :meth:`for_threshold` (``(b, r)`` from the threshold, as
-    datasketch chooses them) or give ``b`` and ``r`` directly.
+    datasketch chooses them) or give ``b`` and ``r`` directly. The other
+    fields default to :data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`.
     """
 
+    # The defaults are the low-level API's (COMPAT_DEFAULTS: datasketch's formats), not the job's; see lshbloom_udf.compat.
     b: int
     r: int
     capacity: int
-    num_perm: int = 256
+    num_perm: int = _D["num_perm"]
     threshold: Optional[float] = None
-    scheme: str = "affine32"
-    seed: int = 1
-    ngram: int = 1
-    normalize: str = "none"
-    p_effective: float = 1e-5
+    scheme: str = _D["scheme"]
+    seed: int = _D["seed"]
+    ngram: int = _D["ngram"]
+    normalize: str = _D["normalize"]
+    p_effective: float = _D["p_effective"]
     # "sum" (datasketch's band hash) or "mix" (see minhash.band_keys)
-    band_key: str = "sum"
+    band_key: str = _D["band_key"]
     # "fixed" (IndexFullError at capacity) or "grow" (filter generations, see index.growth)
-    growth: str = "fixed"
+    growth: str = _D["growth"]
     # the shingle unit: "words", "chars" or "mixed" (see minhash); a manifest without it is "words"
-    shingle: str = "words"
+    shingle: str = _D["shingle"]
 
     @classmethod
     def for_threshold(
         cls,
         capacity: int,
-        threshold: float = 0.5,
-        num_perm: int = 256,
+        threshold: float = _D["threshold"],
+        num_perm: int = _D["num_perm"],
         *,
         bands: Optional[tuple[int, int]] = None,
         **kwargs: Any,

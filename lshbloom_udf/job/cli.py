@@ -50,17 +50,28 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="level of lshbloom's log lines on stderr: INFO shows each step and the driver pass's progress, "
                         "WARNING only warnings (default INFO, WARNING with --quiet)")
     for f, spec in settings():
-        if spec.flag is None:
-            continue
-        flag = spec.flag or "--" + f.name.replace("_", "-")
-        kwargs = dict(spec.cli)
-        kwargs.setdefault("help", _help(spec.help, DEFAULTS[f.name]))
-        if getattr(spec.check, "choices", None):
-            kwargs["choices"] = spec.check.choices
-        if kwargs.get("action") == "append":
-            kwargs["type"] = _key_value
-        groups[spec.group].add_argument(flag, dest=f.name, default=argparse.SUPPRESS, **kwargs)
+        if spec.flag is not None:
+            add_setting_flag(groups[spec.group], f.name)
     return p
+
+
+def add_setting_flag(parser, name: str, default=argparse.SUPPRESS) -> None:
+    """Add the flag of setting ``name`` (its declaration's flag, type, choices and help) to ``parser``.
+
+    ``default``: the job leaves a flag out of its namespace when not given (its
+    default comes from the config); another command (``lshbloom plan``) passes a value.
+    The help states the setting's default (DEFAULTS), or ``default`` when one is given.
+    """
+    f = DedupConfig.__dataclass_fields__[name]
+    spec = f.metadata["setting"]
+    flag = spec.flag or "--" + name.replace("_", "-")
+    kwargs = dict(spec.cli)
+    kwargs.setdefault("help", _help(spec.help, DEFAULTS[name] if default is argparse.SUPPRESS else default))
+    if getattr(spec.check, "choices", None):
+        kwargs["choices"] = spec.check.choices
+    if kwargs.get("action") == "append":
+        kwargs["type"] = _key_value
+    parser.add_argument(flag, dest=name, default=default, **kwargs)
 
 
 def _help(text: str, default) -> str:

@@ -19,7 +19,7 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
 
     ``config`` (a :class:`~lshbloom_udf.config.DedupConfig`, default the
     product's defaults) and keyword ``settings`` on top of it: any setting of
-    :data:`~lshbloom_udf.config.DEFAULTS` by name (``threshold=0.5``,
+    :data:`~lshbloom_udf.config.DEFAULTS` by name (``threshold=0.8``,
     ``index_dir=...``), plus the short names ``text_col``, ``id_col`` and
     ``flag_col``. A bad value raises :class:`DedupInputError` naming it.
 
@@ -48,9 +48,8 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     {band_key!r}, mode {mode!r}, insert {insert!r}, pass_mode {pass_mode!r}.
     ``bloom``: a new index is {new_bloom!r} with the default band key (the
     blocked backend: one cache line per key per band, faster, larger, not
-    readable by datasketch); ``"pybloomfiltermmap3"`` is datasketch's file
-    format (the default with ``band_key="sum"``); an existing index keeps its
-    own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
+    readable by datasketch); with ``band_key="sum"`` it is {sum_bloom!r},
+    datasketch's file format; an existing index keeps its own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
     {p_effective:g} and the number of input rows); an existing index at
     ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must match an
     existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
@@ -77,7 +76,8 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
 
 
 # The defaults in the docstring are read from the settings' declarations, never retyped.
-deduplicate.__doc__ = deduplicate.__doc__.format(**DEFAULTS, new_bloom=DedupConfig().new_index_bloom)
+deduplicate.__doc__ = deduplicate.__doc__.format(**DEFAULTS, new_bloom=DedupConfig().new_index_bloom,
+                                                  sum_bloom=DedupConfig(band_key="sum").new_index_bloom)
 
 
 def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = None, defer_commit: bool = False,
