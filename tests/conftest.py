@@ -26,8 +26,9 @@ def spark():
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # The session outlives every test; their local checkpoints stay cached until the JVM's
-        # garbage collector lets Spark clean them, and the 100 MB document test needs room beside them.
-        .config("spark.driver.memory", "2g")
+        # garbage collector lets Spark clean them, and the 100 MB document test needs room beside them
+        # (2g ran out of heap there once the suite grew past ~560 tests).
+        .config("spark.driver.memory", "3g")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -14,6 +14,8 @@ status 2, one ``error:`` line naming the problem, and the index left as it was.
 
 from __future__ import annotations
 
+import gc
+
 import json
 import os
 import subprocess
@@ -126,6 +128,10 @@ def test_a_single_100_mb_document(spark, tmp_path):
     with open(path, "w") as f:
         f.write("w1 w2 w3 w4\n" + big + "\nw1 w2 w3 w4\n")
     del big
+    # The session's earlier runs leave their local checkpoints cached until the JVM collects them (their
+    # DataFrames are gone on this side): let it collect before a row of 100 MB needs the room.
+    gc.collect()
+    spark.sparkContext._jvm.System.gc()
     df = spark.read.text(str(path))  # one column, value; one row per line
     out, summary = deduplicate(df, text_col="value", return_summary=True, progress=False, **REF_KW)
     # Lengths, not the text: pulling a 100 MB row back into Python is not what is tested here.
