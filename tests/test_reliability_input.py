@@ -15,7 +15,6 @@ status 2, one ``error:`` line naming the problem, and the index left as it was.
 from __future__ import annotations
 
 import gc
-
 import json
 import os
 import subprocess
