@@ -131,9 +131,12 @@ def test_product_defaults_are_the_studys_choice():
 
     assert (DEFAULTS["shingle"], DEFAULTS["ngram"]) == (chosen["unit"], chosen["ngram"])
     assert normalization_name(DEFAULTS["normalize"]) == chosen["normalize"]
-    assert (DEFAULTS["verify"], DEFAULTS["verify_threshold"], DEFAULTS["containment_threshold"]) == (
-        chosen["verify"], chosen["tj"], chosen["tc"])
-    shipped = f"T {DEFAULTS['threshold']:g} k {DEFAULTS['num_perm']} Tj {chosen['tj']:g} / Tc {chosen['tc']:g}"
+    assert (DEFAULTS["verify"], DEFAULTS["verify_threshold"], DEFAULTS["containment_threshold"],
+            DEFAULTS["containment_min_jaccard"]) == (
+        chosen["verify"], chosen["tj"], chosen["tc"], chosen["containment_min_jaccard"])
+    # The study's labels name containment's Jaccard floor since it became a grid dimension.
+    shipped = (f"T {DEFAULTS['threshold']:g} k {DEFAULTS['num_perm']} Tj {chosen['tj']:g} / Tc {chosen['tc']:g} "
+               f"(J >= {chosen['containment_min_jaccard']:g})")
     assert any(ok and label.startswith(f"{chosen['unit']}{chosen['ngram']} ") and label.endswith(shipped)
                for (ok, *_), label in summary["stage2"]), shipped
 
