@@ -1,0 +1,260 @@
+"""Where the shared shingles lie: position signals the three counts do not carry (issue 20, English).
+
+    python -m evaluation.study.coverage [--corpus-dir ../shared/corpus] [--out docs/evaluation/coverage]
+
+The counts' rule (``J >= Tj or (C >= Tc and J >= J_c)``) cannot tell two pages from one template (J 0.42-0.45)
+from a noisy copy (J 0.32-0.40, docs/evaluation.md §0.8). Two signals that look at *where* the shared shingles of
+the later document ``d`` lie, both computable from the two texts' shingles in order (what the product's overlap loop sees):
+
+* **chunk coverage** (:func:`chunk_containments`): cut ``d``'s distinct shingles, in first-occurrence order, into
+  ``k`` consecutive chunks; coverage is the share of chunks whose containment in ``S_e`` reaches ``floor``. The
+  idea: a noisy copy overlaps everywhere, templated siblings share whole sections and lack others.
+* **scattered difference** (:func:`uncovered_runs`): the positions of a text (characters of the squeezed text,
+  tokens for words) that no shingle shared with the other document covers, in runs. A character edit leaves about
+  one position uncovered (the windows over it are lost, their neighbours still cover up to it), a differing word or
+  sentence all of its positions, a truncated or dropped section one long run. ``scattered(L)`` is the share of
+  positions in uncovered runs shorter than ``L``, the smaller of the two directions (a partial copy lies whole
+  inside the longer document, and what the longer one lacks is one long run). The idea: a noisy copy differs by
+  scattered characters (a few per cent), templated siblings by scattered words and sentences (more).
+
+The rules studied keep the counts' rule and ask a Jaccard-branch match (containment's branch is whole by
+construction) below ``j_high`` for coverage >= ``min_coverage`` or scattered(L) < ``max_scattered``. Scored on the
+multilingual study's streams under the shipped candidate (:data:`evaluation.study.multilingual.SHIPPED`) and on
+the pools' distinct-source pairs (:mod:`evaluation.study.templated_pairs`); parameters are judged on the tune
+side only. Results: docs/evaluation.md §0.8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from evaluation.scoring import score
+from evaluation.shingling import (
+    DENSE_WEIGHT, Shingling, _dense_mask, _squeeze, normalize, shingle_hashes,
+)
+from evaluation.study.candidates import PassResult, ShingledSplit
+
+
+def ordered_shingles(text: Optional[str], shingling: Shingling) -> list[str]:
+    """The shingles of ``text`` by start position (repeats kept); as a set, :func:`evaluation.shingling.shingles`
+    (for ``words`` with the study's joined form: :mod:`evaluation.study.candidates`)."""
+    norm = normalize(text or "", shingling.normalize)
+    n = shingling.ngram
+    if shingling.unit == "words":
+        tokens = norm.split()
+        if not tokens:
+            return []
+        grams = [tokens] if len(tokens) < n else [tokens[i:i + n] for i in range(len(tokens) - n + 1)]
+        return ["\u2581".join(g) for g in grams]
+    s = _squeeze(norm)
+    if not s:
+        return []
+    weights = np.ones(len(s), np.int64)
+    if shingling.unit == "mixed":
+        weights = np.where(_dense_mask(np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32)), DENSE_WEIGHT, 1)
+    cum = np.concatenate(([0], np.cumsum(weights)))
+    if cum[-1] < n:
+        return [s]
+    ends = np.searchsorted(cum, cum[:-1] + n, side="left")
+    starts = np.flatnonzero(ends <= len(s))
+    return [s[i:j] for i, j in zip(starts.tolist(), ends[starts].tolist())]
+
+
+def _hashes(seq: list[str]) -> np.ndarray:
+    return np.fromiter((hash(s) for s in seq), np.int64, len(seq))
+
+
+def chunk_containments(text: str, other: np.ndarray, shingling: Shingling, k: int) -> np.ndarray:
+    """Containment in ``other`` (sorted distinct hashes) of ``k`` consecutive chunks of ``text``'s distinct
+    shingles in first-occurrence order."""
+    seq = np.array(list(dict.fromkeys(_hashes(ordered_shingles(text, shingling)).tolist())), np.int64)
+    if not len(seq):
+        return np.zeros(0)
+    hit = np.isin(seq, other)
+    k = min(k, len(seq))
+    bounds = (np.arange(k + 1) * len(seq)) // k
+    return np.array([hit[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
+
+
+def uncovered_runs(text: str, other: np.ndarray, shingling: Shingling) -> tuple[np.ndarray, int]:
+    """(lengths of the runs of ``text``'s positions no shingle shared with ``other`` covers, positions)."""
+    seq = ordered_shingles(text, shingling)
+    if not seq:
+        return np.zeros(0, np.int64), 0
+    hit = np.isin(_hashes(seq), other)
+    span = (np.full(len(seq), shingling.ngram) if shingling.unit == "words"
+            else np.fromiter((len(s) for s in seq), np.int64, len(seq)))
+    reach = np.maximum.accumulate(np.where(hit, np.arange(len(seq)) + span, 0))
+    miss = reach <= np.arange(len(seq))
+    edges = np.flatnonzero(np.diff(np.r_[0, miss.astype(np.int8), 0]))
+    return edges[1::2] - edges[::2], len(seq)
+
+
+def scattered(runs: tuple[np.ndarray, int], max_run: int) -> float:
+    lengths, positions = runs
+    return float(lengths[lengths < max_run].sum() / positions) if positions else 0.0
+
+
+@dataclass(frozen=True)
+class PositionRule:
+    """A Jaccard-branch match with ``J < j_high`` also needs ``signal`` to pass: ``coverage`` (chunks ``k``,
+    ``floor``, at least ``bound`` of them) or ``scattered`` (runs shorter than ``max_run``, below ``bound``)."""
+
+    signal: str
+    bound: float
+    k: int = 8
+    floor: float = 0.2
+    max_run: int = 40
+    j_high: float = 0.6
+
+    def label(self) -> str:
+        if self.signal == "coverage":
+            return f"coverage k {self.k} floor {self.floor:g} >= {self.bound:g} (J < {self.j_high:g})"
+        return f"scattered(L {self.max_run}) < {self.bound:g} (J < {self.j_high:g})"
+
+
+class PairSignals:
+    """The position signals of (later, earlier) text pairs of one split, computed once."""
+
+    def __init__(self, texts, split: ShingledSplit):
+        self.texts, self.split, self._cache = texts, split, {}
+
+    def passes(self, later: int, earlier: int, rule: PositionRule) -> bool:
+        sh, key = self.split.shingling, (later, earlier, rule.signal, rule.k)
+        if key not in self._cache:
+            if rule.signal == "coverage":
+                self._cache[key] = chunk_containments(self.texts[later], self.split.sets[earlier], sh, rule.k)
+            else:
+                self._cache[key] = (uncovered_runs(self.texts[later], self.split.sets[earlier], sh),
+                                    uncovered_runs(self.texts[earlier], self.split.sets[later], sh))
+        got = self._cache[key]
+        if rule.signal == "coverage":
+            return float((got >= rule.floor).mean()) >= rule.bound
+        return min(scattered(r, rule.max_run) for r in got) < rule.bound
+
+
+def verify_positions(idx: np.ndarray, result: PassResult, split: ShingledSplit, signals: PairSignals, tj: float,
+                     tc: Optional[float], floor: Optional[float], rule: Optional[PositionRule]) -> np.ndarray:
+    """:func:`evaluation.study.candidates.verify` plus ``rule`` on Jaccard-branch matches (None: the counts')."""
+    kept = ~result.flags
+    out = np.zeros(len(idx), dtype=bool)
+    for p in sorted(result.earlier):
+        later = int(idx[p])
+        for q in result.earlier[p]:
+            if not kept[q]:
+                continue
+            earlier = int(idx[q])
+            inter = split.intersection(later, earlier)
+            union = split.sizes[later] + split.sizes[earlier] - inter
+            by_c = tc is not None and inter >= tc * split.sizes[later] and (floor is None or inter >= floor * union)
+            by_j = inter >= tj * union
+            if by_j and not by_c and rule is not None and inter < rule.j_high * union:
+                by_j = signals.passes(later, earlier, rule)
+            if by_j or by_c:
+                out[p] = True
+                break
+        if not out[p]:
+            kept[p] = True
+    return out
+
+
+RULES = ([PositionRule("coverage", b, 8, f) for f in (0.1, 0.2, 0.3) for b in (0.75, 1.0)]
+         + [PositionRule("scattered", x, max_run=L) for L in (20, 30, 40, 60) for x in (0.06, 0.08, 0.1, 0.12, 0.14)])
+
+
+def stream_rows(scorer, splits, cand, rules=RULES) -> list[dict]:
+    """One row per rule (None: the counts') x stream: the confusion counts."""
+    rows = []
+    for split in splits:
+        sh = scorer.shingled(split, cand.shingling)
+        signals = PairSignals(split.texts, sh)
+        for st, idx, res in zip(split.streams, split.index, scorer.passes(split, cand)):
+            labels = np.array(st.labels)
+            for rule in (None, *rules):
+                s = score(labels, verify_positions(idx, res, sh, signals, cand.tj, cand.tc, cand.floor, rule))
+                rows.append({"rule": "counts only" if rule is None else rule.label(), "split": split.name,
+                             "level": st.level, "tp": s.tp, "fp": s.fp, "fn": s.fn, "precision": s.precision,
+                             "f1": s.f1})
+    return rows
+
+
+def pool_rows(corpus_dir: str, part: str, min_jaccard: float = 0.4) -> list[dict]:
+    """The English pool's distinct-source pairs with J >= ``min_jaccard`` (templated siblings) and their signals."""
+    from evaluation.study.templated_pairs import SHIPPED as SH, pools, similar_pairs
+
+    sources = pools(corpus_dir, part)["en"]
+    by_id = {s.id: s.text for s in sources}
+    out = []
+    for p in similar_pairs(sources):
+        if p["jaccard"] < min_jaccard:
+            continue
+        a, b = by_id[p["a"]], by_id[p["b"]]
+        sa, sb = shingle_hashes(a, SH), shingle_hashes(b, SH)
+        runs = (uncovered_runs(a, sb, SH), uncovered_runs(b, sa, SH))
+        cov = [chunk_containments(x, o, SH, 8) for x, o in ((a, sb), (b, sa))]
+        out.append(dict(p, part=part, scattered={L: min(scattered(r, L) for r in runs) for L in (20, 30, 40, 60)},
+                        min_chunk=max(float(c.min()) for c in cov)))
+    return out
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per rule: tune and held-out false flags and misses, worst F1, and the streams whose counts changed."""
+    base = {(r["split"], r["level"]): r for r in rows if r["rule"] == "counts only"}
+    out = []
+    for rule in dict.fromkeys(r["rule"] for r in rows):
+        mine = [r for r in rows if r["rule"] == rule]
+        s = {"rule": rule}
+        for part in ("tune", "heldout"):
+            sel = [r for r in mine if r["split"].endswith(part)]
+            s[part] = {"fp": sum(r["fp"] for r in sel), "fn": sum(r["fn"] for r in sel),
+                       "worst_f1": round(min(r["f1"] for r in sel), 4),
+                       "en_worst_f1": round(min(r["f1"] for r in sel if r["split"].startswith("en-")), 4),
+                       "changed": [f"{r['split']} {r['level']:.0%}: fp {base[(r['split'], r['level'])]['fp']}->"
+                                   f"{r['fp']}, fn {base[(r['split'], r['level'])]['fn']}->{r['fn']}"
+                                   for r in sel if (r["fp"], r["fn"]) != (base[(r["split"], r["level"])]["fp"],
+                                                                          base[(r["split"], r["level"])]["fn"])]}
+        out.append(s)
+    return out
+
+
+def main(argv=None) -> int:
+    import warnings
+
+    from lshbloom_udf.index import CapacityWarning
+    from evaluation.study.multilingual import SHIPPED, Scorer, build_splits
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus-dir", default="../shared/corpus")
+    ap.add_argument("--docs", type=int, default=200)
+    ap.add_argument("--english-docs", type=int, default=300)
+    ap.add_argument("--out", default="docs/evaluation/coverage")
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore", CapacityWarning)
+    splits, _ = build_splits(args.corpus_dir, args.docs, args.english_docs, 0, log=lambda *a: None)
+    every = [s for pair in splits.values() for s in pair]
+    summary = summarize(stream_rows(Scorer(every), every, SHIPPED))
+    pairs = pool_rows(args.corpus_dir, "tune") + pool_rows(args.corpus_dir, "heldout")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump({"candidate": SHIPPED.label(), "rules": summary, "pool_pairs": pairs}, f, indent=1)
+    for s in summary:
+        print(f"{s['rule']:48s} " + "  ".join(
+            f"{p}: fp {s[p]['fp']} fn {s[p]['fn']} worst {s[p]['worst_f1']:.4f} en {s[p]['en_worst_f1']:.4f}"
+            for p in ("tune", "heldout")))
+    for part, L in itertools.product(("tune", "heldout"), (20, 40)):
+        sc = [p["scattered"][L] for p in pairs if p["part"] == part]
+        print(f"{part} pool, {len(sc)} pairs J >= 0.4: scattered(L {L}) quartiles "
+              f"{np.round(np.quantile(sc, [0.25, 0.5, 0.75]), 3).tolist()}, max {max(sc):.3f}; lowest chunk "
+              f"containment (best direction, k 8) min {min(p['min_chunk'] for p in pairs if p['part'] == part):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
