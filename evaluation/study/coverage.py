@@ -101,9 +101,9 @@ def uncovered_runs(text: str, other: np.ndarray, shingling: Shingling) -> tuple[
     return edges[1::2] - edges[::2], len(seq)
 
 
-def scattered(runs: tuple[np.ndarray, int], max_run: int) -> float:
+def scattered(runs: tuple[np.ndarray, int], max_run: int, min_run: int = 1) -> float:
     lengths, positions = runs
-    return float(lengths[lengths < max_run].sum() / positions) if positions else 0.0
+    return float(lengths[(lengths >= min_run) & (lengths < max_run)].sum() / positions) if positions else 0.0
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,42 @@ def pool_rows(corpus_dir: str, part: str, min_jaccard: float = 0.4) -> list[dict
         runs = (uncovered_runs(a, sb, SH), uncovered_runs(b, sa, SH))
         cov = [chunk_containments(x, o, SH, 8) for x, o in ((a, sb), (b, sa))]
         out.append(dict(p, part=part, scattered={L: min(scattered(r, L) for r in runs) for L in (20, 30, 40, 60)},
-                        coverage=max(float((c >= 0.2).mean()) for c in cov)))
+                        coverage=max(float((c >= 0.2).mean()) for c in cov), runs=runs))
+    return out
+
+
+def duplicate_runs(scorer, splits, cand) -> list[tuple]:
+    """Both directions' uncovered runs of every distinct pair of one source the pass proposes and the counts'
+    rule accepts by Jaccard alone (J >= Tj, C < Tc): the copies a scattered-difference bound must keep."""
+    out, seen = [], set()
+    for split in splits:
+        sh = scorer.shingled(split, cand.shingling)
+        for st, idx, res in zip(split.streams, split.index, scorer.passes(split, cand)):
+            for p, earlier in res.earlier.items():
+                for q in earlier:
+                    a, b = int(idx[p]), int(idx[q])
+                    inter = sh.intersection(a, b)
+                    if ((split.name, a, b) in seen or st.docs[p].source != st.docs[q].source
+                            or inter < cand.tj * (sh.sizes[a] + sh.sizes[b] - inter) or inter >= cand.tc * sh.sizes[a]):
+                        continue
+                    seen.add((split.name, a, b))
+                    out.append((uncovered_runs(split.texts[a], sh.sets[b], cand.shingling),
+                                uncovered_runs(split.texts[b], sh.sets[a], cand.shingling)))
+    return out
+
+
+def separation(dups: list[tuple], pairs: list[dict]) -> list[dict]:
+    """For run-length bands [lo, hi) and either direction's min or max: how many templated pool pairs lie above
+    the 99th percentile (and the maximum) of the duplicate pairs' scattered share."""
+    out = []
+    for agg, lo, hi in itertools.product((min, max), (1, 2, 3, 4, 6, 8), (20, 40, 80)):
+        ref = np.array([agg(scattered(r, hi, lo) for r in d) for d in dups])
+        q99, top = float(np.quantile(ref, 0.99)), float(ref.max())
+        row = {"direction": agg.__name__, "min_run": lo, "max_run": hi, "dup_pairs": len(ref), "dup_q99": q99}
+        for part in ("tune", "heldout"):
+            v = np.array([agg(scattered(r, hi, lo) for r in p["runs"]) for p in pairs if p["part"] == part])
+            row[part] = {"pairs": len(v), "above_q99": int((v > q99).sum()), "above_max": int((v > top).sum())}
+        out.append(row)
     return out
 
 
@@ -312,11 +347,14 @@ def main(argv=None) -> int:
                   f"fp {r['counts']['fp']} fn {r['counts']['fn']} F1 {r['counts']['f1']:.4f}  scattered(L 40) < 0.12 "
                   f"fp {r['rule']['fp']} fn {r['rule']['fn']} F1 {r['rule']['f1']:.4f}")
         return 0
-    summary = summarize(stream_rows(Scorer(every), every, SHIPPED))
+    scorer = Scorer(every)
+    summary = summarize(stream_rows(scorer, every, SHIPPED))
     pairs = pool_rows(args.corpus_dir, "tune") + pool_rows(args.corpus_dir, "heldout")
+    bands = separation(duplicate_runs(scorer, every, SHIPPED), pairs)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"candidate": SHIPPED.label(), "rules": summary, "pool_pairs": pairs}, f, indent=1)
+        json.dump({"candidate": SHIPPED.label(), "rules": summary, "run_bands": bands,
+                   "pool_pairs": [{k: v for k, v in p.items() if k != "runs"} for p in pairs]}, f, indent=1)
     for s in summary:
         print(f"{s['rule']:48s} " + "  ".join(
             f"{p}: fp {s[p]['fp']} fn {s[p]['fn']} worst {s[p]['worst_f1']:.4f} en {s[p]['en_worst_f1']:.4f}"
@@ -328,6 +366,10 @@ def main(argv=None) -> int:
               f"{np.round(np.quantile(sc, [0.25, 0.5, 0.75]), 3).tolist()}, max {max(sc):.3f}, >= 0.12: "
               f"{sum(x >= 0.12 for x in sc)}; chunk coverage (k 8, floor 0.2, better direction) 1.0 for "
               f"{sum(p['coverage'] == 1.0 for p in mine)}, >= 0.75 for {sum(p['coverage'] >= 0.75 for p in mine)}")
+    worst = {part: max(b[part]["above_q99"] for b in bands) for part in ("tune", "heldout")}
+    print(f"scattered share in runs [lo, hi), {len(bands)} bands, vs {bands[0]['dup_pairs']} duplicate pairs: "
+          f"at most {worst['tune']} tune / {worst['heldout']} held-out templated pool pairs above the duplicates' "
+          f"99th percentile")
     return 0
 
 
