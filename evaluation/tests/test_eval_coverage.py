@@ -56,3 +56,19 @@ def test_a_truncation_misses_the_tail_chunks():
 def test_rule_labels_name_their_parameters():
     assert PositionRule("scattered", 0.12, max_run=40).label() == "scattered(L 40) < 0.12 (J < 0.6)"
     assert PositionRule("coverage", 1.0, 8, 0.2).label() == "coverage k 8 floor 0.2 >= 1 (J < 0.6)"
+
+
+def test_rare_shingles_are_those_fewer_documents_hold():
+    from evaluation.study.template_df import document_frequencies, rare
+
+    template = "Library Functions Manual. Standard C library, see attributes(7) and the conforming standards. "
+    pages = [template + f"The {name} function does its own particular thing {name} {name}." for name in
+             ("alpha", "bravo", "charlie")]
+    df = document_frequencies(pages, MIXED11)
+    own = shingle_hashes(pages[0], MIXED11)
+    shared = np.intersect1d(own, shingle_hashes(pages[1], MIXED11))
+    kept = rare(own, df, 3)  # held by fewer than 3 of the pages: the first page's own text
+    assert len(np.intersect1d(kept, shared)) == 0 and len(kept) == len(own) - len(shared)
+    assert len(rare(own, df, 4)) == len(own)  # nothing is held by 4 pages
+    absent = np.array([12345], dtype=np.int64)
+    assert rare(absent, df, 1).tolist() == [12345]  # not in the corpus: df 0

@@ -1,0 +1,175 @@
+"""Template shingles by document frequency: the signal verification's per-pair work cannot see (issue 20, English).
+
+    python -m evaluation.study.template_df [--corpus-dir ../shared/corpus]
+
+A shingle that many distinct documents of a corpus hold (a man page's header and footer, a driver page's
+boilerplate) says little about whether two documents are copies. The rule studied: a Jaccard-branch match with
+``J < j_high`` must still reach ``bound`` on the shingles held by fewer than ``max_df`` documents of the pool the
+stream is drawn from (its distinct sources: :func:`evaluation.study.templated_pairs.pools`). This needs every
+shingle's document frequency over the corpus, a pass over all shingles that the product's verification (work
+proportional to the flagged candidates) does not make; it is measured here to say whether the signal separates
+templated siblings from noisy copies at all (docs/evaluation.md §0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+
+import numpy as np
+
+from evaluation.scoring import score
+from evaluation.shingling import shingle_hashes
+from evaluation.study.candidates import PassResult, ShingledSplit
+
+
+def document_frequencies(texts, shingling) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct shingle hashes, the number of ``texts`` holding each)."""
+    every = np.concatenate([shingle_hashes(t, shingling) for t in texts])
+    return np.unique(every, return_counts=True)
+
+
+def rare(hashes: np.ndarray, df: tuple[np.ndarray, np.ndarray], max_df: int) -> np.ndarray:
+    """The ``hashes`` held by fewer than ``max_df`` pool documents (absent from the pool: 0)."""
+    keys, counts = df
+    at = np.clip(np.searchsorted(keys, hashes), 0, len(keys) - 1)
+    found = keys[at] == hashes
+    return hashes[~found | (counts[at] < max_df)]
+
+
+def verify_df(idx: np.ndarray, result: PassResult, split: ShingledSplit, df, cand, rule) -> np.ndarray:
+    """:func:`evaluation.study.candidates.verify` with ``rule = (max_df, bound, j_high)`` on Jaccard-branch
+    matches (None: the counts' rule)."""
+    kept = ~result.flags
+    out = np.zeros(len(idx), dtype=bool)
+    for p in sorted(result.earlier):
+        later = int(idx[p])
+        for q in result.earlier[p]:
+            if not kept[q]:
+                continue
+            earlier = int(idx[q])
+            inter = split.intersection(later, earlier)
+            union = split.sizes[later] + split.sizes[earlier] - inter
+            by_c = inter >= cand.tc * split.sizes[later] and inter >= cand.floor * union
+            by_j = inter >= cand.tj * union
+            if by_j and not by_c and rule is not None and inter < rule[2] * union:
+                a, b = rare(split.sets[later], df, rule[0]), rare(split.sets[earlier], df, rule[0])
+                common = len(np.intersect1d(a, b, assume_unique=True))
+                rest = len(a) + len(b) - common
+                by_j = rest > 0 and common >= rule[1] * rest
+            if by_j or by_c:
+                out[p] = True
+                break
+        if not out[p]:
+            kept[p] = True
+    return out
+
+
+def pool_pairs(sources, df, rules) -> dict:
+    """The pool's distinct-source pairs the counts' rule accepts by Jaccard alone (J >= 0.4, C < 0.7 in both
+    orders), and how many each rule still accepts (its rare-shingle Jaccard >= bound): the templated siblings."""
+    from evaluation.study.templated_pairs import SHIPPED as SH, similar_pairs
+
+    by_id = {s.id: s.text for s in sources}
+    pairs = [p for p in similar_pairs(sources) if p["jaccard"] >= 0.4 and p["containment"] < 0.7]
+    out = {"pairs": len(pairs), "names": [f"{p['a']} / {p['b']}" for p in pairs]}
+    for rule in rules:
+        kept = []
+        for p in pairs:
+            a, b = (rare(shingle_hashes(by_id[x], SH), df, rule[0]) for x in (p["a"], p["b"]))
+            common = len(np.intersect1d(a, b, assume_unique=True))
+            rest = len(a) + len(b) - common
+            kept.append(p["jaccard"] >= rule[2] or (rest > 0 and common >= rule[1] * rest))
+        out[str(rule)] = int(sum(kept))
+    return out
+
+
+RULES = [None] + [(m, x, 0.6) for m, x in itertools.product((3, 5, 10, 20), (0.3, 0.4))]
+
+
+def seed_rows(split, sources, cand, seeds, rule) -> list[dict]:
+    """The English held-out streams under ``seeds`` draws of the permutations, the counts' rule and ``rule``."""
+    from evaluation.shingling import shingles
+    from evaluation.study.candidates import colliding_pairs, pass_decisions, shingle_split
+    from lshbloom_udf.minhash import signatures
+
+    df = document_frequencies([s.text for s in sources], cand.shingling)
+    base = shingle_split(split.texts, cand.shingling, cand.num_perm)
+    tokens = [" ".join(shingles(t, cand.shingling)) for t in split.texts]
+    rows = []
+    for seed in seeds:
+        sigs = signatures(tokens, num_perm=cand.num_perm, ngram=1, normalize=False, seed=seed)
+        sh = ShingledSplit(cand.shingling, sigs, base.has, base.sets, base.sizes)
+        nbrs = colliding_pairs(sh, cand.num_perm, *cand.bands)
+        for st, idx in zip(split.streams, split.index):
+            res = pass_decisions(idx, nbrs, sh.has)
+            row = {"seed": seed, "level": st.level}
+            for name, rl in (("counts", None), ("df", rule)):
+                s = score(np.array(st.labels), verify_df(idx, res, sh, df, cand, rl))
+                row[name] = {"fp": s.fp, "fn": s.fn, "precision": round(s.precision, 4), "f1": round(s.f1, 4)}
+            rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    import warnings
+
+    from lshbloom_udf.index import CapacityWarning
+    from evaluation.study.multilingual import SHIPPED, Scorer, build_splits
+    from evaluation.study.templated_pairs import pools
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus-dir", default="../shared/corpus")
+    ap.add_argument("--out", default="docs/evaluation/coverage")
+    ap.add_argument("--df-from", choices=("pool", "stream"), default="pool",
+                    help="count document frequencies over the pool's distinct sources, or over each stream")
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="only the English held-out streams under this many permutation draws, then stop")
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore", CapacityWarning)
+    splits, _ = build_splits(args.corpus_dir, 200, 300, 0, log=lambda *a: None)
+    if args.seeds:
+        rows = seed_rows(splits["en"][1], pools(args.corpus_dir, "heldout")["en"], SHIPPED,
+                         range(1, args.seeds + 1), (20, 0.3, 0.6))
+        for r in rows:
+            print(r)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "template_df_seeds.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+        return 0
+    scorer = Scorer([s for pair in splits.values() for s in pair])
+    totals: dict = {}
+    for i, part in enumerate(("tune", "heldout")):
+        for lang, sources in pools(args.corpus_dir, part).items():
+            split = splits[lang][i]
+            df = document_frequencies([s.text for s in sources], SHIPPED.shingling)
+            if lang == "en":
+                templated = pool_pairs(sources, df, RULES[1:])
+                print(f"en {part} pool: {templated}")
+                totals[("pool", part)] = templated
+            sh = scorer.shingled(split, SHIPPED.shingling)
+            for st, idx, res in zip(split.streams, split.index, scorer.passes(split, SHIPPED)):
+                if args.df_from == "stream":  # what a job could count: its own input, copies included
+                    df = np.unique(np.concatenate([sh.sets[i] for i in idx.tolist()]), return_counts=True)
+                for rule in RULES:
+                    s = score(np.array(st.labels), verify_df(idx, res, sh, df, SHIPPED, rule))
+                    t = totals.setdefault((str(rule), part), {"fp": 0, "fn": 0, "worst_f1": 1.0, "en_10": None})
+                    t["fp"], t["fn"], t["worst_f1"] = t["fp"] + s.fp, t["fn"] + s.fn, min(t["worst_f1"], s.f1)
+                    if lang == "en" and st.level == 0.1:
+                        t["en_10"] = (s.fp, s.fn, round(s.f1, 4))
+    rows = [{"rule": r, "part": p, **v} for (r, p), v in totals.items()]
+    for r in rows:
+        if r["rule"] == "pool":
+            continue
+        print(f"{r['rule']:16s} {r['part']:8s} fp {r['fp']} fn {r['fn']} worst F1 {r['worst_f1']:.4f} "
+              f"en 10 % (fp, fn, F1) {r['en_10']}")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, f"template_df_{args.df_from}.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
