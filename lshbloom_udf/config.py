@@ -157,6 +157,11 @@ class DedupConfig:
         "page inside a larger sibling (on the English tune corpus 8 of the 11 distinct pairs containment alone "
         "verified had J < 0.3; docs/evaluation.md section 0). None: no floor", _optional(_threshold), "verify",
         cli={"type": float})
+    verify_driver_bytes: int = setting(
+        2 << 30, "with verify, the candidate pairs' texts (UTF-8 bytes in all) the driver takes in to compute their "
+        "similarities itself, every core of it; past this they are joined with the pairs on the executors instead, "
+        "a shuffle of two texts per candidate pair, several times slower (on the command line also 512m, 4g)",
+        _integer(0), "verify", cli={"type": _memory, "metavar": "BYTES"})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document), similarity (the value of the measure that verified it) and "
                                  "similarity_measure (jaccard or containment) (needs verify; flag and duplicates modes)",

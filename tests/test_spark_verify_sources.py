@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from lshbloom_udf import _native, deduplicate
-from lshbloom_udf.spark import verify_similarity, verify_sources
+from lshbloom_udf.spark import verify_sources
 from lshbloom_udf.spark.verify import Shingling, shingle_set
 from lshbloom_udf.spark.verify_similarity import overlaps
 from lshbloom_udf.spark.verify_sources import distinct_pairs, shared_key_pairs
@@ -83,10 +83,12 @@ def test_a_spool_too_large_for_its_disk_falls_back_to_the_spark_path(spark, docs
     assert "verification computes the band keys again" in caplog.text
 
 
-def test_similarities_on_the_executors_equal_those_on_the_driver(spark, docs, monkeypatch):
+def test_similarities_on_the_executors_equal_those_on_the_driver(spark, docs, caplog):
     want, s_want = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8)
-    monkeypatch.setattr(verify_similarity, "DRIVER_TEXT_BYTES", 0)  # every candidate text over the budget
-    got, s_got = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8)
+    with caplog.at_level("INFO", logger="lshbloom_udf"):  # every candidate text over the budget
+        got, s_got = _verified(spark, docs, "socket", verify_threshold=0.9, containment_threshold=0.8,
+                               verify_driver_bytes=0)
+    assert "similarities on the executors" in caplog.text
     assert got == want and s_got["candidate_pairs"] == s_want["candidate_pairs"]
 
 

@@ -139,6 +139,7 @@ class DedupRun:
                 source, texts_source(self.pinned, c.text_column), dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+                driver_text_bytes=c.verify_driver_bytes,
             )
         finally:
             source.close()

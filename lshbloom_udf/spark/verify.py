@@ -195,7 +195,7 @@ def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:
 
 
 def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: VerifyRule,
-                 prior_documents: bool, broadcast_limit: int) -> Verified:
+                 prior_documents: bool, broadcast_limit: int, driver_text_bytes: int) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
     ``source``: where the candidate pairs come from
@@ -205,7 +205,8 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     broadcast); ``flagged_rows``: the pass's duplicates (int64 row ids);
     ``shingling``: how texts become the shingle sets compared; ``rule``: when a
     candidate pair verifies (Jaccard, or containment too);
-    ``prior_documents``: the index held documents before this run.
+    ``prior_documents``: the index held documents before this run; ``driver_text_bytes``: the candidates'
+    texts the driver may hold (``verify_driver_bytes``).
     """
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
@@ -217,7 +218,8 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     from lshbloom_udf.spark.verify_similarity import similarities
 
     similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
-                                broadcast_limit=broadcast_limit, held={})  # texts on the driver, for both rounds
+                                broadcast_limit=broadcast_limit,
+                                driver_text_bytes=driver_text_bytes, held={})  # texts on the driver, for both rounds
     # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
     cand = source.round1(flagged, lap)
     out.candidate_pairs = len(cand[0])

@@ -3,13 +3,14 @@
 
 Only the texts of the documents in a candidate pair are read (a semi-join of
 the pinned input with their row ids). When they are few enough
-(:data:`DRIVER_TEXT_BYTES` in all) they come to the driver and every pair is
+(``verify_driver_bytes`` in all, a setting) they come to the driver and every pair is
 computed there: one Spark job. Otherwise the pairs are joined with the texts
 on the executors and computed there (:func:`similarity_mapper`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Optional
 
@@ -20,10 +21,10 @@ from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
 from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW
 
+log = logging.getLogger(__name__)
+
 SIM, MEASURE = "_lshb_sim", "_lshb_measure"
 TEXT_F, TEXT_K = "_lshb_ftext", "_lshb_ktext"
-# The candidate documents' texts the driver takes in to compute their similarities itself (no shuffle, one job).
-DRIVER_TEXT_BYTES = 256 << 20
 
 
 def overlaps(lefts, rights, shingling: Shingling, threads: int = 1) -> np.ndarray:
@@ -65,10 +66,11 @@ def _decoded(raw):
 
 
 def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int,
-                 held: Optional[dict] = None) -> VerifiedPairs:
+                 driver_text_bytes: int, held: Optional[dict] = None) -> VerifiedPairs:
     """The candidate pairs ``rule`` verifies, with their similarity and measure (the module's docs).
 
-    ``held``: texts an earlier call brought to the driver (``{row id: text}``), reused and added to: round 2's
+    ``driver_text_bytes``: the texts' budget on the driver (``verify_driver_bytes``); past it the pairs are
+    computed on the executors. ``held``: texts an earlier call brought to the driver (``{row id: text}``), reused and added to: round 2's
     documents were round 1's flagged ones, so its texts are mostly there already.
     """
     from lshbloom_udf.spark.join import row_frame
@@ -81,8 +83,11 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     missing = np.fromiter((r for r in involved.tolist() if r not in held), np.int64)
     texts = texts_of(row_frame(texts_of.spark, missing), len(missing) <= broadcast_limit)
     text_col = [c for c in texts.columns if c != ROW_COL][0]
-    if not len(missing) or _driver_texts(texts, text_col, DRIVER_TEXT_BYTES, held):
+    if not len(missing) or _driver_texts(texts, text_col, driver_text_bytes, held):
+        log.info("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
         return _on_driver(f_rows, k_rows, held, shingling, rule)
+    log.info("verification: the candidates' texts pass verify_driver_bytes (%s): similarities on the executors "
+             "(a larger budget keeps them on the driver, several times faster)", driver_text_bytes)
     held.clear()  # over the budget: the texts stay on the executors, every one of them
     texts = texts_of(row_frame(texts_of.spark, involved), len(involved) <= broadcast_limit)
     return _on_executors(texts_of.spark, f_rows, k_rows, texts, text_col, shingling, rule)
