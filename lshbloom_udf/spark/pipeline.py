@@ -176,7 +176,7 @@ class DedupRun:
         """The pinned rows' (row id, band keys, active), computed on the executors when Spark runs it;
         ``among`` (sorted row ids): only those rows (``inside``) or only the others."""
         text = self.config.text_column
-        mapper = keys_mapper(text, self.params.signature_kwargs(), among, inside)
+        mapper = keys_mapper(text, self.params.key_spec, among, inside)
         return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
 
     # -- checks on the pinned input ---------------------------------------------------

@@ -74,17 +74,17 @@ class DriverPass(KeyedPass):
         """(the pass's outcome, verification's candidate source or None), the keys by the socket stream or
         ``toLocalIterator``; the keys stage's time in ``seconds`` when the stream measured it."""
         c, pinned = given.config, given.pinned
-        spark, text, kwargs = pinned.sparkSession, c.text_column, given.params.signature_kwargs()
+        spark, text, spec = pinned.sparkSession, c.text_column, given.params.key_spec
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
-                return run_driver_pass(spark_chunks(pinned, text, kwargs, c.chunk_rows), index, given.documents,
+                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index, given.documents,
                                        c.progress, c.decision_rule), None
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, index.params.b, c.chunk_rows)
             stream = KeyStream(spark, index.params.b, keep=keep)
             candidates = None
             try:
-                mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
+                mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token)
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
