@@ -11,7 +11,7 @@ from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import IndexTransaction
 from lshbloom_udf.spark.keys import INTERNAL_COLS
 from lshbloom_udf.spark.pipeline import DedupRun
-from lshbloom_udf.spark.result import DedupResult, check_bands
+from lshbloom_udf.spark.result import DedupResult
 
 
 def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: bool = False, **settings):
@@ -106,10 +106,7 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     try:
         if txn is not None:
             txn.check_compatible(params, config.sizing_given, config.bloom)
-        warnings = check_bands(config, params)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
-        if warnings:
-            result.summary["warnings"] = warnings
         result.transaction, result._owns_transaction = txn, transaction is None
         if txn is not None and not defer_commit:
             result.commit()
