@@ -34,7 +34,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.errors import ConfigError
-from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
+from lshbloom_udf.index import BLOOMS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
 from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS
 # The checks keep their short private names here so that each declaration below reads as before.
@@ -119,7 +119,7 @@ class DedupConfig:
                                    "low rates) or pybloomfiltermmap3 (datasketch's files). Default: an "
                                    "existing index keeps its own; a new one is blocked with the mix band key (datasketch "
                                    "cannot use mix keys anyway) and pybloomfiltermmap3 with sum",
-                                   _optional(_choice(*BLOOM_BACKENDS)), "index")
+                                   _optional(_choice(*BLOOMS)), "index")
     growth: str = setting("grow", "when a kept index would pass its capacity: grow (add a generation of filters, "
                           "the whole staying within p_effective) or fixed (fail with IndexFullError); an existing "
                           "index keeps its own unless given", _choice(*GROWTH_MODES), "index", sizes="growth")
@@ -238,7 +238,7 @@ class DedupConfig:
                               "local path on the driver; a Hadoop filesystem URI needs pass_mode 'sharded'")
 
     @property
-    def decision_rule(self) -> str:
+    def insert_rule(self) -> str:
         """The pass's rule: ``insert``, except any-earlier (``all``) on the sharded pass, and with verification unless
         ``insert`` is given. Verification decides keep-first itself (its second round lets the documents it
         unflagged verify later ones); a pass that inserts only what it kept would hide the copies of a document it

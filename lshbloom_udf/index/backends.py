@@ -1,6 +1,6 @@
 """The Bloom filter backends of an index, behind one interface, looked up by name.
 
-- ``"pybloomfiltermmap3"`` (:data:`BLOOM_FORMAT`, the low-level API's default, as
+- ``"pybloomfiltermmap3"`` (:data:`DEFAULT_BLOOM`, the low-level API's default, as
   :data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`; a run's new index follows
   :attr:`DedupConfig.new_index_bloom <lshbloom_udf.config.DedupConfig.new_index_bloom>`): one
   pybloomfiltermmap3 file per band, ``band-{i}.bf``, so that
@@ -229,18 +229,18 @@ class CuckooBackend(BloomBackend):
 
 BACKENDS: dict[str, BloomBackend] = {b.name: b for b in (PybloomBackend(), BlockedBackend(), CuckooBackend())}
 # The low-level API's default backend (LSHBloomIndex.create, sizing.plan): the datasketch-compatible files.
-BLOOM_FORMAT = PybloomBackend.name
-BLOOM_BACKENDS = tuple(BACKENDS)
+DEFAULT_BLOOM = PybloomBackend.name
+BLOOMS = tuple(BACKENDS)
 _BY_FORMAT = {b.manifest_format: b for b in BACKENDS.values()}
 MANIFEST_FORMATS = tuple(_BY_FORMAT)
 
 
-def backend(name: str = BLOOM_FORMAT) -> BloomBackend:
+def backend(name: str = DEFAULT_BLOOM) -> BloomBackend:
     """The backend called ``name``."""
     try:
         return BACKENDS[name]
     except (KeyError, TypeError):
-        raise UsageError(f"bloom must be one of {BLOOM_BACKENDS}, got {name!r}") from None
+        raise UsageError(f"bloom must be one of {BLOOMS}, got {name!r}") from None
 
 
 def validate_bloom(bloom: Any) -> str:

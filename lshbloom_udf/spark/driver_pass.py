@@ -138,10 +138,10 @@ def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int):
         yield int(row["start"]), keys, np.frombuffer(row["active"], dtype=np.bool_)
 
 
-def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str = "first",
+def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: str = "first",
                     keep_keys: bool = False) -> PassOutcome:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
-    rule ``insert`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
+    rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
     ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates)."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
@@ -151,7 +151,7 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str =
             if not outcome.first_keys_seconds:
                 outcome.first_keys_seconds = time.monotonic() - t0
             n = len(active)
-            hits = np.flatnonzero(index.decide(keys, active, insert))
+            hits = np.flatnonzero(index.decide(keys, active, insert_rule))
             if hits.size:
                 outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
                 if keep_keys:

@@ -193,7 +193,7 @@ class DedupRun:
         prior = fingerprints = None
         if self.index_dir is not None and facts.documents:
             prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame,
-                              insert=c.decision_rule)
+                              insert_rule=c.insert_rule)
             fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
         self.checked = InputCheck(facts.documents, prior, fingerprints)
         self._lap("id_check")
@@ -243,7 +243,7 @@ class DedupRun:
             "empty_documents": decided.empty,
             "inserted": decided.stats["inserted"] - decided.index.inserted_before,
             "mode": c.mode,
-            "insert": c.decision_rule,
+            "insert": c.insert_rule,
             "pass": c.pass_mode,
             "id_column": c.id_column,
             "order_by": [str(o) for o in c.order_by] if c.order_by else None,

@@ -127,7 +127,7 @@ def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Opti
         "duplicate_rate": duplicates / documents if documents else 0.0,
         "mode": config.mode,
         "pass": report.pass_label,
-        "insert": config.decision_rule,
+        "insert": config.insert_rule,
         "run": run_kind(index.to_dict()),
         "text_column": config.text_column,
         "id_column": config.id_column,

@@ -78,7 +78,7 @@ class DriverPass(KeyedPass):
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
                 return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index, given.documents,
-                                       c.progress, c.decision_rule), None
+                                       c.progress, c.insert_rule), None
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, index.params.b, c.chunk_rows)
             stream = KeyStream(spark, index.params.b, keep=keep)
@@ -88,7 +88,7 @@ class DriverPass(KeyedPass):
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
-                                          c.decision_rule, keep_keys=keep)
+                                          c.insert_rule, keep_keys=keep)
                 candidates = spool_source(stream, partitions, outcome)
             finally:
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
