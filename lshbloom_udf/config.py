@@ -64,6 +64,11 @@ CHECKPOINTS = ("local", "reliable")
 KEY_TRANSFERS = ("auto", "socket", "spark")
 
 
+def _similarity(default: Optional[float], help: str) -> Any:
+    """A verification setting: a similarity in [0, 1], or None (not asked for); a float on the command line."""
+    return setting(default, help, _optional(_threshold), "verify", cli={"type": float})
+
+
 @dataclass(frozen=True)
 class DedupConfig:
     """Every setting of a deduplication run, checked; build with :meth:`replace` or :meth:`from_settings`."""
@@ -139,24 +144,21 @@ class DedupConfig:
                            "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it "
                            "(or containment >= containment_threshold)",
                            _boolean, "verify", cli={"action": argparse.BooleanOptionalAction})
-    verify_threshold: Optional[float] = setting(0.4, "the similarity verification asks for (none: threshold); a "
-                                                "lower threshold with this one makes candidates permissive",
-                                                _optional(_threshold), "verify", cli={"type": float})
-    containment_threshold: Optional[float] = setting(
+    verify_threshold: Optional[float] = _similarity(0.4, "the similarity verification asks for (none: threshold); "
+                                                    "a lower threshold with this one makes candidates permissive")
+    containment_threshold: Optional[float] = _similarity(
         0.7, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
         "candidate's at least this much: |S_d & S_e| / |S_d| >= containment_threshold (J <= C <= 1). A truncation, "
         "excerpt or section drop keeping a fraction f of a document has Jaccard ~f but containment ~1. Candidates "
         "still come from the bands (Jaccard near threshold or above), and containment_min_jaccard asks for a "
         "Jaccard floor, so a small document inside a much larger one is not removed (docs/algorithm.md section 8). "
-        "None: Jaccard only",
-        _optional(_threshold), "verify", cli={"type": float})
-    containment_min_jaccard: Optional[float] = setting(
+        "None: Jaccard only")
+    containment_min_jaccard: Optional[float] = _similarity(
         0.3, "with containment_threshold, containment verifies a pair only if its Jaccard is at least this too: "
         "|S_d & S_e| >= containment_min_jaccard * |S_d | S_e|, so the later document keeps at least this share of "
         "the earlier one's shingles (a partial copy keeping a fraction f has J ~ f). It refuses a small templated "
         "page inside a larger sibling (on the English tune corpus 8 of the 11 distinct pairs containment alone "
-        "verified had J < 0.3; docs/evaluation.md section 0). None: no floor", _optional(_threshold), "verify",
-        cli={"type": float})
+        "verified had J < 0.3; docs/evaluation.md section 0). None: no floor")
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document), similarity (the value of the measure that verified it) and "
                                  "similarity_measure (jaccard or containment) (needs verify; flag and duplicates modes)",

@@ -223,15 +223,16 @@ class KeySpec:
     sees the errors: ``ngram``, ``(b, r)``, then the signature's settings.
     """
 
+    # No defaults here: every caller has all of them (text_band_keys' arguments, IndexParams' fields).
     b: int
     r: int
-    num_perm: int = _D["num_perm"]
-    ngram: int = _D["ngram"]
-    seed: int = _D["seed"]
-    scheme: str = _D["scheme"]
-    normalize: Normalize = _D["normalize"]
-    band_key: str = _D["band_key"]
-    shingle: str = _D["shingle"]
+    num_perm: int
+    ngram: int
+    seed: int
+    scheme: str
+    normalize: Normalize
+    band_key: str
+    shingle: str
 
     def __post_init__(self) -> None:
         validate_ngram(self.ngram)
@@ -250,9 +251,8 @@ class KeySpec:
     def keys(self, texts, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """``(keys (N, b) uint64, has_shingles (N,))`` of ``texts``: a sequence of ``str``/``None``, or a
         pyarrow string array (read through its buffers, without copying)."""
-        if _is_arrow(texts):
-            return _native.minhash_band_keys_arrow(*_arrow_buffers(texts), *self.native_settings(threads))
-        return _native.minhash_band_keys(_texts_list(texts), *self.native_settings(threads))
+        rows = _native.ArrowTexts(*_arrow_buffers(texts)) if _is_arrow(texts) else _texts_list(texts)
+        return _native.minhash_band_keys(rows, *self.native_settings(threads))
 
 
 def text_band_keys(
@@ -297,7 +297,8 @@ def _is_arrow(texts) -> bool:
 
 
 def _arrow_buffers(array) -> tuple:
-    """``(offsets, data, validity or None)`` of a pyarrow string array, as numpy views of its buffers."""
+    """``(offsets, data, validity or None)`` of a pyarrow string array, as numpy views of its buffers (what
+    ``_native.ArrowTexts`` holds)."""
     import pyarrow as pa
 
     if isinstance(array, pa.ChunkedArray):

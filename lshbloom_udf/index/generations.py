@@ -74,8 +74,8 @@ class SealAndGrow:
     Used by the local index's :class:`FilterStack` (b band files per
     generation) and the sharded pass's shard filters
     (:class:`lshbloom_udf.spark.sharded.ShardFilters`, one filter per
-    generation). A subclass says how to query the sealed generations and the
-    newest, how much room the newest has, how to test-and-insert into it and
+    generation). A subclass says what each sealed generation finds, how to query
+    the newest, how much room the newest has, how to test-and-insert into it and
     add a generation, and what a fixed stack does past its capacity
     (:meth:`_past_capacity`: raise, or return to let the newest take the rest).
     """
@@ -102,6 +102,14 @@ class SealAndGrow:
         return duplicate
 
     def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
+        """The rows (or keys) found in a sealed generation (``None`` when there is none)."""
+        hit = None
+        for found in self._sealed_hits(keys):
+            hit = found if hit is None else hit | found
+        return hit
+
+    def _sealed_hits(self, keys: np.ndarray):
+        """Each sealed generation's hits of ``keys``, oldest first."""
         raise NotImplementedError
 
     def _query_newest(self, keys: np.ndarray) -> np.ndarray:
@@ -199,13 +207,8 @@ class FilterStack(SealAndGrow):
         sealed = self._query_sealed(keys)
         return hit if sealed is None else hit | sealed
 
-    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
-        """The rows found in a sealed generation (``None`` when there is none)."""
-        hit = None
-        for filters in self._sets[:-1]:
-            found = filters.query(keys)
-            hit = found if hit is None else hit | found
-        return hit
+    def _sealed_hits(self, keys: np.ndarray):
+        return (filters.query(keys) for filters in self._sets[:-1])
 
     def query_insert(self, keys: np.ndarray) -> np.ndarray:
         """Keep-first decisions over every generation; new rows go to the newest (which grows or fills up)."""

@@ -171,12 +171,8 @@ class ShardFilters(SealAndGrow):
 
     # -- SealAndGrow's steps ------------------------------------------------------------
 
-    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
-        present = None
-        for sealed in self.files[:-1]:
-            found = sealed.contains(keys)
-            present = found if present is None else present | found
-        return present
+    def _sealed_hits(self, keys: np.ndarray):
+        return (sealed.contains(keys) for sealed in self.files[:-1])
 
     def _query_newest(self, keys: np.ndarray) -> np.ndarray:
         return self.files[-1].contains(keys)

@@ -16,6 +16,8 @@ pub mod cuckoo;
 pub mod lines;
 pub mod distinct;
 pub mod error;
+#[cfg(test)]
+mod layout_checks;
 pub mod mapped;
 pub mod overlap;
 pub mod pairmatch;
