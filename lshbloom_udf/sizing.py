@@ -198,15 +198,7 @@ def plan(
     ``growth="grow"`` sizes the first generation of a growing index and shows
     ``generations`` of them in :attr:`Plan.growth_table`.
     """
-    validate_capacity(docs)
-    validate_threshold(threshold)
-    validate_num_perm(num_perm)
-    validate_p_effective(p_effective)
-    if bands is None:
-        b, r = optimal_params(threshold, num_perm)
-    else:
-        b, r = bands
-        validate_bands(b, r, num_perm)
+    b, r = _plan_bands(docs, threshold, num_perm, p_effective, bands)
     sized = IndexParams(b=b, r=r, capacity=docs, num_perm=num_perm, p_effective=p_effective, growth=growth)
     p = sized.p_band
     hashes, bits = backend(bloom).geometry(docs, p)
@@ -241,6 +233,20 @@ def plan(
         growth=growth,
         growth_table=growth_table(sized, bloom, generations) if growth == "grow" else [],
     )
+
+
+def _plan_bands(docs: int, threshold: float, num_perm: int, p_effective: float,
+                bands: tuple[int, int] | None) -> tuple[int, int]:
+    """A plan's ``(b, r)``: ``bands``, or the optimum for ``threshold``; the plan's arguments checked first."""
+    validate_capacity(docs)
+    validate_threshold(threshold)
+    validate_num_perm(num_perm)
+    validate_p_effective(p_effective)
+    if bands is None:
+        return optimal_params(threshold, num_perm)
+    b, r = bands
+    validate_bands(b, r, num_perm)
+    return b, r
 
 
 def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict]:
