@@ -221,7 +221,31 @@ def simd_backend() -> str:
 # Bloom filters (pybloomfiltermmap3 file format)
 
 
-class _FilterFile:
+class _Mapped:
+    """What every open filter handle offers (one file, or a band set): a
+    context manager over memory-mapped files, synced when closed."""
+
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def sync(self) -> None:
+        """Flush the mapping to the file(s)."""
+
+    def close(self) -> None:
+        """Sync and unmap; further use raises ``ValueError``. Idempotent."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+    def __len__(self) -> int: ...
+
+
+class _FilterFile(_Mapped):
     """What every memory-mapped filter file offers (:class:`BloomFile`, :class:`BlockedFile`, :class:`CuckooFile`)."""
 
     @classmethod
@@ -240,10 +264,6 @@ class _FilterFile:
     def path(self) -> str: ...
     @property
     def file_size(self) -> int: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
     def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
         """Membership of each key; the result has the shape of ``keys``."""
 
@@ -252,23 +272,8 @@ class _FilterFile:
         (pybloomfilter's ``add`` return value). Needs a writable file.
         """
 
-    def sync(self) -> None:
-        """Flush the mapping to the file."""
 
-    def close(self) -> None:
-        """Sync and unmap; further use raises ``ValueError``. Idempotent."""
-
-    def __enter__(self) -> Self: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...
-
-
-class _BandFilterSet:
+class _BandFilterSet(_Mapped):
     """The ``b`` band filters of an index, one file per band, driven together
     (:class:`BandFilters`, :class:`BlockedBands`, :class:`CuckooBands`)."""
 
@@ -279,10 +284,6 @@ class _BandFilterSet:
     def paths(self) -> list[str]: ...
     @property
     def elem_counts(self) -> list[int]: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
     def query(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
         """``(N, b)`` keys -> ``(N,)`` bool: any band key present in its band's filter."""
 
@@ -301,17 +302,6 @@ class _BandFilterSet:
         key of every row is inserted, and a row is a duplicate if any of its
         keys was present before it (counting rows before it in this batch).
         """
-
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...
 
 
 @final
