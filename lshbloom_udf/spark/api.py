@@ -117,21 +117,11 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
 
 
 def open_index(index_dir: str, config: DedupConfig, spark=None):
-    """The run's transaction on ``index_dir``: a sharded index's (pass_mode "sharded") or the driver pass's, which
-    refuses a directory holding a sharded index."""
-    from lshbloom_udf.spark.sharded_index import ShardedTransaction, refuse_sharded
+    """The run's transaction on ``index_dir``, in the store of the pass ``pass_mode`` names
+    (:meth:`~lshbloom_udf.spark.passes.Pass.open_index`)."""
+    from lshbloom_udf.spark.passes import PASSES
 
-    if config.pass_mode == "sharded":
-        return ShardedTransaction(index_dir, spark, verify=config.verify_index)
-    refuse_sharded(index_dir)
-    txn = IndexTransaction(index_dir)
-    if config.verify_index:
-        try:
-            txn.verify()
-        except BaseException:
-            txn.close()
-            raise
-    return txn
+    return PASSES[config.pass_mode].open_index(index_dir, config, spark)
 
 
 def _release(txn: Optional[IndexTransaction], owned: bool) -> None:

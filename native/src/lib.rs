@@ -1,4 +1,4 @@
-//! `lshbloom_udf._native`: the native core of lshbloom-spark (DESIGN §2).
+//! `lshbloom_udf._native`: the native core of lshbloom-spark (docs/algorithm.md).
 //!
 //! Plain Rust modules, free of pyo3 and tested on their own: shingling
 //! (`shingles`), MinHash (`minhash`), LSH band keys (`bands`), the two Bloom

@@ -15,7 +15,7 @@ import tempfile
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError
-from lshbloom_udf.index import LSHBloomIndex, manifest_bloom
+from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
 from lshbloom_udf.spark.keys import ROW_COL, arrow_batch_limits
@@ -28,6 +28,20 @@ class DriverPass(KeyedPass):
     """Keep-first (``insert="first"``) or any-earlier (``"all"``) decisions by one index in the driver."""
 
     name, title, timer = "driver", "keys + driver pass", "driver_pass"
+
+    def open_index(self, index_dir: str, config, spark=None) -> IndexTransaction:
+        """The local store (a journal, an OS lock); it refuses a directory that holds a sharded index."""
+        from lshbloom_udf.spark.sharded_index import refuse_sharded
+
+        refuse_sharded(index_dir)
+        txn = IndexTransaction(index_dir)
+        if config.verify_index:
+            try:
+                txn.verify()
+            except BaseException:
+                txn.close()
+                raise
+        return txn
 
     def decide_keys(self, given: PassInput) -> PassResult:
         c = given.config
