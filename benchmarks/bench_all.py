@@ -46,7 +46,7 @@ from bench_core import bench_signatures, datasketch_keep_first, machine  # noqa:
 from datasketch import MinHash, MinHashLSH, MinHashLSHBloom  # noqa: E402
 
 from lshbloom_udf import IndexParams, LSHBloomIndex, _native, arrow_band_keys, signatures, text_band_keys  # noqa: E402
-from lshbloom_udf.index import BLOOM_BACKENDS  # noqa: E402
+from lshbloom_udf.index import BLOOMS  # noqa: E402
 
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
 CACHE = os.path.join(tempfile.gettempdir(), "lshbloom-bench")
@@ -109,11 +109,11 @@ def bench_driver(texts, repeat):
 
     # Ours before and after datasketch (mean of the two medians): this machine
     # is shared, and datasketch's single pass takes seconds.
-    before = {bloom: run(bloom) for bloom in BLOOM_BACKENDS}
+    before = {bloom: run(bloom) for bloom in BLOOMS}
     sig = signatures([t for t, h in zip(texts, has) if h], num_perm=256)
     ds_flags, ds_time = datasketch_keep_first(sig, len(texts), params.p_band, SHM)
 
-    after = {bloom: run(bloom) for bloom in BLOOM_BACKENDS}
+    after = {bloom: run(bloom) for bloom in BLOOMS}
 
     def mean_of(bloom):
         t0, flags, size = before[bloom]

@@ -1,4 +1,4 @@
-"""F1 of the two decision rules, keep-first (--insert first) and any-earlier (--insert all), on the evaluation streams.
+"""F1 of the two insert rules, keep-first (--insert first) and any-earlier (--insert all), on the evaluation streams.
 
     PYTHONPATH=. .venv/bin/python benchmarks/insert_rules.py [--corpus ../shared/corpus] [--json build/rules.json]
 

@@ -71,7 +71,7 @@ from bench_core import machine  # noqa: E402
 
 from lshbloom_udf import _native  # noqa: E402
 from lshbloom_udf.config import DEFAULTS, preset_settings  # noqa: E402
-from lshbloom_udf.index import BLOOM_BACKENDS, IndexParams, LSHBloomIndex  # noqa: E402
+from lshbloom_udf.index import BLOOMS, IndexParams, LSHBloomIndex  # noqa: E402
 
 # name: (settings for datasketch, job flags)
 JOBS = {
@@ -360,7 +360,7 @@ def backend_alone(keys: np.ndarray, active: np.ndarray, params: IndexParams, rep
 
     warnings.simplefilter("ignore")  # CapacityWarning: the index is sized for exactly these documents
     res = {"b": params.b, "r": params.r}
-    for bloom in BLOOM_BACKENDS:
+    for bloom in BLOOMS:
         times = []
         for _ in range(repeat):
             d = tempfile.mkdtemp(prefix="lshbloom-scale-backend-", dir=root)

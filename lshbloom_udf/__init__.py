@@ -31,7 +31,7 @@ from lshbloom_udf.errors import (
 )
 from lshbloom_udf.index import IndexParams, LSHBloomIndex
 from lshbloom_udf.lsh import optimal_params
-from lshbloom_udf.minhash import arrow_band_keys, band_keys, signatures, text_band_keys
+from lshbloom_udf.minhash import KeySpec, arrow_band_keys, band_keys, signatures, text_band_keys
 from lshbloom_udf.sizing import plan
 
 
@@ -65,6 +65,7 @@ __all__ = [
     "IndexRecoveryNeededError",
     "LSHBloomDeduplicator",
     "IndexParams",
+    "KeySpec",
     "LSHBloomIndex",
     "arrow_band_keys",
     "band_keys",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from types import TracebackType
-from typing import Final, Literal, final
+from typing import Final, Literal, Self, final
 
 import numpy as np
 import numpy.typing as npt
@@ -68,8 +68,8 @@ def shingles(
 @final
 class SignatureSettings:
     """How texts become MinHash signatures, validated once and passed whole to
-    :func:`minhash`, :func:`minhash_arrow`, :func:`minhash_band_keys` and
-    :func:`minhash_band_keys_arrow`.
+    :func:`minhash` and :func:`minhash_band_keys` (texts as a sequence or
+    an :class:`ArrowTexts`).
 
     ``perm_a``/``perm_b`` are the permutation parameters of ``scheme`` (one per
     permutation, ``k = len(perm_a)``; odd and < ``2**32`` for ``"affine32"``;
@@ -120,21 +120,27 @@ class BandSettings:
     def band_key(self) -> _BandKey: ...
 
 
-def minhash(texts: Iterable[str | None], settings: SignatureSettings) -> npt.NDArray[np.uint32]:
+@final
+class ArrowTexts:
+    """An Arrow string column given as its buffers (``offsets``, UTF-8
+    ``data``, optional per-row ``valid``): :func:`minhash` and
+    :func:`minhash_band_keys` read it in place (zero copy)."""
+
+    def __init__(
+        self,
+        offsets: _Offsets,
+        data: npt.NDArray[np.uint8],
+        valid: npt.NDArray[np.bool_] | None = None,
+    ) -> None: ...
+
+
+_Texts = Iterable[str | None] | ArrowTexts
+
+
+def minhash(texts: _Texts, settings: SignatureSettings) -> npt.NDArray[np.uint32]:
     """MinHash signatures, shape ``(N, k)`` uint32 (``k = settings.num_perm``).
 
     Rows without shingles stay at ``2**32 - 1``.
-    """
-
-
-def minhash_arrow(
-    offsets: _Offsets,
-    data: npt.NDArray[np.uint8],
-    valid: npt.NDArray[np.bool_] | None,
-    settings: SignatureSettings,
-) -> npt.NDArray[np.uint32]:
-    """:func:`minhash` over an Arrow string column given as its buffers
-    (zero copy: ``offsets``, UTF-8 ``data``, optional per-row ``valid``).
     """
 
 
@@ -146,23 +152,13 @@ def band_keys(signatures: _U32Array, b: int, r: int, band_key: _BandKey = "sum")
 
 
 def minhash_band_keys(
-    texts: Iterable[str | None],
+    texts: _Texts,
     settings: SignatureSettings,
     bands: BandSettings,
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """Fused MinHash + band keys without materializing signatures:
     ``(keys (N, b) uint64, has_shingles (N,) bool)``.
     """
-
-
-def minhash_band_keys_arrow(
-    offsets: _Offsets,
-    data: npt.NDArray[np.uint8],
-    valid: npt.NDArray[np.bool_] | None,
-    settings: SignatureSettings,
-    bands: BandSettings,
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
-    """:func:`minhash_band_keys` over Arrow string buffers (zero copy)."""
 
 
 def shingle_overlaps(
@@ -225,58 +221,21 @@ def simd_backend() -> str:
 # Bloom filters (pybloomfiltermmap3 file format)
 
 
-@final
-class BloomFile:
-    """One pybloomfiltermmap3 filter file, memory-mapped.
+class _Mapped:
+    """What every open filter handle offers (one file, or a band set): a
+    context manager over memory-mapped files, synced when closed."""
 
-    Bit positions are MurmurHash3_x64_128 of the key's 8 little-endian bytes per
-    stored seed, ``(h1 ^ h2) % num_bits`` -- the same answers as
-    ``pybloomfilter.BloomFilter`` on the same file, both ways.
-    """
-
-    @staticmethod
-    def create(path: _StrPath, capacity: int, error_rate: float, seeds: Sequence[int]) -> BloomFile:
-        """Create (truncate) a writable filter file; ``seeds`` are in ``[0, 2**32)``."""
-
-    @staticmethod
-    def open(path: _StrPath, writable: bool = False) -> BloomFile:
-        """Open an existing filter file (read-only unless ``writable``)."""
-
-    @property
-    def num_bits(self) -> int: ...
-    @property
-    def num_hashes(self) -> int: ...
-    @property
-    def capacity(self) -> int: ...
-    @property
-    def error_rate(self) -> float: ...
-    @property
-    def elem_count(self) -> int: ...
-    @property
-    def seeds(self) -> list[int]: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def file_size(self) -> int: ...
     @property
     def writable(self) -> bool: ...
     @property
     def closed(self) -> bool: ...
-    def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
-        """Membership of each key; the result has the shape of ``keys``."""
-
-    def add(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
-        """Add keys in order; ``True`` where the key was already present
-        (pybloomfilter's ``add`` return value). Needs a writable file.
-        """
-
     def sync(self) -> None:
-        """Flush the mapping to the file."""
+        """Flush the mapping to the file(s)."""
 
     def close(self) -> None:
         """Sync and unmap; further use raises ``ValueError``. Idempotent."""
 
-    def __enter__(self) -> BloomFile: ...
+    def __enter__(self) -> Self: ...
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -286,9 +245,37 @@ class BloomFile:
     def __len__(self) -> int: ...
 
 
-@final
-class BandFilters:
-    """The ``b`` band filters of an LSHBloom index, one :class:`BloomFile` per band."""
+class _FilterFile(_Mapped):
+    """What every memory-mapped filter file offers (:class:`BloomFile`, :class:`BlockedFile`, :class:`CuckooFile`)."""
+
+    @classmethod
+    def open(cls, path: _StrPath, writable: bool = False) -> Self:
+        """Open an existing filter file (read-only unless ``writable``)."""
+
+    @property
+    def num_bits(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def error_rate(self) -> float: ...
+    @property
+    def elem_count(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def file_size(self) -> int: ...
+    def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
+        """Membership of each key; the result has the shape of ``keys``."""
+
+    def add(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
+        """Add keys in order; ``True`` where the key was already present
+        (pybloomfilter's ``add`` return value). Needs a writable file.
+        """
+
+
+class _BandFilterSet(_Mapped):
+    """The ``b`` band filters of an index, one file per band, driven together
+    (:class:`BandFilters`, :class:`BlockedBands`, :class:`CuckooBands`)."""
 
     def __init__(self, paths: Sequence[_StrPath], writable: bool = False) -> None: ...
     @property
@@ -297,10 +284,6 @@ class BandFilters:
     def paths(self) -> list[str]: ...
     @property
     def elem_counts(self) -> list[int]: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
     def query(self, keys: _U64Array) -> npt.NDArray[np.bool_]:
         """``(N, b)`` keys -> ``(N,)`` bool: any band key present in its band's filter."""
 
@@ -320,17 +303,29 @@ class BandFilters:
         keys was present before it (counting rows before it in this batch).
         """
 
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> BandFilters: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...
 
+@final
+class BloomFile(_FilterFile):
+    """One pybloomfiltermmap3 filter file, memory-mapped.
+
+    Bit positions are MurmurHash3_x64_128 of the key's 8 little-endian bytes per
+    stored seed, ``(h1 ^ h2) % num_bits`` -- the same answers as
+    ``pybloomfilter.BloomFilter`` on the same file, both ways.
+    """
+
+    @staticmethod
+    def create(path: _StrPath, capacity: int, error_rate: float, seeds: Sequence[int]) -> BloomFile:
+        """Create (truncate) a writable filter file; ``seeds`` are in ``[0, 2**32)``."""
+
+    @property
+    def num_hashes(self) -> int: ...
+    @property
+    def seeds(self) -> list[int]: ...
+
+
+@final
+class BandFilters(_BandFilterSet):
+    """The ``b`` band filters of an LSHBloom index, one :class:`BloomFile` per band."""
 
 
 # ---------------------------------------------------------------------------
@@ -360,77 +355,28 @@ def blocked_measure_fp(capacity: int, error_rate: float, queries: int, seed: int
     ``(false positives, num_blocks)``."""
 
 
-@final
-class BlockedFile:
-    """One blocked Bloom filter file (16 lanes x 32 bits per block, one bit per lane per key)."""
+class _LineFile(_FilterFile):
+    """A filter file of 64-byte lines with one 64-bit hash seed (:class:`BlockedFile`, :class:`CuckooFile`)."""
 
-    @staticmethod
-    def create(path: _StrPath, capacity: int, error_rate: float, seed: int) -> BlockedFile: ...
-    @staticmethod
-    def open(path: _StrPath, writable: bool = False) -> BlockedFile: ...
-    @property
-    def num_blocks(self) -> int: ...
-    @property
-    def num_bits(self) -> int: ...
-    @property
-    def capacity(self) -> int: ...
-    @property
-    def error_rate(self) -> float: ...
+    @classmethod
+    def create(cls, path: _StrPath, capacity: int, error_rate: float, seed: int) -> Self:
+        """Create (truncate) a writable filter file sized for ``capacity`` keys at ``error_rate``."""
+
     @property
     def seed(self) -> int: ...
-    @property
-    def elem_count(self) -> int: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def file_size(self) -> int: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
-    def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def add(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> BlockedFile: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...
 
 
 @final
-class BlockedBands:
-    """The ``b`` blocked band filters of an index; same methods as :class:`BandFilters`."""
+class BlockedFile(_LineFile):
+    """One blocked Bloom filter file (16 lanes x 32 bits per block, one bit per lane per key)."""
 
-    def __init__(self, paths: Sequence[_StrPath], writable: bool = False) -> None: ...
     @property
-    def num_bands(self) -> int: ...
-    @property
-    def paths(self) -> list[str]: ...
-    @property
-    def elem_counts(self) -> list[int]: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
-    def query(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def insert(self, keys: _U64Array) -> None: ...
-    def query_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def test_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> BlockedBands: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...
+    def num_blocks(self) -> int: ...
+
+
+@final
+class BlockedBands(_BandFilterSet):
+    """The ``b`` blocked band filters of an index; same methods as :class:`BandFilters`."""
 
 
 # ---------------------------------------------------------------------------
@@ -457,77 +403,17 @@ def cuckoo_measure_fp(capacity: int, error_rate: float, queries: int, seed: int 
 
 
 @final
-class CuckooFile:
+class CuckooFile(_LineFile):
     """One cuckoo filter file (buckets of one 64-byte line, ``fp_bits``-bit fingerprints)."""
 
-    @staticmethod
-    def create(path: _StrPath, capacity: int, error_rate: float, seed: int) -> CuckooFile: ...
-    @staticmethod
-    def open(path: _StrPath, writable: bool = False) -> CuckooFile: ...
     @property
     def num_buckets(self) -> int: ...
     @property
     def fp_bits(self) -> int: ...
     @property
     def slots(self) -> int: ...
-    @property
-    def num_bits(self) -> int: ...
-    @property
-    def capacity(self) -> int: ...
-    @property
-    def error_rate(self) -> float: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def elem_count(self) -> int: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def file_size(self) -> int: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
-    def contains(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def add(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> CuckooFile: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...
 
 
 @final
-class CuckooBands:
+class CuckooBands(_BandFilterSet):
     """The ``b`` cuckoo band filters of an index; same methods as :class:`BandFilters`."""
-
-    def __init__(self, paths: Sequence[_StrPath], writable: bool = False) -> None: ...
-    @property
-    def num_bands(self) -> int: ...
-    @property
-    def paths(self) -> list[str]: ...
-    @property
-    def elem_counts(self) -> list[int]: ...
-    @property
-    def writable(self) -> bool: ...
-    @property
-    def closed(self) -> bool: ...
-    def query(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def insert(self, keys: _U64Array) -> None: ...
-    def query_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def test_insert(self, keys: _U64Array) -> npt.NDArray[np.bool_]: ...
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> CuckooBands: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool: ...
-    def __len__(self) -> int: ...

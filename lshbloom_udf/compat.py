@@ -5,7 +5,7 @@ The low-level API (:class:`~lshbloom_udf.index.IndexParams` and
 :func:`lshbloom_udf.sizing.plan`) defaults to the LSHBloom paper's parameters
 in datasketch's formats: datasketch >= 2's permutations (``affine32``),
 datasketch's band key (``sum``) and, for the filters,
-:data:`~lshbloom_udf.index.BLOOM_FORMAT` (pybloomfiltermmap3 files), so that
+:data:`~lshbloom_udf.index.DEFAULT_BLOOM` (pybloomfiltermmap3 files), so that
 an index built with these defaults is the one ``datasketch.MinHashLSHBloom(
 params=(b, r))`` reads. (datasketch's own constructor defaults, threshold 0.9
 and 128 permutations, are not the paper's.)

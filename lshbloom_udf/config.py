@@ -34,7 +34,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.errors import ConfigError
-from lshbloom_udf.index import BLOOM_BACKENDS, GROWTH_MODES
+from lshbloom_udf.index import BLOOMS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
 from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS
 # The checks keep their short private names here so that each declaration below reads as before.
@@ -62,6 +62,11 @@ INSERT_RULES = ("first", "all")
 PASSES = ("driver", "sharded")
 CHECKPOINTS = ("local", "reliable")
 KEY_TRANSFERS = ("auto", "socket", "spark")
+
+
+def _similarity(default: Optional[float], help: str) -> Any:
+    """A verification setting: a similarity in [0, 1], or None (not asked for); a float on the command line."""
+    return setting(default, help, _optional(_threshold), "verify", cli={"type": float})
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ class DedupConfig:
                                    "low rates) or pybloomfiltermmap3 (datasketch's files). Default: an "
                                    "existing index keeps its own; a new one is blocked with the mix band key (datasketch "
                                    "cannot use mix keys anyway) and pybloomfiltermmap3 with sum",
-                                   _optional(_choice(*BLOOM_BACKENDS)), "index")
+                                   _optional(_choice(*BLOOMS)), "index")
     growth: str = setting("grow", "when a kept index would pass its capacity: grow (add a generation of filters, "
                           "the whole staying within p_effective) or fixed (fail with IndexFullError); an existing "
                           "index keeps its own unless given", _choice(*GROWTH_MODES), "index", sizes="growth")
@@ -139,24 +144,21 @@ class DedupConfig:
                            "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it "
                            "(or containment >= containment_threshold)",
                            _boolean, "verify", cli={"action": argparse.BooleanOptionalAction})
-    verify_threshold: Optional[float] = setting(0.4, "the similarity verification asks for (none: threshold); a "
-                                                "lower threshold with this one makes candidates permissive",
-                                                _optional(_threshold), "verify", cli={"type": float})
-    containment_threshold: Optional[float] = setting(
+    verify_threshold: Optional[float] = _similarity(0.4, "the similarity verification asks for (none: threshold); "
+                                                    "a lower threshold with this one makes candidates permissive")
+    containment_threshold: Optional[float] = _similarity(
         0.7, "with verify, also keep a flag when the flagged document's shingles are contained in an earlier kept "
         "candidate's at least this much: |S_d & S_e| / |S_d| >= containment_threshold (J <= C <= 1). A truncation, "
         "excerpt or section drop keeping a fraction f of a document has Jaccard ~f but containment ~1. Candidates "
         "still come from the bands (Jaccard near threshold or above), and containment_min_jaccard asks for a "
         "Jaccard floor, so a small document inside a much larger one is not removed (docs/algorithm.md section 8). "
-        "None: Jaccard only",
-        _optional(_threshold), "verify", cli={"type": float})
-    containment_min_jaccard: Optional[float] = setting(
+        "None: Jaccard only")
+    containment_min_jaccard: Optional[float] = _similarity(
         0.3, "with containment_threshold, containment verifies a pair only if its Jaccard is at least this too: "
         "|S_d & S_e| >= containment_min_jaccard * |S_d | S_e|, so the later document keeps at least this share of "
         "the earlier one's shingles (a partial copy keeping a fraction f has J ~ f). It refuses a small templated "
         "page inside a larger sibling (on the English tune corpus 8 of the 11 distinct pairs containment alone "
-        "verified had J < 0.3; docs/evaluation.md section 0). None: no floor", _optional(_threshold), "verify",
-        cli={"type": float})
+        "verified had J < 0.3; docs/evaluation.md section 0). None: no floor")
     verify_driver_bytes: int = setting(
         2 << 30, "with verify, the candidate pairs' texts (UTF-8 bytes in all) the driver takes in to compute their "
         "similarities itself, every core of it; past this they are joined with the pairs on the executors instead, "
@@ -243,7 +245,7 @@ class DedupConfig:
                               "local path on the driver; a Hadoop filesystem URI needs pass_mode 'sharded'")
 
     @property
-    def decision_rule(self) -> str:
+    def insert_rule(self) -> str:
         """The pass's rule: ``insert``, except any-earlier (``all``) on the sharded pass, and with verification unless
         ``insert`` is given. Verification decides keep-first itself (its second round lets the documents it
         unflagged verify later ones); a pass that inserts only what it kept would hide the copies of a document it

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -213,6 +214,47 @@ def band_keys(signatures: np.ndarray, b: int, r: int, band_key: str = _D["band_k
     return _native.band_keys(np.ascontiguousarray(sig), int(b), int(r), validate_band_key(band_key))
 
 
+@dataclass(frozen=True)
+class KeySpec:
+    """How a document becomes its ``b`` band keys: every keying setting in one value.
+
+    The executors get it with their tasks (it pickles); ``IndexParams.key_spec``
+    builds it from an index's parameters. Checked when made, in the order a user
+    sees the errors: ``ngram``, ``(b, r)``, then the signature's settings.
+    """
+
+    # No defaults here: every caller has all of them (text_band_keys' arguments, IndexParams' fields).
+    b: int
+    r: int
+    num_perm: int
+    ngram: int
+    seed: int
+    scheme: str
+    normalize: Normalize
+    band_key: str
+    shingle: str
+
+    def __post_init__(self) -> None:
+        validate_ngram(self.ngram)
+        validate_bands(self.b, self.r, self.num_perm)
+        validate_shingle(self.shingle)
+        permutations(self.num_perm, self.seed, self.scheme)  # checks num_perm, seed and scheme
+        normalization_mask(self.normalize)
+        validate_band_key(self.band_key)
+
+    def native_settings(self, threads: int = 1) -> tuple:
+        """The native ``(SignatureSettings, BandSettings)`` of these keys, computed by ``threads`` threads."""
+        signature = _signature_settings(self.num_perm, self.ngram, self.seed, self.scheme, self.normalize, threads,
+                                        self.shingle)
+        return signature, _native.BandSettings(int(self.b), int(self.r), self.band_key)
+
+    def keys(self, texts, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys (N, b) uint64, has_shingles (N,))`` of ``texts``: a sequence of ``str``/``None``, or a
+        pyarrow string array (read through its buffers, without copying)."""
+        rows = _native.ArrowTexts(*_arrow_buffers(texts)) if _is_arrow(texts) else _texts_list(texts)
+        return _native.minhash_band_keys(rows, *self.native_settings(threads))
+
+
 def text_band_keys(
     texts: Sequence[Optional[str]],
     b: int,
@@ -228,12 +270,18 @@ def text_band_keys(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Band keys (see :func:`band_keys`) straight from texts without materializing the signatures.
 
-    Returns ``(keys, has_shingles)``: a ``(N, b)`` uint64 array and a boolean
-    array that is False for null/empty documents (whose keys are meaningless).
-    ``threads`` native threads share the rows (same result for any count).
+    ``texts``: a sequence of ``str``/``None``, or a pyarrow string array (read
+    through its buffers, without copying). Returns ``(keys, has_shingles)``: a
+    ``(N, b)`` uint64 array and a boolean array that is False for null/empty
+    documents (whose keys are meaningless). ``threads`` native threads share
+    the rows (same result for any count). :meth:`KeySpec.keys` with the
+    settings as one value.
     """
-    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key, shingle)
-    return _native.minhash_band_keys(_texts_list(texts), *settings)
+    return KeySpec(b, r, num_perm, ngram, seed, scheme, normalize, band_key, shingle).keys(texts, threads)
+
+
+# The same function under the name it had when Arrow arrays had a function of their own.
+arrow_band_keys = text_band_keys
 
 
 def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle: str = _D["shingle"]):
@@ -243,31 +291,16 @@ def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, thr
     return _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads), shingle)
 
 
-def _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key, shingle):
-    """The native (signature, band) settings of a band-key computation, checked."""
-    validate_ngram(ngram)  # before the bands: the order of the checks is the error a user sees first
-    validate_bands(b, r, num_perm)
-    signature = _signature_settings(num_perm, ngram, seed, scheme, normalize, threads, shingle)
-    return signature, _native.BandSettings(int(b), int(r), validate_band_key(band_key))
+def _is_arrow(texts) -> bool:
+    # By module name: a list of strings never imports pyarrow.
+    return type(texts).__module__.split(".")[0] == "pyarrow"
 
 
-def arrow_band_keys(
-    array,
-    b: int,
-    r: int,
-    num_perm: int = _D["num_perm"],
-    ngram: int = _D["ngram"],
-    seed: int = _D["seed"],
-    scheme: str = _D["scheme"],
-    normalize: Normalize = _D["normalize"],
-    threads: int = 1,
-    band_key: str = _D["band_key"],
-    shingle: str = _D["shingle"],
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`text_band_keys` over a pyarrow string array, reading its buffers without copying."""
+def _arrow_buffers(array) -> tuple:
+    """``(offsets, data, validity or None)`` of a pyarrow string array, as numpy views of its buffers (what
+    ``_native.ArrowTexts`` holds)."""
     import pyarrow as pa
 
-    settings = _key_settings(b, r, num_perm, ngram, seed, scheme, normalize, threads, band_key, shingle)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_string(array.type):
@@ -283,4 +316,4 @@ def arrow_band_keys(
     valid = None
     if validity is not None and array.null_count:
         valid = array.is_valid().to_numpy(zero_copy_only=False)
-    return _native.minhash_band_keys_arrow(offsets, data, valid, *settings)
+    return offsets, data, valid

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 
 from lshbloom_udf.advice import measured_costs
 from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
-from lshbloom_udf.index.backends import BLOOM_FORMAT, BLOOM_PREAMBLE_BYTES, backend
+from lshbloom_udf.index.backends import DEFAULT_BLOOM, BLOOM_PREAMBLE_BYTES, backend
 from lshbloom_udf.index.fs import human_bytes
 from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
 from lshbloom_udf.lsh import (
@@ -83,7 +83,7 @@ def optimal_bits(n: int, p: float) -> float:
 
 def bloom_file_bytes(capacity: int, p: float) -> int:
     """Exact size of one pybloomfiltermmap3 file for ``capacity`` items at rate ``p``."""
-    return backend(BLOOM_FORMAT).file_bytes(capacity, p)
+    return backend(DEFAULT_BLOOM).file_bytes(capacity, p)
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def plan(
     p_effective: float = _D["p_effective"],
     ngram: int = _D["ngram"],
     bands: tuple[int, int] | None = None,
-    bloom: str = BLOOM_FORMAT,
+    bloom: str = DEFAULT_BLOOM,
     growth: str = _D["growth"],
     generations: int = 5,
 ) -> Plan:
@@ -198,20 +198,11 @@ def plan(
     ``growth="grow"`` sizes the first generation of a growing index and shows
     ``generations`` of them in :attr:`Plan.growth_table`.
     """
-    validate_capacity(docs)
-    validate_threshold(threshold)
-    validate_num_perm(num_perm)
-    validate_p_effective(p_effective)
-    if bands is None:
-        b, r = optimal_params(threshold, num_perm)
-    else:
-        b, r = bands
-        validate_bands(b, r, num_perm)
+    b, r = _plan_bands(docs, threshold, num_perm, p_effective, bands)
     sized = IndexParams(b=b, r=r, capacity=docs, num_perm=num_perm, p_effective=p_effective, growth=growth)
     p = sized.p_band
-    kind = backend(bloom)
-    hashes, bits = kind.geometry(docs, p)
-    index_bytes = kind.index_bytes(docs, p, b)
+    hashes, bits = backend(bloom).geometry(docs, p)
+    index_bytes = backend(bloom).index_bytes(docs, p, b)
     fp_lsh = false_positive_probability(threshold, b, r)
     fn_lsh = false_negative_probability(threshold, b, r)
     bloom_error = p_effective + b / KEY_RANGE
@@ -244,6 +235,20 @@ def plan(
     )
 
 
+def _plan_bands(docs: int, threshold: float, num_perm: int, p_effective: float,
+                bands: tuple[int, int] | None) -> tuple[int, int]:
+    """A plan's ``(b, r)``: ``bands``, or the optimum for ``threshold``; the plan's arguments checked first."""
+    validate_capacity(docs)
+    validate_threshold(threshold)
+    validate_num_perm(num_perm)
+    validate_p_effective(p_effective)
+    if bands is None:
+        return optimal_params(threshold, num_perm)
+    b, r = bands
+    validate_bands(b, r, num_perm)
+    return b, r
+
+
 def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict]:
     """What the first ``generations`` generations of a growing index cost.
 
@@ -253,11 +258,11 @@ def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict
     """
     if isinstance(generations, bool) or not isinstance(generations, int) or generations < 1:
         raise ValueError(f"generations must be a positive integer, got {generations!r}")
-    kind = backend(bloom)
+    index_bytes = backend(bloom).index_bytes
     rows, total_capacity, total_bytes = [], 0, 0
     for g in range(generations):
         capacity, p_band = params.generation_capacity(g), params.generation_p_band(g)
-        size = kind.index_bytes(capacity, p_band, params.b)
+        size = index_bytes(capacity, p_band, params.b)
         total_capacity += capacity
         total_bytes += size
         rows.append(
@@ -269,7 +274,7 @@ def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict
                 "p_band": p_band,
                 "bytes": size,
                 "total_bytes": total_bytes,
-                "fixed_bytes": kind.index_bytes(total_capacity, per_band_p(params.p_effective, params.b), params.b),
+                "fixed_bytes": index_bytes(total_capacity, per_band_p(params.p_effective, params.b), params.b),
             }
         )
     return rows

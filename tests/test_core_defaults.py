@@ -18,7 +18,7 @@ from lshbloom_udf import minhash
 from lshbloom_udf.__main__ import PLAN_SETTINGS, plan_parser
 from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.config import DEFAULTS, PRESETS, DedupConfig, load_config
-from lshbloom_udf.index import BLOOM_FORMAT, IndexParams, LSHBloomIndex
+from lshbloom_udf.index import DEFAULT_BLOOM, IndexParams, LSHBloomIndex
 from lshbloom_udf.sizing import Plan, plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,11 +60,11 @@ def test_low_level_layers_default_to_the_compat_set():
     assert _keyword_defaults(IndexParams.for_threshold) | {"bands": None} == {
         "threshold": COMPAT_DEFAULTS["threshold"], "num_perm": COMPAT_DEFAULTS["num_perm"], "bands": None}
     planned = _keyword_defaults(plan)
-    assert planned.pop("bloom") == BLOOM_FORMAT
+    assert planned.pop("bloom") == DEFAULT_BLOOM
     assert planned.pop("generations") > 0 and planned.pop("bands") is None
     assert planned == {k: COMPAT_DEFAULTS[k] for k in planned}
     assert {f.name: f.default for f in dataclasses.fields(Plan)}["growth"] == COMPAT_DEFAULTS["growth"]
-    assert _keyword_defaults(LSHBloomIndex.create)["bloom"] == BLOOM_FORMAT
+    assert _keyword_defaults(LSHBloomIndex.create)["bloom"] == DEFAULT_BLOOM
     for function in (minhash.signatures, minhash.text_band_keys, minhash.arrow_band_keys, minhash.band_keys,
                      minhash.permutations):
         shared = {k: v for k, v in _keyword_defaults(function).items() if k in COMPAT_DEFAULTS}

@@ -17,7 +17,7 @@ from datasketch import MinHashLSHBloom
 
 from lshbloom_udf import _native, text_band_keys
 from lshbloom_udf.errors import IndexFullError, IndexMismatchError
-from lshbloom_udf.index import BLOOM_BACKENDS, IndexParams, IndexTransaction, LSHBloomIndex, backend
+from lshbloom_udf.index import BLOOMS, IndexParams, IndexTransaction, LSHBloomIndex, backend
 from lshbloom_udf.sample import build_sample
 from lshbloom_udf.sizing import plan
 from reliability_support import index_state
@@ -78,7 +78,7 @@ def ingest(path, keys, params, bloom, run_no):
     return flags
 
 
-@pytest.mark.parametrize("bloom", BLOOM_BACKENDS)
+@pytest.mark.parametrize("bloom", BLOOMS)
 def test_five_runs_of_twice_the_capacity_stay_exact_and_within_p_effective(tmp_path, bloom):
     path = str(tmp_path / "index")
     params = grow_params()
@@ -122,7 +122,7 @@ def test_five_runs_of_twice_the_capacity_stay_exact_and_within_p_effective(tmp_p
 
 
 @pytest.mark.filterwarnings("ignore::lshbloom_udf.errors.CapacityWarning")
-@pytest.mark.parametrize("bloom", BLOOM_BACKENDS)
+@pytest.mark.parametrize("bloom", BLOOMS)
 def test_fixed_growth_still_fails_at_capacity_and_keeps_the_index(tmp_path, bloom):
     path = str(tmp_path / "index")
     params = grow_params(growth="fixed")
@@ -169,7 +169,7 @@ def test_datasketch_reads_generation_0_of_a_grown_sum_keyed_index(tmp_path):
     assert not ours[np.flatnonzero(has & ~flags)[200:]].all()
 
 
-@pytest.mark.parametrize("bloom", BLOOM_BACKENDS)
+@pytest.mark.parametrize("bloom", BLOOMS)
 def test_plan_gives_the_bytes_of_a_grown_index(tmp_path, bloom):
     params = grow_params(capacity=1000)
     sized = plan(1000, threshold=0.5, num_perm=256, p_effective=P_EFF, bands=BANDS, bloom=bloom, growth="grow", generations=3)

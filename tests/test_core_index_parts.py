@@ -10,7 +10,7 @@ import pytest
 
 from lshbloom_udf import errors, hooks
 from lshbloom_udf.index import (
-    BLOOM_BACKENDS,
+    BLOOMS,
     SIZING_FIELDS,
     IndexLock,
     IndexParams,
@@ -74,7 +74,7 @@ def test_a_failing_open_releases_the_lock(tmp_path):
 
 
 def test_backends_are_looked_up_by_name_and_by_manifest_format():
-    assert BLOOM_BACKENDS == ("pybloomfiltermmap3", "blocked", "cuckoo")
+    assert BLOOMS == ("pybloomfiltermmap3", "blocked", "cuckoo")
     classic, blocked, cuckoo = backend("pybloomfiltermmap3"), backend("blocked"), backend("cuckoo")
     assert (classic.file_name(3), blocked.file_name(3), cuckoo.file_name(3)) == ("band-3.bf", "band-3.bbf", "band-3.cbf")
     assert backend_for_format("lshbloom-index") is classic and backend_for_format("lshbloom-blocked-index") is blocked
@@ -87,7 +87,7 @@ def test_backends_are_looked_up_by_name_and_by_manifest_format():
         backend(None)
 
 
-@pytest.mark.parametrize("bloom", BLOOM_BACKENDS)
+@pytest.mark.parametrize("bloom", BLOOMS)
 def test_backend_bytes_and_manifest_describe_the_index_it_creates(tmp_path, bloom):
     p = params(5000, p_effective=1e-4)
     kind = backend(bloom)

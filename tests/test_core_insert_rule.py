@@ -1,4 +1,4 @@
-"""The decision rules: keep-first (``insert="first"``) and any-earlier (``insert="all"``), in the driver pass.
+"""The insert rules: keep-first (``insert="first"``) and any-earlier (``insert="all"``), in the driver pass.
 
 Real index files, no mocks. The any-earlier reference is exact: one Python set
 of band keys per band, every row's keys added after it is decided, so every
@@ -13,7 +13,7 @@ import pytest
 
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import ConfigError, IndexFullError
-from lshbloom_udf.index import BLOOM_BACKENDS, IndexParams, LSHBloomIndex
+from lshbloom_udf.index import BLOOMS, IndexParams, LSHBloomIndex
 
 KEY_RANGE = (1 << 61) - 1
 BANDS = (10, 5)
@@ -44,7 +44,7 @@ def chain_keys() -> np.ndarray:
     return np.array([a, b, c], dtype=np.uint64)
 
 
-@pytest.mark.parametrize("bloom", BLOOM_BACKENDS)
+@pytest.mark.parametrize("bloom", BLOOMS)
 def test_chain_keep_first_keeps_c_any_earlier_flags_it(tmp_path, bloom):
     flags = {}
     for rule in ("first", "all"):
@@ -67,7 +67,7 @@ def planted_keys(rng, n: int, b: int) -> np.ndarray:
     return keys
 
 
-@pytest.mark.parametrize("bloom", BLOOM_BACKENDS)
+@pytest.mark.parametrize("bloom", BLOOMS)
 @pytest.mark.parametrize("growth", ["fixed", "grow"])
 def test_any_earlier_equals_exact_reference(tmp_path, bloom, growth):
     """Chunks of 500 rows (with inactive rows) into one index; a growing one adds generations mid-chunk."""
@@ -111,13 +111,13 @@ def test_any_earlier_fixed_index_full_raises(tmp_path):
 
 def test_the_rule_settings():
     # With verification (the default) the pass inserts every document unless insert is given; without, keep-first.
-    assert DedupConfig().decision_rule == "all"
-    assert DedupConfig().replace(insert="first").decision_rule == "first"
-    assert DedupConfig().replace(verify=False).decision_rule == "first"
-    assert DedupConfig().replace(verify=False, insert="all").decision_rule == "all"
+    assert DedupConfig().insert_rule == "all"
+    assert DedupConfig().replace(insert="first").insert_rule == "first"
+    assert DedupConfig().replace(verify=False).insert_rule == "first"
+    assert DedupConfig().replace(verify=False, insert="all").insert_rule == "all"
     # The sharded pass implies any-earlier, and refuses an explicit keep-first.
-    assert DedupConfig().replace(pass_mode="sharded").decision_rule == "all"
-    assert DedupConfig().replace(**{"pass": "sharded", "insert": "all"}).decision_rule == "all"
+    assert DedupConfig().replace(pass_mode="sharded").insert_rule == "all"
+    assert DedupConfig().replace(**{"pass": "sharded", "insert": "all"}).insert_rule == "all"
     with pytest.raises(ConfigError, match="any-earlier only"):
         DedupConfig().replace(pass_mode="sharded", insert="first")
     with pytest.raises(ConfigError, match="insert must be one of"):

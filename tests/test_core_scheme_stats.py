@@ -65,7 +65,7 @@ def _signatures_of_sets(first: np.ndarray, n: int, scheme: str) -> np.ndarray:
     ids = (first[:, None] + np.arange(n, dtype=np.int64)).reshape(-1)
     offsets, data = _token_text(ids, np.full(len(first), n, dtype=np.int64))
     settings = _signature_settings(K, 1, 1, scheme, "none", 2)
-    return _native.minhash_arrow(offsets, data, None, settings)
+    return _native.minhash(_native.ArrowTexts(offsets, data), settings)
 
 
 def _synthetic_pairs(rng: np.random.Generator):

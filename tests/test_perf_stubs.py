@@ -9,23 +9,31 @@ import lshbloom_udf
 from lshbloom_udf import _native
 
 STUB = os.path.join(os.path.dirname(lshbloom_udf.__file__), "_native.pyi")
-PRIVATE_ALIASES = {"_StrPath", "_Scheme", "_BandKey", "_U64Array", "_U32Array", "_Offsets"}
+PRIVATE_ALIASES = {"_StrPath", "_Scheme", "_BandKey", "_U64Array", "_U32Array", "_Offsets", "_Texts"}
 
 
 def stub_names():
+    """The stub's public names, and each class's methods with those of its (private) stub bases."""
     tree = ast.parse(open(STUB, encoding="utf-8").read())
-    names, methods = set(), {}
+    names, classes = set(), {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             names.add(node.name)
         elif isinstance(node, ast.ClassDef):
             names.add(node.name)
-            methods[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+            classes[node.name] = node
         elif isinstance(node, ast.AnnAssign):
             names.add(node.target.id)
         elif isinstance(node, ast.Assign):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names - PRIVATE_ALIASES, methods
+
+    def with_bases(node):
+        inherited = [with_bases(classes[b.id]) for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
+        return {n.name for n in node.body if isinstance(n, ast.FunctionDef)}.union(*inherited)
+
+    methods = {name: with_bases(node) for name, node in classes.items()}
+    private_bases = {name for name in classes if name.startswith("_")}
+    return names - PRIVATE_ALIASES - private_bases, {k: v for k, v in methods.items() if k not in private_bases}
 
 
 def test_stub_covers_the_module_exactly():

@@ -42,7 +42,7 @@ def frame(spark, docs, partitions: int = 3):
 def reference(texts, config, t_jaccard, t_containment):
     """(the pass's flags, verdicts) of the exact reference (containment with the config's Jaccard floor)."""
     pairs, active = band_keys(texts, config)
-    flags = pass_flags(pairs, active, config.decision_rule)
+    flags = pass_flags(pairs, active, config.insert_rule)
     sets = [shingles(t, config.ngram, config.normalize) for t in texts]
     return flags, reference_verify(sets, pairs, flags, t_jaccard, t_containment, config.containment_min_jaccard)
 

@@ -60,7 +60,7 @@ def test_a_templated_sibling_stays_and_a_truncation_goes(spark):
     sets = [shingles(t, config.ngram, config.normalize) for t in texts]
     assert containment(sets[1], sets[0]) >= config.containment_threshold > jaccard(sets[2], sets[0])
     assert jaccard(sets[1], sets[0]) < config.containment_min_jaccard <= jaccard(sets[2], sets[0])
-    flags = pass_flags(pairs, active, config.decision_rule)
+    flags = pass_flags(pairs, active, config.insert_rule)
     expected = reference_verify(sets, pairs, flags, T_J, config.containment_threshold, config.containment_min_jaccard)
     without_floor = reference_verify(sets, pairs, flags, T_J, config.containment_threshold, None)
     assert set(without_floor) - set(expected) == {1}  # the floor, and only it, keeps the sibling

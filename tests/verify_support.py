@@ -2,7 +2,7 @@
 
 Everything here is plain Python over sets, written from the contract
 (docs/algorithm.md §1, §4b, §8), not from the product's code: the shingles, the
-two decision rules of the pass over the band keys, and verification's two
+two insert rules of the pass over the band keys, and verification's two
 rounds. Only the band keys come from ``lshbloom_udf.minhash.text_band_keys``
 (the MinHash contract that other tests check against datasketch).
 """

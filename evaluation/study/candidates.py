@@ -1,4 +1,4 @@
-"""The product's decision rule over any shingling, fast enough for a grid (the multilingual study).
+"""The product's insert rule over any shingling, fast enough for a grid (the multilingual study).
 
 For one split's distinct texts and one :class:`~evaluation.shingling.Shingling`:
 

@@ -1,4 +1,4 @@
-"""The multilingual study's shingle units, noise model and decision rule."""
+"""The multilingual study's shingle units, noise model and insert rule."""
 
 import random
 import unicodedata

@@ -42,7 +42,7 @@ from lshbloom_udf.errors import (
     IndexMismatchError,
     IndexRecoveryNeededError,
 )
-from lshbloom_udf.index.backends import BLOOM_BACKENDS, BLOOM_FORMAT, BloomBackend, backend, validate_bloom
+from lshbloom_udf.index.backends import BLOOMS, DEFAULT_BLOOM, BloomBackend, backend, validate_bloom
 from lshbloom_udf.index.fs import commit_rename
 from lshbloom_udf.index.growth import GROWTH_FACTOR, GROWTH_MODES, TIGHTENING
 from lshbloom_udf.index.journal import JOURNAL_NAME, RUNS_DIR, STAGING_PREFIX, recover
@@ -54,8 +54,8 @@ from lshbloom_udf.index.transaction import IndexTransaction
 
 __all__ = [
     "AlreadyIngestedError",
-    "BLOOM_BACKENDS",
-    "BLOOM_FORMAT",
+    "BLOOMS",
+    "DEFAULT_BLOOM",
     "BloomBackend",
     "CAPACITY_WARNING_FRACTION",
     "CapacityWarning",

@@ -1,6 +1,6 @@
 """The Bloom filter backends of an index, behind one interface, looked up by name.
 
-- ``"pybloomfiltermmap3"`` (:data:`BLOOM_FORMAT`, the low-level API's default, as
+- ``"pybloomfiltermmap3"`` (:data:`DEFAULT_BLOOM`, the low-level API's default, as
   :data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`; a run's new index follows
   :attr:`DedupConfig.new_index_bloom <lshbloom_udf.config.DedupConfig.new_index_bloom>`): one
   pybloomfiltermmap3 file per band, ``band-{i}.bf``, so that
@@ -53,11 +53,12 @@ from lshbloom_udf.errors import UsageError
 # pybloomfiltermmap3's preamble: magic, bit count, header length and its
 # 1200-byte header, padded to 256 bytes.
 BLOOM_PREAMBLE_BYTES = 1280
+# The blocked and cuckoo files: a 64-byte header, then lines of 64 bytes (a blocked filter's block, a cuckoo
+# filter's bucket).
+LINE_HEADER_BYTES = 64
 BLOCK_BITS = 512
 # A blocked key sets one bit in each of a block's 16 lanes of 32 bits.
 KEY_BITS_PER_BLOCK = 16
-BLOCKED_HEADER_BYTES = 64
-CUCKOO_HEADER_BYTES = 64
 
 
 class BloomBackend:
@@ -154,7 +155,25 @@ class PybloomBackend(BloomBackend):
         return (1.0 - math.exp(-k * inserted / m)) ** k
 
 
-class BlockedBackend(BloomBackend):
+class LineBackend(BloomBackend):
+    """A layout of 64-byte lines (the native ``lines`` files: blocked, cuckoo): a header, then :meth:`num_lines`
+    lines; one 64-bit hash seed per band file."""
+
+    def num_lines(self, capacity: int, p_band: float) -> int:
+        raise NotImplementedError
+
+    def file_bytes(self, capacity: int, p_band: float) -> int:
+        return LINE_HEADER_BYTES + BLOCK_BITS // 8 * self.num_lines(capacity, p_band)
+
+    def band_seed(self, band: int, generation: int = 0) -> int:
+        """The deterministic 64-bit hash seed of band ``band`` of generation ``generation``."""
+        return int(self._seed_state(band, generation, 1, np.uint64)[0])
+
+    def create_file(self, path: str, capacity: int, p_band: float, band: int, generation: int = 0) -> None:
+        self.file_class.create(path, capacity, p_band, self.band_seed(band, generation)).close()
+
+
+class BlockedBackend(LineBackend):
     """Blocked Bloom filters (``band-{i}.bbf``): one cache line per key per band; not readable by datasketch."""
 
     name = "blocked"
@@ -165,30 +184,20 @@ class BlockedBackend(BloomBackend):
     file_class = _native.BlockedFile
     band_set_class = _native.BlockedBands
 
-    def num_blocks(self, capacity: int, p_band: float) -> int:
+    def num_lines(self, capacity: int, p_band: float) -> int:
         return _native.blocked_num_blocks(capacity, p_band)
 
     def geometry(self, capacity: int, p_band: float) -> tuple[int, int]:
-        return KEY_BITS_PER_BLOCK, self.num_blocks(capacity, p_band) * BLOCK_BITS
-
-    def file_bytes(self, capacity: int, p_band: float) -> int:
-        return BLOCKED_HEADER_BYTES + BLOCK_BITS // 8 * self.num_blocks(capacity, p_band)
-
-    def band_seed(self, band: int, generation: int = 0) -> int:
-        """The deterministic 64-bit hash seed of band ``band`` of generation ``generation``."""
-        return int(self._seed_state(band, generation, 1, np.uint64)[0])
-
-    def create_file(self, path: str, capacity: int, p_band: float, band: int, generation: int = 0) -> None:
-        self.file_class.create(path, capacity, p_band, self.band_seed(band, generation)).close()
+        return KEY_BITS_PER_BLOCK, self.num_lines(capacity, p_band) * BLOCK_BITS
 
     def manifest_fields(self, capacity: int, p_band: float) -> dict:
-        return {"num_blocks": self.num_blocks(capacity, p_band)}
+        return {"num_blocks": self.num_lines(capacity, p_band)}
 
     def band_false_positive(self, inserted: int, capacity: int, p_band: float) -> float:
-        return _native.blocked_fp_rate(float(inserted), self.num_blocks(capacity, p_band))
+        return _native.blocked_fp_rate(float(inserted), self.num_lines(capacity, p_band))
 
 
-class CuckooBackend(BloomBackend):
+class CuckooBackend(LineBackend):
     """Cuckoo filters (``band-{i}.cbf``): two cache lines per key per band, fewer bits than classic Bloom."""
 
     name = "cuckoo"
@@ -204,19 +213,12 @@ class CuckooBackend(BloomBackend):
         """``(fp_bits, slots per bucket, num_buckets)``."""
         return _native.cuckoo_geometry(capacity, p_band)
 
+    def num_lines(self, capacity: int, p_band: float) -> int:
+        return self.shape(capacity, p_band)[2]
+
     def geometry(self, capacity: int, p_band: float) -> tuple[int, int]:
         fp_bits, _, num_buckets = self.shape(capacity, p_band)
         return fp_bits, num_buckets * BLOCK_BITS
-
-    def file_bytes(self, capacity: int, p_band: float) -> int:
-        return CUCKOO_HEADER_BYTES + BLOCK_BITS // 8 * self.shape(capacity, p_band)[2]
-
-    def band_seed(self, band: int, generation: int = 0) -> int:
-        """The deterministic 64-bit hash seed of band ``band`` of generation ``generation``."""
-        return int(self._seed_state(band, generation, 1, np.uint64)[0])
-
-    def create_file(self, path: str, capacity: int, p_band: float, band: int, generation: int = 0) -> None:
-        self.file_class.create(path, capacity, p_band, self.band_seed(band, generation)).close()
 
     def manifest_fields(self, capacity: int, p_band: float) -> dict:
         fp_bits, slots, num_buckets = self.shape(capacity, p_band)
@@ -229,18 +231,18 @@ class CuckooBackend(BloomBackend):
 
 BACKENDS: dict[str, BloomBackend] = {b.name: b for b in (PybloomBackend(), BlockedBackend(), CuckooBackend())}
 # The low-level API's default backend (LSHBloomIndex.create, sizing.plan): the datasketch-compatible files.
-BLOOM_FORMAT = PybloomBackend.name
-BLOOM_BACKENDS = tuple(BACKENDS)
+DEFAULT_BLOOM = PybloomBackend.name
+BLOOMS = tuple(BACKENDS)
 _BY_FORMAT = {b.manifest_format: b for b in BACKENDS.values()}
 MANIFEST_FORMATS = tuple(_BY_FORMAT)
 
 
-def backend(name: str = BLOOM_FORMAT) -> BloomBackend:
+def backend(name: str = DEFAULT_BLOOM) -> BloomBackend:
     """The backend called ``name``."""
     try:
         return BACKENDS[name]
     except (KeyError, TypeError):
-        raise UsageError(f"bloom must be one of {BLOOM_BACKENDS}, got {name!r}") from None
+        raise UsageError(f"bloom must be one of {BLOOMS}, got {name!r}") from None
 
 
 def validate_bloom(bloom: Any) -> str:

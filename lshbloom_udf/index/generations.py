@@ -42,23 +42,23 @@ class Generation:
     def room(self) -> int:
         return self.capacity - self.inserted
 
-    def record(self, kind: BloomBackend) -> dict:
-        return {**asdict(self), **kind.manifest_fields(self.capacity, self.p_band)}
+    def record(self, backend: BloomBackend) -> dict:
+        return {**asdict(self), **backend.manifest_fields(self.capacity, self.p_band)}
 
 
-def generation_paths(directory: str, kind: BloomBackend, b: int, generation: int) -> list[str]:
-    return [os.path.join(directory, kind.file_name(i, generation)) for i in range(b)]
+def generation_paths(directory: str, backend: BloomBackend, b: int, generation: int) -> list[str]:
+    return [os.path.join(directory, backend.file_name(i, generation)) for i in range(b)]
 
 
-def create_generation(directory: str, kind: BloomBackend, b: int, generation: int, gen: Generation) -> list[str]:
+def create_generation(directory: str, backend: BloomBackend, b: int, generation: int, gen: Generation) -> list[str]:
     """Create generation ``generation``'s empty band files, their space reserved (or nothing and an ``OSError``)."""
-    needed = kind.index_bytes(gen.capacity, gen.p_band, b)
+    needed = backend.index_bytes(gen.capacity, gen.p_band, b)
     what = "the index" if generation == 0 else f"generation {generation} of the index"
     check_free_space(directory, needed, what, "see `python -m lshbloom_udf plan`")
-    paths = generation_paths(directory, kind, b, generation)
+    paths = generation_paths(directory, backend, b, generation)
     try:
         for i, band_path in enumerate(paths):
-            kind.create_file(band_path, gen.capacity, gen.p_band, i, generation)
+            backend.create_file(band_path, gen.capacity, gen.p_band, i, generation)
         reserve_space(paths)
     except OSError as e:
         for band_path in paths:
@@ -74,8 +74,8 @@ class SealAndGrow:
     Used by the local index's :class:`FilterStack` (b band files per
     generation) and the sharded pass's shard filters
     (:class:`lshbloom_udf.spark.sharded.ShardFilters`, one filter per
-    generation). A subclass says how to query the sealed generations and the
-    newest, how much room the newest has, how to test-and-insert into it and
+    generation). A subclass says what each sealed generation finds, how to query
+    the newest, how much room the newest has, how to test-and-insert into it and
     add a generation, and what a fixed stack does past its capacity
     (:meth:`_past_capacity`: raise, or return to let the newest take the rest).
     """
@@ -102,6 +102,14 @@ class SealAndGrow:
         return duplicate
 
     def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
+        """The rows (or keys) found in a sealed generation (``None`` when there is none)."""
+        hit = None
+        for found in self._sealed_hits(keys):
+            hit = found if hit is None else hit | found
+        return hit
+
+    def _sealed_hits(self, keys: np.ndarray):
+        """Each sealed generation's hits of ``keys``, oldest first."""
         raise NotImplementedError
 
     def _query_newest(self, keys: np.ndarray) -> np.ndarray:
@@ -126,9 +134,9 @@ class SealAndGrow:
 class FilterStack(SealAndGrow):
     """Every generation's band filters, open (the newest writable unless ``read_only``)."""
 
-    def __init__(self, directory: str, kind: BloomBackend, params: IndexParams, generations: list[Generation],
+    def __init__(self, directory: str, backend: BloomBackend, params: IndexParams, generations: list[Generation],
                  read_only: bool, label: str):
-        self.directory, self.kind, self.params = directory, kind, params
+        self.directory, self.backend, self.params = directory, backend, params
         self.generations = generations
         self.read_only = read_only
         # the directory named in messages
@@ -145,10 +153,10 @@ class FilterStack(SealAndGrow):
 
     def _open(self, g: int):
         writable = not self.read_only and g == len(self.generations) - 1
-        return self.kind.open_bands(self.paths(g), writable)
+        return self.backend.open_bands(self.paths(g), writable)
 
     def paths(self, g: int) -> list[str]:
-        return generation_paths(self.directory, self.kind, self.params.b, g)
+        return generation_paths(self.directory, self.backend, self.params.b, g)
 
     def all_paths(self) -> list[str]:
         return [p for g in range(len(self.generations)) for p in self.paths(g)]
@@ -163,7 +171,7 @@ class FilterStack(SealAndGrow):
         # Each file must be one of this index's filters, not a stray from another.
         for band_path in paths:
             try:
-                with self.kind.open_file(band_path) as bloom:
+                with self.backend.open_file(band_path) as bloom:
                     sized = (bloom.capacity, bloom.error_rate)
             except ValueError as e:  # truncated, bad magic, bad header: the native message names the file
                 raise IndexCorruptError(str(e)) from None
@@ -187,7 +195,7 @@ class FilterStack(SealAndGrow):
         """The effective rate expected from the fill: any band of any generation answering for a new document."""
         miss = 1.0
         for gen in self.generations:
-            band_fp = self.kind.band_false_positive(gen.inserted, gen.capacity, gen.p_band)
+            band_fp = self.backend.band_false_positive(gen.inserted, gen.capacity, gen.p_band)
             miss *= 1.0 - effective_p(band_fp, self.params.b)
         return 1.0 - miss
 
@@ -199,13 +207,8 @@ class FilterStack(SealAndGrow):
         sealed = self._query_sealed(keys)
         return hit if sealed is None else hit | sealed
 
-    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
-        """The rows found in a sealed generation (``None`` when there is none)."""
-        hit = None
-        for filters in self._sets[:-1]:
-            found = filters.query(keys)
-            hit = found if hit is None else hit | found
-        return hit
+    def _sealed_hits(self, keys: np.ndarray):
+        return (filters.query(keys) for filters in self._sets[:-1])
 
     def query_insert(self, keys: np.ndarray) -> np.ndarray:
         """Keep-first decisions over every generation; new rows go to the newest (which grows or fills up)."""
@@ -288,7 +291,7 @@ class FilterStack(SealAndGrow):
         """Seal the newest generation and add an empty one after it (fires the ``generation-added`` hook point)."""
         g = len(self.generations)
         gen = Generation(self.params.generation_capacity(g), self.params.generation_p_band(g))
-        create_generation(self.directory, self.kind, self.params.b, g, gen)
+        create_generation(self.directory, self.backend, self.params.b, g, gen)
         if not self.read_only:
             # The sealed generation is only read from now on.
             self._sets[-1].sync()

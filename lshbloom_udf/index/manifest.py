@@ -88,8 +88,8 @@ def read_manifest(path: str) -> dict:
         raise IndexFilesMissingError(f"{manifest_path}: no LSHBloom index manifest here") from None
     except json.JSONDecodeError as e:
         raise IndexCorruptError(f"{manifest_path}: corrupt manifest ({e})") from None
-    kind = backend_for_format(manifest.get("format")) if isinstance(manifest, dict) else None
-    if kind is None:
+    backend = backend_for_format(manifest.get("format")) if isinstance(manifest, dict) else None
+    if backend is None:
         raise IndexCorruptError(f"{manifest_path}: not an LSHBloom index manifest (format {' or '.join(MANIFEST_FORMATS)})")
     version = manifest.get("format_version")
     if version not in FORMAT_VERSIONS.values():
@@ -125,22 +125,22 @@ def write_manifest(path: str, manifest: Mapping) -> None:
     write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest)
 
 
-def new_manifest(kind: BloomBackend, params: IndexParams) -> dict:
-    """The manifest of a new, empty index of ``kind`` filters (one generation)."""
+def new_manifest(backend: BloomBackend, params: IndexParams) -> dict:
+    """The manifest of a new, empty index of ``backend`` filters (one generation)."""
     first = Generation(params.capacity, params.p_band)
     manifest = {
-        "format": kind.manifest_format,
+        "format": backend.manifest_format,
         "format_version": FORMAT_VERSIONS[params.growth],
-        "bloom_format": kind.bloom_format,
+        "bloom_format": backend.bloom_format,
         "params": asdict(params),
         "p_band": first.p_band,
         "inserted": 0,
-        **kind.manifest_fields(first.capacity, first.p_band),
+        **backend.manifest_fields(first.capacity, first.p_band),
     }
     if params.growth == "fixed":
         del manifest["params"]["growth"]  # version 1, as before growth existed
     else:
-        manifest["generations"] = [first.record(kind)]
+        manifest["generations"] = [first.record(backend)]
     return manifest
 
 
@@ -151,11 +151,11 @@ def generations_from_manifest(manifest: Mapping, params: IndexParams) -> list[Ge
     return [Generation(g["capacity"], g["p_band"], g["inserted"]) for g in manifest["generations"]]
 
 
-def record_generations(manifest: dict, generations: list[Generation], kind: BloomBackend) -> None:
+def record_generations(manifest: dict, generations: list[Generation], backend: BloomBackend) -> None:
     """Write the generations' fill (and a growing index's list of them) into ``manifest``."""
     manifest["inserted"] = sum(g.inserted for g in generations)
     if "generations" in manifest:
-        manifest["generations"] = [g.record(kind) for g in generations]
+        manifest["generations"] = [g.record(backend) for g in generations]
 
 
 def manifest_backend(manifest: Mapping) -> BloomBackend:

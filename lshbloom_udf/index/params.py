@@ -19,6 +19,7 @@ from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
 from lshbloom_udf.index import growth as growth_rules
 from lshbloom_udf.lsh import optimal_params, validate_bands, validate_num_perm, validate_threshold
 from lshbloom_udf.minhash import (
+    KeySpec,
     normalization_name,
     validate_band_key,
     validate_ngram,
@@ -118,19 +119,15 @@ class IndexParams:
         """The documents generation ``generation`` holds."""
         return growth_rules.generation_capacity(self.capacity, generation)
 
+    @property
+    def key_spec(self) -> KeySpec:
+        """How these parameters key a document (the executors' keying settings)."""
+        return KeySpec(self.b, self.r, self.num_perm, self.ngram, self.seed, self.scheme, self.normalize,
+                       self.band_key, self.shingle)
+
     def signature_kwargs(self) -> dict:
-        """The keyword arguments of :func:`~lshbloom_udf.minhash.text_band_keys` these parameters imply."""
-        return dict(
-            b=self.b,
-            r=self.r,
-            num_perm=self.num_perm,
-            ngram=self.ngram,
-            seed=self.seed,
-            scheme=self.scheme,
-            normalize=self.normalize,
-            band_key=self.band_key,
-            shingle=self.shingle,
-        )
+        """:attr:`key_spec` as the keyword arguments of :func:`~lshbloom_udf.minhash.text_band_keys`."""
+        return asdict(self.key_spec)
 
 
 # Fields that only size new filters: an existing index keeps its own.

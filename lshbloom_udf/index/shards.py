@@ -84,10 +84,10 @@ def plan_shards(params, shard_memory: int, shards_per_band: Optional[int] = None
     S of an index)."""
     if shards_per_band is not None:
         return ShardPlan(params, shards_per_band, bloom)
-    kind = backend(bloom)
+    file_bytes = backend(bloom).file_bytes
 
     def fits(s: int) -> bool:
-        return kind.file_bytes(shard_keys(params.capacity, s), params.p_band) <= shard_memory
+        return file_bytes(shard_keys(params.capacity, s), params.p_band) <= shard_memory
 
     hi = 1
     while not fits(hi) and hi < params.capacity:

@@ -18,7 +18,7 @@ import numpy as np
 from lshbloom_udf.errors import CapacityWarning, IndexMismatchError, IndexRecoveryNeededError
 from lshbloom_udf.index import checksums
 from lshbloom_udf.index import manifest as mf
-from lshbloom_udf.index.backends import BLOOM_FORMAT, BACKENDS, backend
+from lshbloom_udf.index.backends import DEFAULT_BLOOM, BACKENDS, backend
 from lshbloom_udf.index.generations import FilterStack, Generation, create_generation
 from lshbloom_udf.index.journal import has_journal, recover
 from lshbloom_udf.index.lock import IndexLock, LockHolder
@@ -82,20 +82,20 @@ class LSHBloomIndex(LockHolder):
         return mf.exists(path)
 
     @classmethod
-    def create(cls, path: str, params: IndexParams, *, bloom: str = BLOOM_FORMAT, lock: bool = True) -> "LSHBloomIndex":
+    def create(cls, path: str, params: IndexParams, *, bloom: str = DEFAULT_BLOOM, lock: bool = True) -> "LSHBloomIndex":
         """Create an empty index at ``path`` (which must not hold one), with ``bloom`` filters.
 
         ``lock=False`` is for a caller that already holds the directory's lock
         (an :class:`IndexTransaction` working on its staging copy).
         """
-        kind = backend(bloom)
+        bloom_backend = backend(bloom)  # an unknown name fails before the directory is made
         os.makedirs(path, exist_ok=True)
 
         def new_files() -> dict:
             if cls.exists(path) or any(os.path.exists(os.path.join(path, other.file_name(0))) for other in BACKENDS.values()):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
-            manifest = mf.new_manifest(kind, params)
-            paths = create_generation(path, kind, params.b, 0, Generation(params.capacity, manifest["p_band"]))
+            manifest = mf.new_manifest(bloom_backend, params)
+            paths = create_generation(path, bloom_backend, params.b, 0, Generation(params.capacity, manifest["p_band"]))
             checksums.record(manifest, paths)
             mf.write_manifest(path, manifest)
             return manifest
@@ -165,7 +165,7 @@ class LSHBloomIndex(LockHolder):
         params: IndexParams,
         sizing_given: SizingGiven = True,
         *,
-        bloom: str = BLOOM_FORMAT,
+        bloom: str = DEFAULT_BLOOM,
         lock: bool = True,
     ) -> "LSHBloomIndex":
         """Open the index at ``path`` checking it matches ``params`` and ``bloom``, or create it.
@@ -197,10 +197,10 @@ class LSHBloomIndex(LockHolder):
         b = params.get("b")
         if b is None:
             raise ValueError("adopt needs at least b and r in params")
-        kind = backend(BLOOM_FORMAT)
-        if os.path.exists(os.path.join(path, kind.file_name(b))):
+        pybloom = backend(DEFAULT_BLOOM)
+        if os.path.exists(os.path.join(path, pybloom.file_name(b))):
             raise IndexMismatchError(f"{path}: holds more than b={b} band files")
-        with kind.open_file(os.path.join(path, kind.file_name(0))) as first:
+        with pybloom.open_file(os.path.join(path, pybloom.file_name(0))) as first:
             capacity, p_band = first.capacity, first.error_rate
         p_effective = effective_p(p_band, b)
         for name, value in (("capacity", capacity), ("p_effective", p_effective)):
@@ -209,7 +209,7 @@ class LSHBloomIndex(LockHolder):
             ):
                 raise IndexMismatchError(f"{path}: band files have {name}={value}, not {params[name]}")
         params.update(capacity=capacity, p_effective=p_effective)
-        manifest = {**mf.new_manifest(kind, IndexParams(**params)), "p_band": p_band, "adopted": True}
+        manifest = {**mf.new_manifest(pybloom, IndexParams(**params)), "p_band": p_band, "adopted": True}
         index = cls._open_locked(path, False, True, lambda: manifest, verify=False)
         index.sync()  # the manifest, with the band files' checksums
         return index
@@ -269,13 +269,13 @@ class LSHBloomIndex(LockHolder):
         duplicate[active] = decided
         return duplicate
 
-    def decide(self, keys: np.ndarray, active: Optional[np.ndarray], insert: str) -> np.ndarray:
+    def decide(self, keys: np.ndarray, active: Optional[np.ndarray], insert_rule: str) -> np.ndarray:
         """:meth:`query_insert` (``insert="first"``, keep-first) or :meth:`test_insert` (``"all"``, any-earlier)."""
-        if insert == "first":
+        if insert_rule == "first":
             return self.query_insert(keys, active)
-        if insert == "all":
+        if insert_rule == "all":
             return self.test_insert(keys, active)
-        raise ValueError(f"insert must be 'first' or 'all', got {insert!r}")
+        raise ValueError(f"insert must be 'first' or 'all', got {insert_rule!r}")
 
     def plan_inserts(self, documents: int) -> None:
         """Say this index will receive at most ``documents`` documents in all (a temporary index sized for one

@@ -15,7 +15,7 @@ from lshbloom_udf import hooks
 from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
 from lshbloom_udf.index import checksums, journal
 from lshbloom_udf.index import manifest as mf
-from lshbloom_udf.index.backends import BLOOM_FORMAT, backend
+from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
 from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
 from lshbloom_udf.index.lock import IndexLock, LockHolder
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside
@@ -125,7 +125,7 @@ class IndexTransaction(LockHolder):
         self._outputs.append(_temporary_output(tmp_path))
         journal.write_pending(self.staging, self._outputs)
 
-    def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = BLOOM_FORMAT) -> LSHBloomIndex:
+    def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = DEFAULT_BLOOM) -> LSHBloomIndex:
         """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds none)."""
         backend(bloom)
         staging = self._ensure_staging()

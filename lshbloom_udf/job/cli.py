@@ -17,7 +17,7 @@ GROUPS = {
     "columns": "columns and mode",
     "minhash": "MinHash / LSH (must match an existing index)",
     "index": "index",
-    "decision": "decision rule and pass",
+    "decision": "insert rule and pass",
     "verify": "verification of the pass's flags (docs/algorithm.md, verification)",
     "run": "run",
 }

@@ -95,7 +95,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
         _write_and_commit(result, txn, output, args, config)
         hooks.fire("after-commit")
         seconds = {"read_schema": t_read - t0, "write": time.monotonic() - t_dedup, "job_total": time.monotonic() - t0}
-        _report(spark, result.summary, args, config, seconds)
+        _report(spark, result, args, config, seconds)
     finally:
         try:
             if result is not None:
@@ -178,14 +178,13 @@ def _summary_path(args) -> str:
     return args.summary_path or args.output.rstrip("/") + ".summary.json"
 
 
-def _report(spark, summary: dict, args, config, seconds: dict) -> None:
+def _report(spark, result, args, config, seconds: dict) -> None:
     """The summary: printed, and written as JSON beside the output."""
-    from lshbloom_udf.spark import format_summary
+    from lshbloom_udf.spark.result import JobReport, build_summary, format_summary
 
-    summary.update(input=args.input, output=args.output, output_format=config.output_format)
-    summary["seconds"].update({k: round(v, 3) for k, v in seconds.items()})
     summary_path = _summary_path(args)
-    summary["summary_path"] = summary_path
+    job = JobReport(args.input, args.output, config.output_format, summary_path, seconds)
+    summary = build_summary(result.report, result.record, job)
     write_text(spark, summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     print(format_summary(summary))
     print(f"output             {args.output} ({config.output_format}, mode {config.mode})")

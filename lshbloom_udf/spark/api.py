@@ -11,7 +11,7 @@ from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import IndexTransaction
 from lshbloom_udf.spark.keys import INTERNAL_COLS
 from lshbloom_udf.spark.pipeline import DedupRun
-from lshbloom_udf.spark.result import DedupResult, check_bands
+from lshbloom_udf.spark.result import DedupResult
 
 
 def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: bool = False, **settings):
@@ -106,10 +106,7 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     try:
         if txn is not None:
             txn.check_compatible(params, config.sizing_given, config.bloom)
-        warnings = check_bands(config, params)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
-        if warnings:
-            result.summary["warnings"] = warnings
         result.transaction, result._owns_transaction = txn, transaction is None
         if txn is not None and not defer_commit:
             result.commit()
@@ -120,21 +117,11 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
 
 
 def open_index(index_dir: str, config: DedupConfig, spark=None):
-    """The run's transaction on ``index_dir``: a sharded index's (pass_mode "sharded") or the driver pass's, which
-    refuses a directory holding a sharded index."""
-    from lshbloom_udf.spark.sharded_index import ShardedTransaction, refuse_sharded
+    """The run's transaction on ``index_dir``, in the store of the pass ``pass_mode`` names
+    (:meth:`~lshbloom_udf.spark.passes.Pass.open_index`)."""
+    from lshbloom_udf.spark.passes import PASSES
 
-    if config.pass_mode == "sharded":
-        return ShardedTransaction(index_dir, spark, verify=config.verify_index)
-    refuse_sharded(index_dir)
-    txn = IndexTransaction(index_dir)
-    if config.verify_index:
-        try:
-            txn.verify()
-        except BaseException:
-            txn.close()
-            raise
-    return txn
+    return PASSES[config.pass_mode].open_index(index_dir, config, spark)
 
 
 def _release(txn: Optional[IndexTransaction], owned: bool) -> None:

@@ -22,6 +22,7 @@ from lshbloom_udf.errors import InternalError
 from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.log import logger
+from lshbloom_udf.minhash import KeySpec
 from lshbloom_udf.common import col
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
 
@@ -123,24 +124,24 @@ class PassOutcome:
         return np.concatenate(self.duplicate_keys) if self.duplicate_keys else np.zeros((0, b), dtype=np.uint64)
 
 
-def spark_chunks(pinned, text_col: str, key_kwargs: dict, chunk_rows: int):
+def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int):
     """``(first row id, keys (n, b), active)`` chunks in row order, through ``toLocalIterator``.
 
     Each partition's keys are computed by one task when the pass reaches it
     (the next one is prefetched) and travel as one task result.
     """
-    b = key_kwargs["b"]
-    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, key_kwargs, chunk_rows), PACKED_SCHEMA)
+    b = spec.b
+    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, spec, chunk_rows), PACKED_SCHEMA)
     for row in packed.toLocalIterator(prefetchPartitions=True):
         n = int(row["n"])
         keys = np.frombuffer(row["keys"], dtype="<u8").reshape(n, b)
         yield int(row["start"]), keys, np.frombuffer(row["active"], dtype=np.bool_)
 
 
-def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str = "first",
+def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: str = "first",
                     keep_keys: bool = False) -> PassOutcome:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
-    rule ``insert`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
+    rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
     ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates)."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
@@ -150,7 +151,7 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert: str =
             if not outcome.first_keys_seconds:
                 outcome.first_keys_seconds = time.monotonic() - t0
             n = len(active)
-            hits = np.flatnonzero(index.decide(keys, active, insert))
+            hits = np.flatnonzero(index.decide(keys, active, insert_rule))
             if hits.size:
                 outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
                 if keep_keys:

@@ -108,14 +108,14 @@ def key_fingerprints(keyed) -> tuple[str, str]:
 
 
 def prior_run(txn, facts: InputFacts, params, force_new_ingest: bool, keyed=None,
-              insert: str = "first") -> Optional[dict]:
+              insert_rule: str = "first") -> Optional[dict]:
     """The committed run that already ingested these documents, or None.
 
     ``keyed``: a callable giving the keyed rows, used only when the index
     holds runs of as many documents recorded with the older key fingerprints
     (:func:`key_fingerprints`). Raises :class:`AlreadyIngestedError` when that
     run's flags cannot be reproduced (other order or partitioning, or another
-    decision rule ``insert``) and ``force_new_ingest`` is off.
+    ``insert_rule``) and ``force_new_ingest`` is off.
     """
     prior, sequence = txn.find_run(facts.content_fingerprint, params), facts.sequence_fingerprint
     if prior is None and keyed is not None and any(
@@ -123,10 +123,10 @@ def prior_run(txn, facts: InputFacts, params, force_new_ingest: bool, keyed=None
     ):
         content, sequence = key_fingerprints(keyed())
         prior = txn.find_run(content, params)
-    if prior is not None and not force_new_ingest and prior.get("insert", "first") != insert:
+    if prior is not None and not force_new_ingest and prior.get("insert", "first") != insert_rule:
         raise AlreadyIngestedError(
             f"{txn.path}: these {facts.documents:,} documents were already ingested by run {prior['run_id']} under the "
-            f"decision rule insert={prior.get('insert', 'first')!r}; its flags are not those of insert={insert!r}, "
+            f"insert={prior.get('insert', 'first')!r}; its flags are not those of insert={insert_rule!r}, "
             "and ingesting them again would flag every one as a duplicate of itself. Use that run's output, or "
             "force a new ingestion with --force-new-ingest (force_new_ingest=True)."
         )

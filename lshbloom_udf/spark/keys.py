@@ -15,12 +15,13 @@ Arrow batches, never one Python object per document.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import InternalError
 from lshbloom_udf import hooks
+from lshbloom_udf.errors import InternalError
+from lshbloom_udf.minhash import KeySpec
 
 ROW_COL = "_lshb_row"
 KEYS_COL = "_lshb_keys"
@@ -90,13 +91,13 @@ def task_start(task_hook, stage: str):
     return ctx
 
 
-def keyed_batches(batches, text_col: str, key_kwargs: dict, threads: int):
+def keyed_batches(batches, text_col: str, spec: KeySpec, threads: int):
     """(row ids, band keys ``(n, b)`` uint64, active flags) of each Arrow batch of (row id, text, ...)."""
     for batch in batches:
         if batch.num_rows == 0:
             continue
         rows = batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False)
-        keys, active = _band_keys(batch.column(batch.schema.get_field_index(text_col)), threads, key_kwargs)
+        keys, active = _band_keys(batch.column(batch.schema.get_field_index(text_col)), threads, spec)
         yield np.asarray(rows, dtype=np.int64), keys.reshape(len(rows), -1), np.asarray(active, dtype=np.bool_)
 
 
@@ -145,16 +146,15 @@ def _selected(batches, among: Optional[np.ndarray], inside: bool):
         yield batch.filter(pa.array(keep if inside else ~keep))
 
 
-def keys_mapper(text_col: str, key_kwargs: dict, among: Optional[np.ndarray] = None, inside: bool = True):
+def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None, inside: bool = True):
     """The ``mapInArrow`` function giving (row id, band keys, active) per pinned row (:data:`KEYED_SCHEMA`).
 
-    ``key_kwargs`` are :func:`~lshbloom_udf.minhash.arrow_band_keys`'s
-    settings (``IndexParams.signature_kwargs()``). The keys are a binary of
+    ``spec``: how rows are keyed (``IndexParams.key_spec``). The keys are a binary of
     ``8 b`` bytes: ``b`` little-endian uint64. ``among`` (sorted int64 row ids,
     or :func:`ship`'s broadcast of them): only the rows among them (``inside``),
     or only the others, are keyed.
     """
-    width = 8 * key_kwargs["b"]
+    width = 8 * spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def compute(batches):
@@ -162,7 +162,7 @@ def keys_mapper(text_col: str, key_kwargs: dict, among: Optional[np.ndarray] = N
 
         ctx = task_start(task_hook, "keys")
         selected = _selected(batches, among, inside)
-        for rows, keys, active in keyed_batches(selected, text_col, key_kwargs, task_threads(ctx)):
+        for rows, keys, active in keyed_batches(selected, text_col, spec, task_threads(ctx)):
             n = len(rows)
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
@@ -173,18 +173,16 @@ def keys_mapper(text_col: str, key_kwargs: dict, among: Optional[np.ndarray] = N
     return compute
 
 
-def _band_keys(text, threads: int, key_kwargs: dict):
-    from lshbloom_udf.minhash import arrow_band_keys
-
+def _band_keys(text, threads: int, spec: KeySpec):
     try:
-        keys, active = arrow_band_keys(text, threads=threads, **key_kwargs)
+        keys, active = spec.keys(text, threads)
     except ValueError as e:
         if "invalid UTF-8" not in str(e):
             raise
         # Spark strings may hold invalid UTF-8 (read from bytes as they were): the keys are
         # made from the text decoded as Python's errors="replace" does (U+FFFD); the row's
         # own text is passed through unchanged.
-        keys, active = arrow_band_keys(_replace_invalid_utf8(text), threads=threads, **key_kwargs)
+        keys, active = spec.keys(_replace_invalid_utf8(text), threads)
     return np.ascontiguousarray(keys, dtype=np.uint64), active
 
 
@@ -229,7 +227,7 @@ def _joined(parts):
     return np.concatenate([k for k, _ in parts]), np.concatenate([a for _, a in parts])
 
 
-def packer(text_col: str, key_kwargs: dict, chunk_rows: int):
+def packer(text_col: str, spec: KeySpec, chunk_rows: int):
     """The ``mapInArrow`` function of the Spark transfer (:data:`PACKED_SCHEMA`): pinned rows -> keyed chunks.
 
     One output row per ``chunk_rows`` documents of a partition; the driver
@@ -242,7 +240,7 @@ def packer(text_col: str, key_kwargs: dict, chunk_rows: int):
 
         ctx = task_start(task_hook, "keys")
         pid = ctx.partitionId() if ctx is not None else 0
-        for start, keys, active in chunks(keyed_batches(batches, text_col, key_kwargs, task_threads(ctx)), chunk_rows):
+        for start, keys, active in chunks(keyed_batches(batches, text_col, spec, task_threads(ctx)), chunk_rows):
             yield pa.RecordBatch.from_pydict(
                 {
                     "pid": pa.array([pid], pa.int32()),

@@ -36,7 +36,7 @@ from lshbloom_udf.spark.ingest import FINGERPRINT, check_ids, inspect_input, pri
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, keys_mapper, row_id
 from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
-from lshbloom_udf.spark.result import DedupResult, build_summary
+from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class DedupRun:
     def __init__(self, df, config, params, txn, run_info: Optional[dict], t_start: float):
         self.df, self.config, self.params, self.txn = df, config, params, txn
         self.run_info = run_info
+        # The settings' warnings, logged now, before any Spark work; the summary reports them.
+        self.warnings = tuple(check_bands(config, params))
         self.index_dir = txn.path if txn is not None else None
         self.seconds: dict = {}
         self._t = t_start
@@ -103,15 +105,17 @@ class DedupRun:
         return self.result(pass_, decided, dup_rows, verified, result_df)
 
     def result(self, pass_, decided: PassResult, dup_rows, verified, result_df) -> DedupResult:
-        """The run's DataFrame, summary and record (what the index's manifest will keep of it)."""
+        """The run's DataFrame, the report its summary is made of, and its record (what the index's manifest will
+        keep of it)."""
         record = self.run_record(decided)
-        duplicates = decided.duplicates if verified is None else len(verified.rows)
-        seconds = {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}
-        summary = build_summary(self.config, decided.params, self.documents, duplicates, decided.empty,
-                                decided.index.to_dict(), seconds, pass_.name, decided.outcome.first_keys_seconds)
-        if verified is not None:
-            summary["verify"] = verified.summary(self.verify_rule)
-        return DedupResult(result_df, summary, _run=record, _duplicates=dup_rows if record is not None else None,
+        report = RunReport(
+            self.config, decided.params, self.documents,
+            decided.duplicates if verified is None else len(verified.rows), decided.empty, decided.index,
+            {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}, pass_.name,
+            decided.outcome.first_keys_seconds, verified.summary(self.verify_rule) if verified is not None else None,
+            self.warnings,
+        )
+        return DedupResult(result_df, report, _run=record, _duplicates=dup_rows if record is not None else None,
                            reproduced_from=decided.index.reproduced_from)
 
     # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
@@ -177,7 +181,7 @@ class DedupRun:
         """The pinned rows' (row id, band keys, active), computed on the executors when Spark runs it;
         ``among`` (sorted row ids): only those rows (``inside``) or only the others."""
         text = self.config.text_column
-        mapper = keys_mapper(text, self.params.signature_kwargs(), among, inside)
+        mapper = keys_mapper(text, self.params.key_spec, among, inside)
         return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
 
     # -- checks on the pinned input ---------------------------------------------------
@@ -190,7 +194,7 @@ class DedupRun:
         prior = fingerprints = None
         if self.index_dir is not None and facts.documents:
             prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame,
-                              insert=c.decision_rule)
+                              insert_rule=c.insert_rule)
             fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
         self.checked = InputCheck(facts.documents, prior, fingerprints)
         self._lap("id_check")
@@ -240,7 +244,7 @@ class DedupRun:
             "empty_documents": decided.empty,
             "inserted": decided.stats["inserted"] - decided.index.inserted_before,
             "mode": c.mode,
-            "insert": c.decision_rule,
+            "insert": c.insert_rule,
             "pass": c.pass_mode,
             "id_column": c.id_column,
             "order_by": [str(o) for o in c.order_by] if c.order_by else None,

@@ -4,10 +4,43 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from lshbloom_udf.log import logger
 from lshbloom_udf.sizing import human_bytes
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a run's stages produced that its summary reports; :func:`build_summary` makes the dict of it.
+
+    ``index`` is the pass's :class:`~lshbloom_udf.spark.passes.IndexReport`,
+    ``verify`` verification's part (None: not verified), ``warnings`` those
+    the settings gave before the run started.
+    """
+
+    config: Any  # DedupConfig
+    params: Any  # IndexParams, as the pass used them
+    documents: int
+    duplicates: int
+    empty: int
+    index: Any  # IndexReport
+    seconds: Mapping
+    pass_label: str = "driver"
+    first_keys_seconds: float = 0.0
+    verify: Optional[Mapping] = None
+    warnings: tuple = ()
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What the job adds to a run's summary: its files and its own timings."""
+
+    input: Any
+    output: str
+    output_format: str
+    summary_path: str
+    seconds: Mapping
 
 
 @dataclass
@@ -15,11 +48,13 @@ class DedupResult:
     """A run's DataFrame and summary; with ``defer_commit`` also its open index transaction.
 
     Iterates as ``(df, summary)``. The summary is a JSON-ready dict, every
-    field of which docs/summary.md explains; :meth:`summary_text` formats it.
+    field of which docs/summary.md explains, built from the run's
+    :class:`RunReport` and, once committed, its run record;
+    :meth:`summary_text` formats it.
     """
 
     df: Any
-    summary: dict = field(default_factory=dict)
+    report: RunReport
     # With defer_commit=True: the open IndexTransaction and what commit() records.
     transaction: Any = field(default=None, repr=False)
     _run: Optional[dict] = field(default=None, repr=False)
@@ -27,9 +62,15 @@ class DedupResult:
     _owns_transaction: bool = field(default=False, repr=False)
     # The committed run whose flags this run reproduced (None: the run decided), as the pass reported it.
     reproduced_from: Optional[str] = field(default=None, repr=False)
+    # The run record the commit wrote (None: not committed, or nothing to record).
+    record: Optional[dict] = field(default=None, repr=False)
 
     def __iter__(self):
         return iter((self.df, self.summary))
+
+    @property
+    def summary(self) -> dict:
+        return build_summary(self.report, self.record)
 
     def commit(self, outputs: Sequence[tuple] = ()) -> Optional[dict]:
         """Commit a ``defer_commit=True`` run: the staged index, its run record and ``outputs`` (tmp, final) together.
@@ -40,15 +81,10 @@ class DedupResult:
         if self.transaction is None:
             raise ValueError("nothing to commit: the run was not made with defer_commit=True and an index_dir")
         try:
-            return self._commit(outputs)
+            self.record = self.transaction.commit(self._run, self._duplicates, outputs)
+            return self.record
         finally:
             self.close()
-
-    def _commit(self, outputs: Sequence[tuple] = ()) -> Optional[dict]:
-        record = self.transaction.commit(self._run, self._duplicates, outputs)
-        if record is not None:
-            self.summary["index"]["run_id"] = record["run_id"]
-        return record
 
     def close(self) -> None:
         """Abort what was not committed (the staged index, registered temporary outputs)."""
@@ -71,47 +107,62 @@ SMALL_RUN = 100_000
 DECISION_STAGES = {"driver": "driver_pass", "sharded": "sharded_pass", "reproduced": "reproduce"}
 
 
-def build_summary(config, params, documents: int, duplicates: int, empty: int, index_info: dict, seconds: dict,
-                  pass_label: str = "driver", first_keys_seconds: float = 0.0) -> dict:
-    """The run's summary (every field: docs/summary.md)."""
-    order_by = [str(c) for c in config.order_by] if config.order_by else None
-    decision = seconds.get(DECISION_STAGES.get(pass_label, ""), 0.0)
-    if first_keys_seconds:
-        seconds = {**seconds, "first_keys": first_keys_seconds}
-        startup_bound = first_keys_seconds > STARTUP_SHARE * decision
+def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Optional[JobReport] = None) -> dict:
+    """The run's summary (every field: docs/summary.md): ``report``'s, the committed ``record``'s run id, the job's
+    files and timings."""
+    config, params = report.config, report.params
+    index = report.index.replace(run_id=record["run_id"]) if record is not None else report.index
+    seconds = {**report.seconds, **({"first_keys": report.first_keys_seconds} if report.first_keys_seconds else {})}
+    decision = seconds.get(DECISION_STAGES.get(report.pass_label, ""), 0.0)
+    if report.first_keys_seconds:
+        startup_bound = report.first_keys_seconds > STARTUP_SHARE * decision
     else:
-        startup_bound = documents < SMALL_RUN
-    return {
+        startup_bound = report.documents < SMALL_RUN
+    documents, duplicates = report.documents, report.duplicates
+    summary = {
         "documents": documents,
-        "empty_documents": empty,
+        "empty_documents": report.empty,
         "duplicates": duplicates,
         "kept": documents - duplicates,
         "duplicate_rate": duplicates / documents if documents else 0.0,
         "mode": config.mode,
-        "pass": pass_label,
-        "insert": config.decision_rule,
-        "run": run_kind(index_info),
+        "pass": report.pass_label,
+        "insert": config.insert_rule,
+        "run": run_kind(index.to_dict()),
         "text_column": config.text_column,
         "id_column": config.id_column,
-        "order_by": order_by,
-        "params": {
-            "threshold": params.threshold,
-            "bands_threshold": bands_threshold(params.b, params.r),
-            "num_perm": params.num_perm,
-            "b": params.b,
-            "r": params.r,
-            "ngram": params.ngram,
-            "shingle": params.shingle,
-            "normalize": params.normalize,
-            "seed": params.seed,
-            "scheme": params.scheme,
-            "band_key": params.band_key,
-        },
-        "index": index_info,
-        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "order_by": [str(c) for c in config.order_by] if config.order_by else None,
+        "params": _params_part(params),
+        "index": index.to_dict(),
+        "seconds": {k: round(v, 3) for k, v in {**seconds, **(job.seconds if job else {})}.items()},
         # Over the decision stage only (the documents it decided), not the run's start-up.
         "docs_per_second": documents / decision if decision > 0 else None,
         "startup_bound": startup_bound,
+    }
+    if report.verify is not None:
+        summary["verify"] = dict(report.verify)
+    if report.warnings:
+        summary["warnings"] = list(report.warnings)
+    if job is not None:
+        summary.update(input=job.input, output=job.output, output_format=job.output_format,
+                       summary_path=job.summary_path)
+    return summary
+
+
+def _params_part(params) -> dict:
+    """The summary's ``params``: the keying settings and where the bands' S-curve rises."""
+    return {
+        "threshold": params.threshold,
+        "bands_threshold": bands_threshold(params.b, params.r),
+        "num_perm": params.num_perm,
+        "b": params.b,
+        "r": params.r,
+        "ngram": params.ngram,
+        "shingle": params.shingle,
+        "normalize": params.normalize,
+        "seed": params.seed,
+        "scheme": params.scheme,
+        "band_key": params.band_key,
     }
 
 

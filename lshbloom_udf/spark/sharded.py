@@ -146,7 +146,7 @@ class ShardFilters(SealAndGrow):
 
         self.plan, self.shard, self.directory = plan, shard, directory
         self.band = shard // plan.shards_per_band
-        self.kind = backend(plan.bloom)
+        self.backend = backend(plan.bloom)
         self.files: list = []
         if sorted(stored) != list(range(len(stored))):
             raise InternalError(f"internal error: shard {shard} has generations {sorted(stored)}")
@@ -154,16 +154,16 @@ class ShardFilters(SealAndGrow):
             self._open(g, stored[g][0] if g in stored else None, writable=g >= len(stored) - 1)
 
     def _path(self, g: int) -> str:
-        return os.path.join(self.directory, f"shard-{self.shard}-g{g}.{self.kind.extension}")
+        return os.path.join(self.directory, f"shard-{self.shard}-g{g}.{self.backend.extension}")
 
     def _open(self, g: int, data: Optional[bytes], writable: bool) -> None:
         path = self._path(g)
         if data is None:
-            self.kind.create_file(path, self.plan.shard_capacity(g), self.plan.p_band(g), self.band, g)
+            self.backend.create_file(path, self.plan.shard_capacity(g), self.plan.p_band(g), self.band, g)
         else:
             with open(path, "wb") as f:
                 f.write(data)
-        self.files.append(self.kind.file_class.open(path, writable))
+        self.files.append(self.backend.file_class.open(path, writable))
 
     def test_set(self, keys: np.ndarray) -> np.ndarray:
         """Per key, in order: was it present (earlier keys count)? Every key is added to the newest generation."""
@@ -171,12 +171,8 @@ class ShardFilters(SealAndGrow):
 
     # -- SealAndGrow's steps ------------------------------------------------------------
 
-    def _query_sealed(self, keys: np.ndarray) -> Optional[np.ndarray]:
-        present = None
-        for sealed in self.files[:-1]:
-            found = sealed.contains(keys)
-            present = found if present is None else present | found
-        return present
+    def _sealed_hits(self, keys: np.ndarray):
+        return (sealed.contains(keys) for sealed in self.files[:-1])
 
     def _query_newest(self, keys: np.ndarray) -> np.ndarray:
         return self.files[-1].contains(keys)

@@ -30,16 +30,16 @@ import logging
 import re
 import time
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from typing import Mapping, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import (DedupInputError, IndexCorruptError, IndexLockedError, IndexMismatchError,
-                                 SparkSessionRequiredError)
-from lshbloom_udf.common import hadoop_jvm, unique_rows
+from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, SparkSessionRequiredError
+from lshbloom_udf.common import unique_rows
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
+from lshbloom_udf.spark.hadoop_dir import HadoopDir
 
 log = logging.getLogger(__name__)
 
@@ -77,81 +77,13 @@ def refuse_sharded(path: str) -> None:
         )
 
 
-class HadoopDir:
-    """A directory on the driver's Hadoop filesystem (through the JVM of a classic Spark session)."""
+@dataclass(frozen=True)
+class StagedVersion:
+    """The version a run wrote: its number and directory, then (staged) its manifest before the run record."""
 
-    def __init__(self, spark, path: str):
-        driver = hadoop_jvm(spark)
-        if driver is None:  # Spark Connect: no JVM on this side
-            raise DedupInputError(
-                "the sharded index commits its manifest through the driver's Hadoop filesystem, which Spark Connect "
-                "does not expose: use a classic Spark session, or the sharded pass without index_dir"
-            )
-        jvm, conf = driver
-        self._jvm = jvm
-        root = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
-        self.fs = root.getFileSystem(conf)
-        self.root = self.fs.makeQualified(root)
-        self.uri = self.root.toString()
-
-    def path(self, name: str):
-        return self._jvm.org.apache.hadoop.fs.Path(self.root, name)
-
-    def child(self, name: str) -> str:
-        return self.path(name).toString()
-
-    def names(self) -> list[str]:
-        if not self.fs.exists(self.root):
-            return []
-        return [status.getPath().getName() for status in self.fs.listStatus(self.root)]
-
-    def exists(self, name: str) -> bool:
-        return bool(self.fs.exists(self.path(name)))
-
-    def read_text(self, name: str) -> str:
-        stream = self.fs.open(self.path(name))
-        try:
-            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
-
-    def publish_text(self, name: str, text: str) -> None:
-        """Write ``name`` whole or not at all: a temporary file, then a rename (refused if ``name`` exists: HDFS's
-        rename refuses atomically; elsewhere the check before it narrows the race to that moment)."""
-        if self.exists(name):
-            raise IndexLockedError(f"{self.child(name)}: another run committed this version meanwhile; one run at a "
-                                   "time per sharded index. Run again: it starts from the newest version")
-        tmp = self.path(f"_tmp-{name}")
-        out = self.fs.create(tmp, True)
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-            out.hsync()
-        finally:
-            out.close()
-        if not self.fs.rename(tmp, self.path(name)):
-            self.fs.delete(tmp, False)
-            raise IndexLockedError(f"{self.child(name)}: cannot commit: another run committed this version first; "
-                                   "one run at a time per sharded index. Run again: it starts from the newest version")
-
-    def size(self, name: str) -> int:
-        """Bytes of the files under ``name`` (the filesystem's metadata; nothing is read)."""
-        return int(self.fs.getContentSummary(self.path(name)).getLength())
-
-    def is_symlink(self, name: str) -> bool:
-        """Is ``name`` a symbolic link (on a filesystem that has them)?"""
-        import os
-
-        from py4j.protocol import Py4JJavaError
-
-        if self.fs.getScheme() == "file":  # Hadoop hides local symlinks unless enabled: ask the OS
-            return os.path.islink(self.path(name).toUri().getPath())
-        try:
-            return bool(self.fs.getFileLinkStatus(self.path(name)).isSymlink())
-        except Py4JJavaError:  # no symlinks on this filesystem (object stores, HDFS with them disabled)
-            return False
-
-    def delete(self, name: str) -> None:
-        self.fs.delete(self.path(name), True)
+    version: int
+    data: str
+    manifest: Optional[Mapping] = None
 
 
 class ShardedTransaction:
@@ -170,7 +102,7 @@ class ShardedTransaction:
         self.verify_parts = verify  # check every stored filter part's checksum before the run uses it
         self._spark = spark
         self._dir: Optional[HadoopDir] = None
-        self.staged: Optional[dict] = None  # the version this run wrote: its manifest before the run record
+        self.staged: Optional[StagedVersion] = None
         self._outputs: list = []
 
     @property
@@ -320,7 +252,7 @@ class ShardedTransaction:
         version = (manifest["version"] if manifest else 0) + 1
         # This run's own directory: a killed or concurrent run writing the same version never shares it.
         data = f"{version_dir(version)}-{uuid.uuid4().hex[:12]}"
-        self.staged = {"version": version, "data": data}
+        self.staged = StagedVersion(version, data)
         # Each part with the checksum of its bytes (Spark's native xxhash64), verified by verify_index.
         decided.withColumn(CHECKSUM_COL, F.xxhash64("data")).write.partitionBy("kind").parquet(self.dir.child(data))
         spark = self._spark_session()
@@ -336,8 +268,9 @@ class ShardedTransaction:
     def stage_manifest(self, params: IndexParams, plan: dict, inserted: int, fill: dict,
                        previous: Optional[dict]) -> None:
         """The manifest of the version this run wrote, before its run record (:meth:`commit` adds it)."""
-        self.staged.update({
-            "format": FORMAT, "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": plan.get("bloom", "blocked"),
+        self.staged = replace(self.staged, manifest={
+            "version": self.staged.version, "data": self.staged.data, "format": FORMAT,
+            "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": plan.get("bloom", "blocked"),
             "params": asdict(params), "shard_plan": plan, "inserted": inserted, "fill": fill,
             "runs": list(previous.get("runs", [])) if previous else [],
         })
@@ -351,8 +284,8 @@ class ShardedTransaction:
         from lshbloom_udf.index import commit_rename
 
         record = None
-        if self.staged is not None and "format" in self.staged:
-            manifest = dict(self.staged)
+        if self.staged is not None and self.staged.manifest is not None:
+            manifest = dict(self.staged.manifest)
             if run is not None:
                 record = json.loads(json.dumps(dict(run), default=str))
                 record.update(run_id=f"{len(manifest['runs']) + 1:06d}", data=manifest["data"],
@@ -389,7 +322,7 @@ class ShardedTransaction:
 
         if self.staged is not None:
             try:
-                self.dir.delete(self.staged["data"])
+                self.dir.delete(self.staged.data)
             finally:
                 self.staged = None
         for tmp in self._outputs:

@@ -48,6 +48,7 @@ import numpy as np
 from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import InternalError
+from lshbloom_udf.minhash import KeySpec
 from lshbloom_udf.spark.keys import POS_BITS, chunks, keyed_batches
 from lshbloom_udf.spark.keys import task_start, task_threads
 
@@ -59,9 +60,9 @@ SENT_SCHEMA = "pid int, documents long"
 IDLE_CHECK_SECONDS = 5.0
 
 
-def stream_mapper(text_col: str, key_kwargs: dict, chunk_rows: int, address: tuple, token: bytes):
+def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple, token: bytes):
     """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents)."""
-    b = key_kwargs["b"]
+    b = spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def send(batches):
@@ -75,7 +76,7 @@ def stream_mapper(text_col: str, key_kwargs: dict, chunk_rows: int, address: tup
         total = 0
         with socket.create_connection(address) as sock:
             sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
-            keyed = keyed_batches(batches, text_col, key_kwargs, task_threads(ctx))
+            keyed = keyed_batches(batches, text_col, spec, task_threads(ctx))
             for start, keys, active in chunks(keyed, chunk_rows):
                 if keys.shape[1] != b:
                     raise InternalError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")

@@ -1,4 +1,4 @@
-//! One filter per band (DESIGN §2), whatever the filter format: the traits the
+//! One filter per band (docs/algorithm.md §4), whatever the filter format: the traits the
 //! two formats implement and the band set written once over them.
 //!
 //! [`BandSet`] holds what the formats share (the checks, the element counts,

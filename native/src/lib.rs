@@ -1,4 +1,4 @@
-//! `lshbloom_udf._native`: the native core of lshbloom-spark (DESIGN §2).
+//! `lshbloom_udf._native`: the native core of lshbloom-spark (docs/algorithm.md).
 //!
 //! Plain Rust modules, free of pyo3 and tested on their own: shingling
 //! (`shingles`), MinHash (`minhash`), LSH band keys (`bands`), the two Bloom
@@ -16,6 +16,8 @@ pub mod cuckoo;
 pub mod lines;
 pub mod distinct;
 pub mod error;
+#[cfg(test)]
+mod layout_checks;
 pub mod mapped;
 pub mod overlap;
 pub mod pairmatch;

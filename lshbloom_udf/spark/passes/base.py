@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 import numpy as np
 
 from lshbloom_udf.index import LSHBloomIndex
+from lshbloom_udf.index.kept import KeptIndex
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,10 @@ class Pass(Protocol):
     name: str
     title: str
     timer: str
+
+    def open_index(self, index_dir: str, config, spark=None) -> KeptIndex:
+        """The run's transaction on the kept index at ``index_dir``, in the store this pass keeps its index in."""
+        ...
 
     def decide(self, given: PassInput) -> PassResult:
         ...

@@ -15,7 +15,7 @@ import tempfile
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError
-from lshbloom_udf.index import LSHBloomIndex, manifest_bloom
+from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
 from lshbloom_udf.spark.keys import ROW_COL, arrow_batch_limits
@@ -28,6 +28,20 @@ class DriverPass(KeyedPass):
     """Keep-first (``insert="first"``) or any-earlier (``"all"``) decisions by one index in the driver."""
 
     name, title, timer = "driver", "keys + driver pass", "driver_pass"
+
+    def open_index(self, index_dir: str, config, spark=None) -> IndexTransaction:
+        """The local store (a journal, an OS lock); it refuses a directory that holds a sharded index."""
+        from lshbloom_udf.spark.sharded_index import refuse_sharded
+
+        refuse_sharded(index_dir)
+        txn = IndexTransaction(index_dir)
+        if config.verify_index:
+            try:
+                txn.verify()
+            except BaseException:
+                txn.close()
+                raise
+        return txn
 
     def decide_keys(self, given: PassInput) -> PassResult:
         c = given.config
@@ -74,21 +88,21 @@ class DriverPass(KeyedPass):
         """(the pass's outcome, verification's candidate source or None), the keys by the socket stream or
         ``toLocalIterator``; the keys stage's time in ``seconds`` when the stream measured it."""
         c, pinned = given.config, given.pinned
-        spark, text, kwargs = pinned.sparkSession, c.text_column, given.params.signature_kwargs()
+        spark, text, spec = pinned.sparkSession, c.text_column, given.params.key_spec
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
-                return run_driver_pass(spark_chunks(pinned, text, kwargs, c.chunk_rows), index, given.documents,
-                                       c.progress, c.decision_rule), None
+                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index, given.documents,
+                                       c.progress, c.insert_rule), None
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, index.params.b, c.chunk_rows)
             stream = KeyStream(spark, index.params.b, keep=keep)
             candidates = None
             try:
-                mapper = stream_mapper(text, kwargs, c.chunk_rows, stream.address, stream.token)
+                mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token)
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
-                                          c.decision_rule, keep_keys=keep)
+                                          c.insert_rule, keep_keys=keep)
                 candidates = spool_source(stream, partitions, outcome)
             finally:
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool

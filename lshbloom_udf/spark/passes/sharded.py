@@ -25,6 +25,12 @@ class ShardedPass(KeyedPass):
 
     name, title, timer = "sharded", "keys + sharded pass", "sharded_pass"
 
+    def open_index(self, index_dir: str, config, spark=None):
+        """The sharded store: versioned Parquet parts on any Hadoop filesystem (opened once Spark runs)."""
+        from lshbloom_udf.spark.sharded_index import ShardedTransaction
+
+        return ShardedTransaction(index_dir, spark, verify=config.verify_index)
+
     def decide_keys(self, given: PassInput) -> PassResult:
         from pyspark import StorageLevel
 

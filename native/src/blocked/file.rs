@@ -66,38 +66,18 @@ mod tests {
     use super::super::{splitmix, BlockedFile};
     use super::*;
     use crate::bandset::FilterFile;
-    use crate::error::BloomError;
+    use crate::layout_checks::{check_measured_rate, check_rejects_bad_files};
     use crate::lines::file::contains_many_with;
     use crate::mapped::test_dir;
 
     #[test]
     fn measured_rate_within_target() {
-        for (cap, p) in [(100_000u64, 1e-2), (100_000, 1e-3), (200_000, 1e-4)] {
-            let q = 2_000_000u64;
-            let (fp, _) = measure_fp(cap, p, q, 42).unwrap();
-            let rate = fp as f64 / q as f64;
-            // Within the target, allowing 4 sigma of binomial noise.
-            let tol = 4.0 * (p * q as f64).sqrt() / q as f64;
-            assert!(rate <= p + tol, "cap {cap} p {p}: measured {rate}");
-            // And not absurdly below it (the model is tight, not just an upper bound).
-            assert!(rate >= p * 0.5, "cap {cap} p {p}: measured {rate}");
-        }
+        check_measured_rate::<Blocked>(0.5);
     }
 
     #[test]
     fn open_rejects_bad_files() {
-        let d = test_dir("blocked-bad");
-        let p = d.join("x.bbf");
-        std::fs::write(&p, b"short").unwrap();
-        assert!(matches!(BlockedFile::open(&p, false), Err(BloomError::Format { .. })));
-        std::fs::write(&p, [0u8; 128]).unwrap();
-        assert!(matches!(BlockedFile::open(&p, false), Err(BloomError::Format { .. })));
-        let f = BlockedFile::create(&d.join("ok.bbf"), 10, 0.01, 1).unwrap();
-        drop(f);
-        let bytes = std::fs::read(d.join("ok.bbf")).unwrap();
-        std::fs::write(&p, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(matches!(BlockedFile::open(&p, false), Err(BloomError::Format { .. })));
-        std::fs::remove_dir_all(&d).unwrap();
+        check_rejects_bad_files::<Blocked>("blocked-bad");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Memory-mapped Bloom filters in pybloomfiltermmap3 0.6.3's file format, and
-//! the multi-band "keep first" query/insert of LSHBloom (DESIGN §2).
+//! the multi-band "keep first" query/insert of LSHBloom (docs/algorithm.md §4).
 //!
 //! File layout (x86-64, little-endian), as written by `mbarray_Create_Mmap`:
 //!

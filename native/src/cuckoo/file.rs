@@ -89,23 +89,21 @@ mod tests {
     use super::super::CuckooFile;
     use super::*;
     use crate::bandset::FilterFile;
-    use crate::error::BloomError;
+    use crate::layout_checks::{check_measured_rate, check_rejects_bad_files};
     use crate::mapped::test_dir;
 
     #[test]
     fn measured_rate_within_target() {
-        for (cap, p) in [(100_000u64, 1e-2), (100_000, 1e-3), (200_000, 1e-4)] {
-            let q = 2_000_000u64;
-            let m = measure_fp(cap, p, q, 42).unwrap();
-            let rate = m.false_positives as f64 / q as f64;
-            let tol = 4.0 * (p * q as f64).sqrt() / q as f64;
-            assert!(rate <= p + tol, "cap {cap} p {p}: measured {rate}");
-            assert!(rate >= p * 0.3, "cap {cap} p {p}: measured {rate}");
-        }
+        check_measured_rate::<Cuckoo>(0.3);
     }
 
     #[test]
-    fn file_roundtrip_rejects_bad_files_and_refuses_overfill() {
+    fn open_rejects_bad_files() {
+        check_rejects_bad_files::<Cuckoo>("cuckoo-bad");
+    }
+
+    #[test]
+    fn file_roundtrip_and_refuses_overfill() {
         let d = test_dir("cuckoo-file");
         let mut f = CuckooFile::create(&d.join("a.cbf"), 1000, 1e-4, 9).unwrap();
         let keys: Vec<u64> = (0..1000).collect();
@@ -119,12 +117,6 @@ mod tests {
         ro.contains_many(&keys, &mut c);
         assert!(c.iter().all(|&x| x));
         assert_eq!(ro.seed(), 9);
-        let bytes = std::fs::read(d.join("a.cbf")).unwrap();
-        let p = d.join("x.cbf");
-        std::fs::write(&p, &bytes[..bytes.len() - 1]).unwrap();
-        assert!(matches!(CuckooFile::open(&p, false), Err(BloomError::Format { .. })));
-        std::fs::write(&p, b"short").unwrap();
-        assert!(matches!(CuckooFile::open(&p, false), Err(BloomError::Format { .. })));
         // Far past capacity the filter refuses (an error, not a lost key).
         let mut f = CuckooFile::create(&d.join("b.cbf"), 100, 1e-3, 1).unwrap();
         let many: Vec<u64> = (0..100_000).collect();

@@ -294,7 +294,7 @@ pub fn detach_with_texts<R: Send>(
 
 /// Runs `f` without the GIL on the rows of an Arrow string column given as
 /// its buffers, which are validated first (also without the GIL).
-pub fn detach_with_arrow_rows<R: Send>(
+fn detach_with_arrow_rows<R: Send>(
     py: Python<'_>,
     (offsets, data, valid): (&Bound<'_, PyAny>, &Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
     f: impl FnOnce(&[Option<&str>]) -> R + Send,
@@ -302,6 +302,42 @@ pub fn detach_with_arrow_rows<R: Send>(
     let input = ArrowInput::new(offsets, data, valid)?;
     let input = input.slices();
     py.detach(|| input.rows().map(|rows| f(&rows))).map_err(value_err)
+}
+
+/// An Arrow string column given as its buffers (offsets, data, validity), for
+/// the functions that take texts: they read it in place, without one Python
+/// object per document.
+#[pyclass(frozen, module = "lshbloom_udf._native")]
+pub struct ArrowTexts {
+    offsets: Py<PyAny>,
+    data: Py<PyAny>,
+    valid: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl ArrowTexts {
+    #[new]
+    #[pyo3(signature = (offsets, data, valid = None))]
+    fn new(offsets: Py<PyAny>, data: Py<PyAny>, valid: Option<Py<PyAny>>) -> Self {
+        ArrowTexts { offsets, data, valid }
+    }
+}
+
+/// Runs `f` without the GIL on `texts`: an [`ArrowTexts`], or a sequence of
+/// `str`/`None`.
+pub fn detach_with_rows<R: Send>(
+    py: Python<'_>,
+    texts: &Bound<'_, PyAny>,
+    f: impl FnOnce(&[Option<&str>]) -> R + Send,
+) -> PyResult<R> {
+    match texts.cast::<ArrowTexts>() {
+        Ok(arrow) => {
+            let a = arrow.get();
+            let valid = a.valid.as_ref().map(|v| v.bind(py));
+            detach_with_arrow_rows(py, (a.offsets.bind(py), a.data.bind(py), valid), f)
+        }
+        Err(_) => detach_with_texts(py, texts, f),
+    }
 }
 
 /// An (N, `num_bands`) matrix of band keys.

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use super::errors::value_err;
-use super::input::{detach_with_arrow_rows, detach_with_texts, input_u32};
+use super::input::{detach_with_rows, input_u32, ArrowTexts};
 use super::settings::{positive, shingle_settings, BandSettings, SignatureSettings};
 use crate::bands::{self, BandKey, Banding};
 use crate::{minhash, shingles};
@@ -35,7 +35,8 @@ fn py_shingles(text: Option<Bound<'_, PyString>>, ngram: i64, normalize: i64, un
     Ok(shingles::Shingler::with_settings(settings).shingle_set(&s))
 }
 
-/// MinHash signatures of `texts`, shape (N, k).
+/// MinHash signatures of `texts` (a sequence of `str`/`None`, or an
+/// `ArrowTexts`), shape (N, k).
 #[pyfunction(name = "minhash")]
 fn py_minhash<'py>(
     py: Python<'py>,
@@ -43,21 +44,7 @@ fn py_minhash<'py>(
     settings: &Bound<'py, SignatureSettings>,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
     let s = settings.get();
-    let (n, out) = detach_with_texts(py, texts, |rows| (rows.len(), s.signatures(rows)))?;
-    Ok(matrix(py, n, s.hasher.num_perm(), out))
-}
-
-/// MinHash signatures of an Arrow string column given as buffers, shape (N, k).
-#[pyfunction]
-fn minhash_arrow<'py>(
-    py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    data: &Bound<'py, PyAny>,
-    valid: Option<&Bound<'py, PyAny>>,
-    settings: &Bound<'py, SignatureSettings>,
-) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let s = settings.get();
-    let (n, out) = detach_with_arrow_rows(py, (offsets, data, valid), |rows| (rows.len(), s.signatures(rows)))?;
+    let (n, out) = detach_with_rows(py, texts, |rows| (rows.len(), s.signatures(rows)))?;
     Ok(matrix(py, n, s.hasher.num_perm(), out))
 }
 
@@ -92,7 +79,8 @@ fn band_keys<'py>(
     Ok(matrix(py, n, banding.b, out))
 }
 
-/// Fused MinHash + band keys: ((N, b) keys, (N,) has_shingles).
+/// Fused MinHash + band keys of `texts` (as for `minhash`): ((N, b) keys,
+/// (N,) has_shingles).
 #[pyfunction]
 fn minhash_band_keys<'py>(
     py: Python<'py>,
@@ -102,23 +90,7 @@ fn minhash_band_keys<'py>(
 ) -> PyResult<KeysAndFlags<'py>> {
     let s = settings.get();
     let banding = bands.get().for_num_perm(s.hasher.num_perm())?;
-    let out = detach_with_texts(py, texts, |rows| s.band_keys(rows, banding))?;
-    Ok(keys_and_flags(py, banding.b, out))
-}
-
-/// Fused MinHash + band keys over Arrow string buffers.
-#[pyfunction]
-fn minhash_band_keys_arrow<'py>(
-    py: Python<'py>,
-    offsets: &Bound<'py, PyAny>,
-    data: &Bound<'py, PyAny>,
-    valid: Option<&Bound<'py, PyAny>>,
-    settings: &Bound<'py, SignatureSettings>,
-    bands: &Bound<'py, BandSettings>,
-) -> PyResult<KeysAndFlags<'py>> {
-    let s = settings.get();
-    let banding = bands.get().for_num_perm(s.hasher.num_perm())?;
-    let out = detach_with_arrow_rows(py, (offsets, data, valid), |rows| s.band_keys(rows, banding))?;
+    let out = detach_with_rows(py, texts, |rows| s.band_keys(rows, banding))?;
     Ok(keys_and_flags(py, banding.b, out))
 }
 
@@ -138,12 +110,11 @@ fn simd_backend() -> &'static str {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SignatureSettings>()?;
     m.add_class::<BandSettings>()?;
+    m.add_class::<ArrowTexts>()?;
     m.add_function(wrap_pyfunction!(py_shingles, m)?)?;
     m.add_function(wrap_pyfunction!(py_minhash, m)?)?;
-    m.add_function(wrap_pyfunction!(minhash_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(band_keys, m)?)?;
     m.add_function(wrap_pyfunction!(minhash_band_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(minhash_band_keys_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(reset_word_table, m)?)?;
     m.add_function(wrap_pyfunction!(simd_backend, m)?)?;
     Ok(())

@@ -1,4 +1,4 @@
-//! Shingling (DESIGN §2, §7): optional normalization, then the shingles of
+//! Shingling (docs/algorithm.md §1, §1b): optional normalization, then the shingles of
 //! one unit (`units.rs`): word n-grams of Python `str.split()` tokens joined
 //! by one ASCII space (the reference), or windows of code points of the
 //! whitespace-free text (`chars`, and `mixed` where dense scripts weigh 3).
