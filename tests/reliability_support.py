@@ -57,6 +57,7 @@ def submit_cmd(job_args, master="local[2]", conf=()):
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
+        "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}",  # a standalone cluster's executors
     ]
     for item in conf:
         cmd += ["--conf", item]
