@@ -36,8 +36,9 @@ wheel: venv
 test-rust:
 	cargo test --manifest-path $(CARGO_MANIFEST) -q
 
+# The slowest tests named at the end of every run, so that a test that grows shows up in CI's log.
 test-python:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 # The inner loop: the Rust unit tests and the core tests (no Spark), a couple of minutes.
 test-fast: build

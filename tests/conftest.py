@@ -17,6 +17,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 def spark():
     from pyspark.sql import SparkSession
 
+    from spark_support import JVM_OPTIONS
+
     session = (
         SparkSession.builder.master("local[2]")
         .appName("lshbloom-tests")
@@ -29,6 +31,7 @@ def spark():
         # garbage collector lets Spark clean them, and the 100 MB document test needs room beside them
         # (2g ran out of heap there once the suite grew past ~560 tests).
         .config("spark.driver.memory", "3g")
+        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

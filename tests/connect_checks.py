@@ -18,9 +18,12 @@ def flags(df, flag_col="is_duplicate"):
 def main(inp: str, work: str) -> dict:
     from pyspark.sql import SparkSession
 
+    from spark_support import JVM_OPTIONS
+
     spark = (
         SparkSession.builder.remote("local[2]")
         .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
         .config("spark.sql.shuffle.partitions", "4")
         .getOrCreate()
     )

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from spark_support import JVM_OPTIONS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
 # What spark-submit runs: the job, with the fault hooks LSHBLOOM_TEST_FAULT asks for installed first.
@@ -54,6 +56,8 @@ def submit_cmd(job_args, master="local[2]", conf=()):
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
+        "--conf", f"spark.executor.extraJavaOptions={JVM_OPTIONS}",  # a standalone cluster's executors
     ]
     for item in conf:
         cmd += ["--conf", item]

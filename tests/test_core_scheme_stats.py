@@ -40,6 +40,9 @@ SIZES = {4: 30_000, 16: 30_000, 64: 25_000, 256: 12_000, 1024: 3_000}
 CHUNK = 10_000
 ALPHABET = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-", dtype=np.uint8)
 SCHEMES = ("affine32", "poisson")
+# 10^5 pairs signed twice at k = 512 (~20 s): their size is the tests' power, so they run in `make test`, not in
+# `make test-fast`.
+pytestmark = pytest.mark.slow
 
 
 def _intersections(rng: np.random.Generator, n: int, pairs: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from spark_support import REFERENCE, REFERENCE_FLAGS, datasketch_flags, new_reference_index, sample_docs
+from spark_support import JVM_OPTIONS, REFERENCE, REFERENCE_FLAGS, datasketch_flags, new_reference_index, sample_docs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
@@ -59,7 +59,7 @@ def submitted(batches):
     out = str(root / "out1")
     cmd = [
         spark_submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.host=127.0.0.1", "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
         JOB, "--input", first, "--output", out, "--output-format", "json",
         "--id-column", "id", "--index-dir", str(root / "index"), "--expected-docs", "1000", *REFERENCE_FLAGS,
     ]

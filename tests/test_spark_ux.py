@@ -15,7 +15,7 @@ import pytest
 
 from lshbloom_udf import deduplicate
 from lshbloom_udf.errors import DedupInputError
-from spark_support import sample_docs
+from spark_support import JVM_OPTIONS, sample_docs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -260,7 +260,8 @@ from pyspark.sql import SparkSession
 from lshbloom_udf import deduplicate, hooks
 
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "true").getOrCreate())
+         .config("spark.ui.showConsoleProgress", "true").config("spark.driver.extraJavaOptions", sys.argv[1])
+         .getOrCreate())
 sc = spark.sparkContext
 bar = lambda: sc._jsc.sc().progressBar()
 seen = {"before": bar().isDefined()}
@@ -283,7 +284,8 @@ spark.stop()
 def test_quiet_run_turns_off_sparks_console_progress_bar_and_gives_it_back(tmp_path):
     script = tmp_path / "quiet.py"
     script.write_text(QUIET_RUN)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = subprocess.run([sys.executable, str(script), JVM_OPTIONS], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"before": True, "during": False, "after": True}
