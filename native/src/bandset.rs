@@ -89,21 +89,28 @@ pub trait BandFilter: FilterFile {
     /// independent under this rule, so this default tests and sets each band
     /// as one column, in row order.
     fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
-        let (n, b) = (out.len(), bands.len());
-        out.fill(false);
-        let mut column = Vec::with_capacity(n);
-        let mut present = vec![false; n];
-        for (i, f) in bands.iter_mut().enumerate() {
-            column.clear();
-            column.extend(keys.iter().skip(i).step_by(b));
-            f.add_many(&column, &mut present)?;
-            out.iter_mut().zip(&present).for_each(|(o, &p)| *o |= p);
-        }
-        Ok(())
+        test_insert_columns(bands, keys, out)
     }
 
     /// Counts `n` more keys added while absent (in memory).
     fn count_new_keys(&mut self, n: u64);
+}
+
+/// "Any earlier" (see [`BandFilter::test_insert_rows`]) band by band: each
+/// band's column of `keys` through [`FilterFile::add_many`]. The default of
+/// every format, and the reference of the line formats' own loop.
+pub fn test_insert_columns<F: FilterFile>(bands: &mut [F], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    let (n, b) = (out.len(), bands.len());
+    out.fill(false);
+    let mut column = Vec::with_capacity(n);
+    let mut present = vec![false; n];
+    for (i, f) in bands.iter_mut().enumerate() {
+        column.clear();
+        column.extend(keys.iter().skip(i).step_by(b));
+        f.add_many(&column, &mut present)?;
+        out.iter_mut().zip(&present).for_each(|(o, &p)| *o |= p);
+    }
+    Ok(())
 }
 
 /// The b band filters of an LSHBloom index, one file per band.

@@ -235,7 +235,7 @@ fn query_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bandset::BandSet;
+    use crate::bandset::{test_insert_columns, BandSet};
     use crate::blocked::Blocked;
     use crate::cuckoo::Cuckoo;
     use crate::lines::splitmix;
@@ -306,7 +306,7 @@ mod tests {
     }
 
     /// Any earlier (AVX2 when present) against the column-by-column default
-    /// of `BandFilter` and against the loop over the reference kernel `R`:
+    /// of `BandFilter` (`test_insert_columns`) and against the loop over the reference kernel `R`:
     /// same flags, bytes and counts. 9000 rows cross row blocks; a small key
     /// alphabet makes many rows collide.
     fn any_earlier_equals_columns_and_reference<L: Layout, R: Kernel<L>>(name: &str, capacity: u64, p: f64) {
@@ -320,21 +320,7 @@ mod tests {
         assert!(out.iter().any(|&x| x) && out.iter().any(|&x| !x));
         let mut columns = files::<L>(&d, "c", b as u64, capacity, p, 31);
         let mut c = vec![true; n];
-        // The trait's default: each band as one column through `add_many`.
-        struct Columns<'a, L: Layout>(&'a mut [LineFile<L>]);
-        impl<L: Layout> Columns<'_, L> {
-            fn run(self, keys: &[u64], out: &mut [bool]) {
-                let b = self.0.len();
-                out.fill(false);
-                let mut present = vec![false; out.len()];
-                for (i, f) in self.0.iter_mut().enumerate() {
-                    let column: Vec<u64> = keys.iter().skip(i).step_by(b).copied().collect();
-                    f.add_many(&column, &mut present).unwrap();
-                    out.iter_mut().zip(&present).for_each(|(o, &p)| *o |= p);
-                }
-            }
-        }
-        Columns(&mut columns).run(&keys, &mut c);
+        test_insert_columns(&mut columns, &keys, &mut c).unwrap();
         assert_eq!(c, out);
         let mut slow = files::<L>(&d, "s", b as u64, capacity, p, 31);
         let mut s = vec![true; n];
