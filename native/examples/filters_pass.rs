@@ -75,6 +75,7 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let keys = band_matrix(n, b);
     let (mut best_b, mut best_c) = (f64::INFINITY, f64::INFINITY);
+    let mut differ = 0;
     for _ in 0..repeat {
         let mut reference = None;
         if which != "cuckoo" {
@@ -86,14 +87,15 @@ fn main() {
             let (s, out) = run::<_native::cuckoo::Cuckoo>(&dir, "cbf", &keys, n, b, p_band, rule);
             best_c = best_c.min(s);
             if let Some(r) = reference {
-                assert_eq!(r, out, "decisions differ");
+                // The layouts' false positives differ: a few decisions may too.
+                differ = r.iter().zip(&out).filter(|(x, y)| x != y).count();
             }
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
     let keys_per_s = |s: f64| (n * b) as f64 / s / 1e6;
     println!(
-        "docs {n} bands {b} p_band {p_band:.3e} rule {rule}: blocked {:.2} M keys/s, cuckoo {:.2} M keys/s, cuckoo/blocked {:.3}",
+        "docs {n} bands {b} p_band {p_band:.3e} rule {rule}: blocked {:.2} M keys/s, cuckoo {:.2} M keys/s, cuckoo/blocked {:.3}, decisions differing {differ}",
         keys_per_s(best_b),
         keys_per_s(best_c),
         best_b / best_c
