@@ -17,7 +17,7 @@ Method:
    always explicit; ``--index-dir`` a fresh directory under ``--index-root``
    (/dev/shm), removed afterwards. ``mix`` / ``sum``: the product defaults with
    that band key (a new mix index is blocked, a sum one datasketch's format);
-   ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``;
+   ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``, ``mix-cuckoo`` with ``--bloom cuckoo``;
    ``paper``: ``--preset paper --scheme affine32`` (band key sum);
    ``paper-mix`` (on request): the same with band key mix; ``mix-spark`` /
    ``paper-spark``: ``mix`` / ``paper`` with ``--key-transfer spark`` (keys
@@ -80,6 +80,8 @@ JOBS = {
     # datasketch's band key on the product's filters: the key's false flags without the slower compatible files
     "sum-blocked": ("defaults", ["--band-key", "sum", "--bloom", "blocked"]),
     "mix-blocked": ("defaults", ["--band-key", "mix", "--bloom", "blocked"]),
+    # the cuckoo layout in the job (issue 23): its driver pass beside the blocked default's
+    "mix-cuckoo": ("defaults", ["--band-key", "mix", "--bloom", "cuckoo"]),
     "paper": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum"]),
     # not run by default: the paper's settings with the mix key, to tell the band key's false flags from the unigrams'
     "paper-mix": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "mix"]),

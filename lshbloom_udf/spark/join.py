@@ -21,12 +21,15 @@ from lshbloom_udf.spark.keys import DUP_COL, ROW_COL
 SLICE_BYTES = 256 << 10
 
 
-def local_frame(spark, columns: dict, schema):
+def local_frame(spark, columns: dict, schema, small: bool = False):
     """A DataFrame of the driver's numpy ``columns`` (name -> array, aligned, as ``schema`` orders them).
 
     In a classic session the arrays go to the executors as an RDD of slices of
     at most :data:`SLICE_BYTES` (each task carries its slice, no plan carries
     them all); under Spark Connect the client can only send them as Arrow in the plan.
+    ``small`` (few enough to broadcast): sent as Arrow in a classic session too,
+    since a broadcast collects the frame on the driver anyway, and Arrow needs
+    no Python tasks to build its rows.
     """
     import pyarrow as pa
 
@@ -39,7 +42,7 @@ def local_frame(spark, columns: dict, schema):
         sc = spark.sparkContext
     except Exception:  # Spark Connect: no SparkContext on this side
         sc = None
-    if sc is None:
+    if sc is None or small:
         return spark.createDataFrame(pa.table(dict(zip(names, arrays))), schema)
     width = sum(a.itemsize for a in arrays) or 1
     step = max(1, SLICE_BYTES // width)
@@ -48,20 +51,20 @@ def local_frame(spark, columns: dict, schema):
     return spark.createDataFrame(rdd, schema)
 
 
-def row_frame(spark, rows: np.ndarray):
+def row_frame(spark, rows: np.ndarray, small: bool = False):
     """A one-column DataFrame of row ids (:func:`local_frame`: no per-row Python objects on the driver)."""
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False)])
-    return local_frame(spark, {ROW_COL: np.asarray(rows, np.int64)}, schema)
+    return local_frame(spark, {ROW_COL: np.asarray(rows, np.int64)}, schema, small)
 
 
 def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config):
     """The ``columns`` of ``pinned`` with the decisions of ``duplicate_rows`` applied as ``config.mode`` says."""
     from pyspark.sql import functions as F
 
-    dups = row_frame(pinned.sparkSession, duplicate_rows)
     small = len(duplicate_rows) <= config.broadcast_limit
+    dups = row_frame(pinned.sparkSession, duplicate_rows, small)
     if small:
         dups = F.broadcast(dups)
     out = [col(c) for c in columns]
@@ -103,10 +106,10 @@ def join_sources(pinned, columns, verified, config):
 
     names = np.array(MEASURES, dtype=object)[np.where(known, verified.measure, 0)]
     spark = pinned.sparkSession
+    small = len(rows) <= config.broadcast_limit
     dups = local_frame(spark, {ROW_COL: rows, of: nullable(verified.of_rows.tolist()),
                                SOURCE_COLS[1]: nullable(verified.similarity.tolist()),
-                               SOURCE_COLS[2]: nullable(names)}, schema)
-    small = len(rows) <= config.broadcast_limit
+                               SOURCE_COLS[2]: nullable(names)}, schema, small)
     hint = F.broadcast if small else (lambda d: d)
     out = [col(c) for c in columns]
     id_col = config.id_column

@@ -81,7 +81,8 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     held = {} if held is None else held
     involved = np.unique(np.concatenate([f_rows, k_rows]))
     missing = np.fromiter((r for r in involved.tolist() if r not in held), np.int64)
-    texts = texts_of(row_frame(texts_of.spark, missing), len(missing) <= broadcast_limit)
+    small = len(missing) <= broadcast_limit
+    texts = texts_of(row_frame(texts_of.spark, missing, small), small)
     text_col = [c for c in texts.columns if c != ROW_COL][0]
     if not len(missing) or _driver_texts(texts, text_col, driver_text_bytes, held):
         log.info("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
@@ -89,7 +90,8 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     log.info("verification: the candidates' texts pass verify_driver_bytes (%s): similarities on the executors "
              "(a larger budget keeps them on the driver, several times faster)", driver_text_bytes)
     held.clear()  # over the budget: the texts stay on the executors, every one of them
-    texts = texts_of(row_frame(texts_of.spark, involved), len(involved) <= broadcast_limit)
+    small = len(involved) <= broadcast_limit
+    texts = texts_of(row_frame(texts_of.spark, involved, small), small)
     return _on_executors(texts_of.spark, f_rows, k_rows, texts, text_col, shingling, rule)
 
 

@@ -83,8 +83,34 @@ pub trait BandFilter: FilterFile {
     /// examined. Returns the number of rows inserted.
     fn query_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError>;
 
+    /// "Any earlier": every key of every row is added to its band's filter,
+    /// and `out[j]` = some key of row j was already present (keys of earlier
+    /// rows count), counting (in memory) each key that was absent. Bands are
+    /// independent under this rule, so this default tests and sets each band
+    /// as one column, in row order.
+    fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+        test_insert_columns(bands, keys, out)
+    }
+
     /// Counts `n` more keys added while absent (in memory).
     fn count_new_keys(&mut self, n: u64);
+}
+
+/// "Any earlier" (see [`BandFilter::test_insert_rows`]) band by band: each
+/// band's column of `keys` through [`FilterFile::add_many`]. The default of
+/// every format, and the reference of the line formats' own loop.
+pub fn test_insert_columns<F: FilterFile>(bands: &mut [F], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    let (n, b) = (out.len(), bands.len());
+    out.fill(false);
+    let mut column = Vec::with_capacity(n);
+    let mut present = vec![false; n];
+    for (i, f) in bands.iter_mut().enumerate() {
+        column.clear();
+        column.extend(keys.iter().skip(i).step_by(b));
+        f.add_many(&column, &mut present)?;
+        out.iter_mut().zip(&present).for_each(|(o, &p)| *o |= p);
+    }
+    Ok(())
 }
 
 /// The b band filters of an LSHBloom index, one file per band.
@@ -158,26 +184,16 @@ impl<F: BandFilter> BandSet<F> {
         Ok(())
     }
 
-    /// "Any earlier" over the rows of `keys` in order: every key of every row
-    /// is added to its band's filter, and `out[j]` = some key of row j was
-    /// already present (keys of earlier rows of `keys` count). Bands are
-    /// independent under this rule, so each band is tested and set as one
-    /// column, in row order.
+    /// "Any earlier" over the rows of `keys` in order (see
+    /// [`BandFilter::test_insert_rows`]); `out[j]` = some key of row j was
+    /// already present (keys of earlier rows of `keys` count).
     pub fn test_insert(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
-        let n = self.rows(keys);
-        assert_eq!(n, out.len());
+        assert_eq!(self.rows(keys), out.len());
         self.check_writable()?;
-        let b = self.filters.len();
-        out.fill(false);
-        let mut column = Vec::with_capacity(n);
-        let mut present = vec![false; n];
-        for (i, f) in self.filters.iter_mut().enumerate() {
-            column.clear();
-            column.extend(keys.iter().skip(i).step_by(b));
-            f.add_many(&column, &mut present)?;
-            out.iter_mut().zip(&present).for_each(|(o, &p)| *o |= p);
-        }
-        Ok(())
+        let result = F::test_insert_rows(&mut self.filters, keys, out);
+        // Keys added before a failure stay counted, as the bits they set stay.
+        self.filters.iter_mut().for_each(|f| f.core_mut().store_elem_count());
+        result
     }
 
     pub fn sync(&self) -> Result<(), BloomError> {

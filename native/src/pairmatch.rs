@@ -9,6 +9,8 @@
 //! the many is looked up in it. Matching is exact: the mix is a bijection, so
 //! equal mixed keys are equal keys.
 
+use crate::prefetch::prefetch;
+
 /// A bijection on u64 (splitmix64's finalizer).
 #[inline]
 fn mix(mut h: u64) -> u64 {
@@ -16,6 +18,9 @@ fn mix(mut h: u64) -> u64 {
     h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     h ^ (h >> 31)
 }
+
+/// Documents between two prefetch steps of a band's lookups (`match_band`).
+const LOOKUP_AHEAD: usize = 8;
 
 #[derive(Debug, Clone)]
 struct Band {
@@ -87,25 +92,43 @@ impl PairIndex {
         );
         let mut out = Vec::new();
         for (i, band) in self.bands.iter().enumerate() {
-            for j in 0..m {
-                if !only.is_empty() && !only[j] {
-                    continue;
-                }
-                let k = mix(keys[j * b + i]);
-                let t = (k >> self.shift) as usize;
-                let (lo, hi) = (band.starts[t] as usize, band.starts[t + 1] as usize);
-                // Buckets hold ~1 key on average: a short scan of a sorted run.
-                for at in lo..hi {
-                    let here = band.keys[at];
-                    if here == k {
-                        out.push((j as u32, band.docs[at]));
-                    } else if here > k {
-                        break;
-                    }
+            self.match_band(band, &keys[i..], m, only, &mut out);
+        }
+        out
+    }
+
+    /// [`PairIndex::matches`] of one band: `column[j * b]` is document `j`'s
+    /// key. The lookups are independent, so each document's cache lines are
+    /// prefetched ahead of it in three steps: its key (the column is strided
+    /// by b keys: a line per document), its bucket start, its first indexed key.
+    #[inline]
+    fn match_band(&self, band: &Band, column: &[u64], m: usize, only: &[bool], out: &mut Vec<(u32, u32)>) {
+        let b = self.b;
+        let bucket = |k: u64| (mix(k) >> self.shift) as usize;
+        for j in 0..m {
+            prefetch(column, (j + 3 * LOOKUP_AHEAD) * b);
+            if let Some(&k) = column.get((j + 2 * LOOKUP_AHEAD) * b) {
+                prefetch(&band.starts, bucket(k));
+            }
+            if let Some(&k) = column.get((j + LOOKUP_AHEAD) * b) {
+                prefetch(&band.keys, band.starts[bucket(k)] as usize);
+            }
+            if !only.is_empty() && !only[j] {
+                continue;
+            }
+            let k = mix(column[j * b]);
+            let t = (k >> self.shift) as usize;
+            let (lo, hi) = (band.starts[t] as usize, band.starts[t + 1] as usize);
+            // Buckets hold ~1 key on average: a short scan of a sorted run.
+            for at in lo..hi {
+                let here = band.keys[at];
+                if here == k {
+                    out.push((j as u32, band.docs[at]));
+                } else if here > k {
+                    break;
                 }
             }
         }
-        out
     }
 }
 

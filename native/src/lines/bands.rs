@@ -12,6 +12,11 @@ use crate::error::BloomError;
 const CHUNK: usize = 64;
 /// Documents ahead whose lines are prefetched.
 const AHEAD: usize = 2;
+/// Rows per block of the any-earlier loop: its keys (rows × bands × 8 bytes,
+/// 2 MB at 64 bands) stay in cache while each band's column is read.
+const BLOCK_ROWS: usize = 4096;
+/// Keys of one band's column whose lines are prefetched ahead of its test.
+const COLUMN_AHEAD: usize = 8;
 
 impl<L: Layout> BandFilter for LineFile<L> {
     fn query_rows(bands: &[Self], keys: &[u64], out: &mut [bool]) {
@@ -51,6 +56,18 @@ impl<L: Layout> BandFilter for LineFile<L> {
         }
         // SAFETY: portable code needs no CPU feature.
         unsafe { query_insert_with::<L, L::Portable>(bands, keys, out) }
+    }
+
+    fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 is present (checked).
+                return unsafe { test_insert_avx2(bands, keys, out) };
+            }
+        }
+        // SAFETY: portable code needs no CPU feature.
+        unsafe { test_insert_with::<L, L::Portable>(bands, keys, out) }
     }
 
     fn count_new_keys(&mut self, n: u64) {
@@ -134,6 +151,80 @@ pub(crate) unsafe fn query_insert_with<L: Layout, K: Kernel<L>>(
     Ok(inserted)
 }
 
+/// "Any earlier" with lines probed and set by `K`: the rows a block at a
+/// time, each band's column of the block in row order (bands are independent
+/// under this rule), its lines prefetched `COLUMN_AHEAD` keys ahead (a key's
+/// lines do not depend on earlier inserts). A block's keys stay in cache
+/// while its columns are read.
+///
+/// # Safety
+/// The CPU has `K`'s target features.
+#[inline(always)]
+pub(crate) unsafe fn test_insert_with<L: Layout, K: Kernel<L>>(
+    bands: &mut [LineFile<L>],
+    keys: &[u64],
+    out: &mut [bool],
+) -> Result<(), BloomError> {
+    let b = bands.len();
+    let n = out.len();
+    out.fill(false);
+    let mut locs = Vec::with_capacity(BLOCK_ROWS.min(n));
+    for start in (0..n).step_by(BLOCK_ROWS) {
+        let end = (start + BLOCK_ROWS).min(n);
+        for (i, f) in bands.iter_mut().enumerate() {
+            locs.clear();
+            locs.extend(keys[start * b + i..end * b].iter().step_by(b).map(|&k| f.locate(k)));
+            // SAFETY: `K`'s features are present (caller).
+            let (added, full) = unsafe { test_insert_column::<L, K>(f, &locs, &mut out[start..end]) }?;
+            f.count_new_keys(added);
+            if let Some(e) = full {
+                return Err(f.full(e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Tests and sets the keys at `locs` in `f`, in order, or-ing "was present"
+/// into `out`: the keys added, and the failure that stopped it (nothing was
+/// added for that key).
+///
+/// # Safety
+/// The CPU has `K`'s target features.
+#[inline(always)]
+unsafe fn test_insert_column<L: Layout, K: Kernel<L>>(
+    f: &mut LineFile<L>,
+    locs: &[L::Loc],
+    out: &mut [bool],
+) -> Result<(u64, Option<super::Full>), BloomError> {
+    let shape = f.shape();
+    let data = f.data_mut()?;
+    locs.iter().take(COLUMN_AHEAD).for_each(|l| L::prefetch(data, *l));
+    let mut added = 0u64;
+    for (r, (loc, o)) in locs.iter().zip(out.iter_mut()).enumerate() {
+        if let Some(ahead) = locs.get(r + COLUMN_AHEAD) {
+            L::prefetch(data, *ahead);
+        }
+        // SAFETY (both): forwarded from the caller; nothing was written to
+        // the key's lines between its probe and its insert.
+        match unsafe { K::probe(data, *loc, shape) } {
+            None => *o = true,
+            Some(p) => match unsafe { K::insert(data, *loc, shape, p) } {
+                Ok(()) => added += 1,
+                Err(e) => return Ok((added, Some(e))),
+            },
+        }
+    }
+    Ok((added, None))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn test_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    // SAFETY: AVX2 is enabled in this function.
+    unsafe { test_insert_with::<L, L::Avx2>(bands, keys, out) }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn query_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
@@ -144,7 +235,7 @@ fn query_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bandset::BandSet;
+    use crate::bandset::{test_insert_columns, BandSet};
     use crate::blocked::Blocked;
     use crate::cuckoo::Cuckoo;
     use crate::lines::splitmix;
@@ -214,15 +305,64 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// Any earlier (AVX2 when present) against the column-by-column default
+    /// of `BandFilter` (`test_insert_columns`) and against the loop over the reference kernel `R`:
+    /// same flags, bytes and counts. 9000 rows cross row blocks; a small key
+    /// alphabet makes many rows collide.
+    fn any_earlier_equals_columns_and_reference<L: Layout, R: Kernel<L>>(name: &str, capacity: u64, p: f64) {
+        let d = test_dir(name);
+        let (b, n) = (4, 9000);
+        let mut st = 5u64;
+        let keys: Vec<u64> = (0..n * b).map(|_| splitmix(&mut st) % 3000).collect();
+        let mut bands = BandSet::new(files::<L>(&d, "f", b as u64, capacity, p, 31)).unwrap();
+        let mut out = vec![false; n];
+        bands.test_insert(&keys, &mut out).unwrap();
+        assert!(out.iter().any(|&x| x) && out.iter().any(|&x| !x));
+        let mut columns = files::<L>(&d, "c", b as u64, capacity, p, 31);
+        let mut c = vec![true; n];
+        test_insert_columns(&mut columns, &keys, &mut c).unwrap();
+        assert_eq!(c, out);
+        let mut slow = files::<L>(&d, "s", b as u64, capacity, p, 31);
+        let mut s = vec![true; n];
+        // SAFETY: the reference kernels are portable code.
+        unsafe { test_insert_with::<L, R>(&mut slow, &keys, &mut s) }.unwrap();
+        assert_eq!(s, out);
+        for ((x, y), z) in bands.filters().iter().zip(&slow).zip(&columns) {
+            assert_eq!(x.data(), y.data());
+            assert_eq!(x.data(), z.data());
+            assert_eq!((x.elem_count(), y.elem_count()), (z.elem_count(), z.elem_count()));
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn blocked_band_loops() {
         roundtrip_and_keep_first::<Blocked>("lines-blocked-bands");
         equals_naive_and_reference::<Blocked, <Blocked as Layout>::Portable>("lines-blocked-naive", 300, 1e-2);
+        any_earlier_equals_columns_and_reference::<Blocked, <Blocked as Layout>::Portable>("lines-blocked-any", 3000, 1e-2);
     }
 
     #[test]
     fn cuckoo_band_loops() {
         roundtrip_and_keep_first::<Cuckoo>("lines-cuckoo-bands");
         equals_naive_and_reference::<Cuckoo, <Cuckoo as Layout>::Portable>("lines-cuckoo-naive", 1000, 1e-2);
+        any_earlier_equals_columns_and_reference::<Cuckoo, <Cuckoo as Layout>::Portable>("lines-cuckoo-any", 3000, 1e-2);
+    }
+
+    /// A cuckoo filter too small for its keys: any earlier stops with the
+    /// "full" error, and the keys added before it stay counted in the header.
+    #[test]
+    fn any_earlier_full_cuckoo_is_an_error() {
+        let d = test_dir("lines-cuckoo-any-full");
+        let mut bands = BandSet::new(files::<Cuckoo>(&d, "f", 2, 50, 1e-2, 3)).unwrap();
+        let mut st = 9u64;
+        let keys: Vec<u64> = (0..20_000).map(|_| splitmix(&mut st)).collect();
+        let err = bands.test_insert(&keys, &mut vec![false; 10_000]).unwrap_err();
+        assert!(err.to_string().contains("full"), "{err}");
+        let counted = bands.filters()[0].elem_count();
+        assert!(counted > 0);
+        drop(bands);
+        assert_eq!(LineFile::<Cuckoo>::open(&d.join("f-0"), false).unwrap().elem_count(), counted);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }
