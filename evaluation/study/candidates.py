@@ -123,6 +123,18 @@ def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float,
            floor: Optional[float] = None) -> np.ndarray:
     """The pass's flags an earlier kept document verifies (Jaccard >= ``tj``, or containment >= ``tc`` with
     Jaccard >= ``floor``: the product's containment_min_jaccard)."""
+
+    def accepts(p, later, earlier, inter, union, kept) -> bool:
+        return inter >= tj * union or (tc is not None and inter >= tc * split.sizes[later]
+                                       and (floor is None or inter >= floor * union))
+
+    return verify_with(idx, result, split, accepts)
+
+
+def verify_with(idx: np.ndarray, result: PassResult, split: ShingledSplit, accepts) -> np.ndarray:
+    """The pass's flags verified in processing order, as the product does: ``accepts(p, later, earlier, inter,
+    union, kept)`` decides a (flagged, earlier kept) pair from ``|S_d ∩ S_e|`` and ``|S_d ∪ S_e|``; a flag no
+    kept candidate verifies is unflagged, so kept, and verifies later documents."""
     kept = ~result.flags
     out = np.zeros(len(idx), dtype=bool)
     for p in sorted(result.earlier):
@@ -133,8 +145,7 @@ def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float,
             earlier = int(idx[q])
             inter = split.intersection(later, earlier)
             union = split.sizes[later] + split.sizes[earlier] - inter
-            if inter >= tj * union or (tc is not None and inter >= tc * split.sizes[later]
-                                       and (floor is None or inter >= floor * union)):
+            if accepts(p, later, earlier, inter, union, kept):
                 out[p] = True
                 break
         if not out[p]:

@@ -43,7 +43,7 @@ from evaluation.scoring import score
 from evaluation.shingling import (
     DENSE_WEIGHT, Shingling, _dense_mask, _squeeze, normalize, shingle_hashes,
 )
-from evaluation.study.candidates import PassResult, ShingledSplit
+from evaluation.study.candidates import PassResult, ShingledSplit, verify_with
 
 
 def ordered_shingles(text: Optional[str], shingling: Shingling) -> list[str]:
@@ -170,27 +170,16 @@ class PairSignals:
 def verify_positions(idx: np.ndarray, result: PassResult, split: ShingledSplit, signals: PairSignals, tj: float,
                      tc: Optional[float], floor: Optional[float], rule: Optional[PositionRule]) -> np.ndarray:
     """:func:`evaluation.study.candidates.verify` plus ``rule`` on Jaccard-branch matches (None: the counts')."""
-    kept = ~result.flags
-    out = np.zeros(len(idx), dtype=bool)
-    for p in sorted(result.earlier):
-        later = int(idx[p])
-        for q in result.earlier[p]:
-            if not kept[q]:
-                continue
-            earlier = int(idx[q])
-            inter = split.intersection(later, earlier)
-            union = split.sizes[later] + split.sizes[earlier] - inter
-            by_c = tc is not None and inter >= tc * split.sizes[later] and (floor is None or inter >= floor * union)
-            by_j = inter >= tj * union
-            if by_j and not by_c and rule is not None and inter < rule.j_high * union:
-                others = [int(idx[o]) for o in result.earlier[p] if kept[o]]
-                by_j = signals.passes(later, earlier, rule, others)
-            if by_j or by_c:
-                out[p] = True
-                break
-        if not out[p]:
-            kept[p] = True
-    return out
+
+    def accepts(p, later, earlier, inter, union, kept) -> bool:
+        by_c = tc is not None and inter >= tc * split.sizes[later] and (floor is None or inter >= floor * union)
+        by_j = inter >= tj * union
+        if by_j and not by_c and rule is not None and inter < rule.j_high * union:
+            others = [int(idx[o]) for o in result.earlier[p] if kept[o]]
+            by_j = signals.passes(later, earlier, rule, others)
+        return by_j or by_c
+
+    return verify_with(idx, result, split, accepts)
 
 
 RULES = ([PositionRule("coverage", b, 8, f) for f in (0.1, 0.2, 0.3) for b in (0.75, 1.0)]

@@ -22,7 +22,7 @@ import numpy as np
 
 from evaluation.scoring import score
 from evaluation.shingling import shingle_hashes
-from evaluation.study.candidates import PassResult, ShingledSplit
+from evaluation.study.candidates import PassResult, ShingledSplit, verify_with
 
 
 def document_frequencies(texts, shingling) -> tuple[np.ndarray, np.ndarray]:
@@ -42,29 +42,18 @@ def rare(hashes: np.ndarray, df: tuple[np.ndarray, np.ndarray], max_df: int) -> 
 def verify_df(idx: np.ndarray, result: PassResult, split: ShingledSplit, df, cand, rule) -> np.ndarray:
     """:func:`evaluation.study.candidates.verify` with ``rule = (max_df, bound, j_high)`` on Jaccard-branch
     matches (None: the counts' rule)."""
-    kept = ~result.flags
-    out = np.zeros(len(idx), dtype=bool)
-    for p in sorted(result.earlier):
-        later = int(idx[p])
-        for q in result.earlier[p]:
-            if not kept[q]:
-                continue
-            earlier = int(idx[q])
-            inter = split.intersection(later, earlier)
-            union = split.sizes[later] + split.sizes[earlier] - inter
-            by_c = inter >= cand.tc * split.sizes[later] and inter >= cand.floor * union
-            by_j = inter >= cand.tj * union
-            if by_j and not by_c and rule is not None and inter < rule[2] * union:
-                a, b = rare(split.sets[later], df, rule[0]), rare(split.sets[earlier], df, rule[0])
-                common = len(np.intersect1d(a, b, assume_unique=True))
-                rest = len(a) + len(b) - common
-                by_j = rest > 0 and common >= rule[1] * rest
-            if by_j or by_c:
-                out[p] = True
-                break
-        if not out[p]:
-            kept[p] = True
-    return out
+
+    def accepts(p, later, earlier, inter, union, kept) -> bool:
+        by_c = inter >= cand.tc * split.sizes[later] and inter >= cand.floor * union
+        by_j = inter >= cand.tj * union
+        if by_j and not by_c and rule is not None and inter < rule[2] * union:
+            a, b = rare(split.sets[later], df, rule[0]), rare(split.sets[earlier], df, rule[0])
+            common = len(np.intersect1d(a, b, assume_unique=True))
+            rest = len(a) + len(b) - common
+            by_j = rest > 0 and common >= rule[1] * rest
+        return by_j or by_c
+
+    return verify_with(idx, result, split, accepts)
 
 
 def pool_pairs(sources, df, rules) -> dict:
