@@ -143,6 +143,15 @@ class Pass(Protocol):
         """The run's transaction on the kept index at ``index_dir``, in the store this pass keeps its index in."""
         ...
 
+    def holds_index(self, index_dir: str) -> bool:
+        """Whether ``index_dir`` holds an index of this pass's store (``lshbloom check-index`` asks each pass)."""
+        ...
+
+    def check_index(self, index_dir: str) -> str:
+        """Every file of the index at ``index_dir`` checked: a one-line report, or the error naming the damaged
+        file."""
+        ...
+
     def decide(self, given: PassInput) -> PassResult:
         ...
 

@@ -43,6 +43,31 @@ class DriverPass(KeyedPass):
                 raise
         return txn
 
+    def holds_index(self, index_dir: str) -> bool:
+        import os
+
+        from lshbloom_udf.index import MANIFEST_NAME
+
+        return "://" not in index_dir and os.path.isfile(os.path.join(index_dir, MANIFEST_NAME))
+
+    def check_index(self, index_dir: str) -> str:
+        """Every band file against its checksum and every run's duplicates against their SHA-256 (the exclusive lock
+        is taken, so a crashed run's commit is finished first)."""
+        import os
+
+        if not os.path.isdir(index_dir):
+            raise FileNotFoundError(f"{index_dir}: no such index directory")
+        txn = IndexTransaction(index_dir)
+        try:
+            done = txn.verify()
+        finally:
+            txn.close()
+        if not done["band_files"]:
+            return f"{index_dir}: no index here yet (nothing to check)"
+        sums = ("checksums match" if done["checksums"]
+                else "no checksums yet (written before them; its next commit records them)")
+        return f"{index_dir}: ok: {done['band_files']} band files ({sums}), {done['runs']} run record(s) verified"
+
     def decide_keys(self, given: PassInput) -> PassResult:
         c = given.config
         if given.temporary:

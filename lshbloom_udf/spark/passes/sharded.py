@@ -31,6 +31,28 @@ class ShardedPass(KeyedPass):
 
         return ShardedTransaction(index_dir, spark, verify=config.verify_index)
 
+    def holds_index(self, index_dir: str) -> bool:
+        """A Hadoop URI, or a local directory with versioned manifests (``manifest-<version>.json``)."""
+        import os
+
+        from lshbloom_udf.spark.sharded_index import MANIFEST_PREFIX, MANIFEST_SUFFIX
+
+        return "://" in index_dir or (os.path.isdir(index_dir) and any(
+            n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) for n in os.listdir(index_dir)))
+
+    def check_index(self, index_dir: str) -> str:
+        """Every filter part of the committed version against its checksum (a local Spark session reads them)."""
+        from pyspark.sql import SparkSession
+
+        from lshbloom_udf.spark.sharded_index import ShardedTransaction
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.master("local[1]").appName(
+            "lshbloom-check-index").getOrCreate()
+        done = ShardedTransaction(index_dir, spark).verify()
+        if not done.get("checksums", True):
+            return f"{index_dir}: filter parts written before checksums: not verified (the next run records them)"
+        return f"{index_dir}: ok: {done['filter_parts']} filter part(s) match their checksums"
+
     def decide_keys(self, given: PassInput) -> PassResult:
         from pyspark import StorageLevel
 
