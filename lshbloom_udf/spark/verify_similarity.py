@@ -85,7 +85,7 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     texts = texts_of(row_frame(texts_of.spark, missing, small), small)
     text_col = [c for c in texts.columns if c != ROW_COL][0]
     if not len(missing) or _driver_texts(texts, text_col, driver_text_bytes, held):
-        log.info("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
+        log.debug("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
         return _on_driver(f_rows, k_rows, held, shingling, rule)
     log.info("verification: the candidates' texts pass verify_driver_bytes (%s): similarities on the executors "
              "(a larger budget keeps them on the driver, several times faster)", driver_text_bytes)
