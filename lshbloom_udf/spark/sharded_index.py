@@ -65,12 +65,17 @@ def manifest_name(version: int) -> str:
     return f"{MANIFEST_PREFIX}{version:08d}{MANIFEST_SUFFIX}"
 
 
-def refuse_sharded(path: str) -> None:
-    """Refuse (:class:`IndexMismatchError`) a local directory that holds a sharded index, for the driver pass."""
+def holds_sharded(path: str) -> bool:
+    """Whether the local directory ``path`` holds a sharded index (versioned ``manifest-<N>.json`` files)."""
     import os
 
-    if os.path.isdir(path) and any(n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) and n != DRIVER_MANIFEST
-                                   for n in os.listdir(path)):
+    return os.path.isdir(path) and any(
+        n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) and n != DRIVER_MANIFEST for n in os.listdir(path))
+
+
+def refuse_sharded(path: str) -> None:
+    """Refuse (:class:`IndexMismatchError`) a local directory that holds a sharded index, for the driver pass."""
+    if holds_sharded(path):
         raise IndexMismatchError(
             f"{path}: this index was written by the sharded pass (manifest-<version>.json, filters per shard). Use "
             "pass_mode 'sharded' (--pass sharded) with it, or a new --index-dir for the driver pass"

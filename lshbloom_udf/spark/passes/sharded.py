@@ -33,12 +33,9 @@ class ShardedPass(KeyedPass):
 
     def holds_index(self, index_dir: str) -> bool:
         """A Hadoop URI, or a local directory with versioned manifests (``manifest-<version>.json``)."""
-        import os
+        from lshbloom_udf.spark.sharded_index import holds_sharded
 
-        from lshbloom_udf.spark.sharded_index import MANIFEST_PREFIX, MANIFEST_SUFFIX
-
-        return "://" in index_dir or (os.path.isdir(index_dir) and any(
-            n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) for n in os.listdir(index_dir)))
+        return "://" in index_dir or holds_sharded(index_dir)
 
     def check_index(self, index_dir: str) -> str:
         """Every filter part of the committed version against its checksum (a local Spark session reads them)."""
