@@ -163,16 +163,10 @@ def _texts_list(texts: Sequence[Optional[str]]) -> list:
     return texts
 
 
-def signatures(
-    texts: Sequence[Optional[str]],
-    num_perm: int = _D["num_perm"],
-    ngram: int = _D["ngram"],
-    seed: int = _D["seed"],
-    scheme: str = _D["scheme"],
-    normalize: Normalize = _D["normalize"],
-    threads: int = 1,
-    shingle: str = _D["shingle"],
-) -> np.ndarray:
+# The signature settings' defaults are config.py's (_D); text_band_keys takes the same settings in the same order.
+def signatures(texts: Sequence[Optional[str]], num_perm: int = _D["num_perm"], ngram: int = _D["ngram"],
+               seed: int = _D["seed"], scheme: str = _D["scheme"], normalize: Normalize = _D["normalize"],
+               threads: int = 1, shingle: str = _D["shingle"]) -> np.ndarray:
     """MinHash signatures of ``texts`` as a ``(len(texts), num_perm)`` uint32 array.
 
     Row ``i`` equals ``datasketch.MinHash(num_perm, seed, scheme=scheme)``

@@ -157,7 +157,22 @@ class PybloomBackend(BloomBackend):
 
 class LineBackend(BloomBackend):
     """A layout of 64-byte lines (the native ``lines`` files: blocked, cuckoo): a header, then :meth:`num_lines`
-    lines; one 64-bit hash seed per band file."""
+    lines; one 64-bit hash seed per band file.
+
+    A subclass declares its ``name``, ``extension`` and ``seed_domain`` and, as a class keyword, the
+    ``layout`` of its lines; the rest follows from the name, as the native module spells it: the manifest
+    format ``lshbloom-{name}-index``, the band files' format ``lshbloom-{name}-{layout}-v{version}``
+    (``_native.{NAME}_FORMAT_VERSION``) and the native classes ``_native.{Name}File`` (one band file) and
+    ``_native.{Name}Bands`` (the ``b`` band files together).
+    """
+
+    def __init_subclass__(cls, layout: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        native_name, version = cls.name.capitalize(), getattr(_native, f"{cls.name.upper()}_FORMAT_VERSION")
+        cls.manifest_format = f"lshbloom-{cls.name}-index"
+        cls.bloom_format = f"lshbloom-{cls.name}-{layout}-v{version}"
+        cls.file_class = getattr(_native, f"{native_name}File")
+        cls.band_set_class = getattr(_native, f"{native_name}Bands")
 
     def num_lines(self, capacity: int, p_band: float) -> int:
         raise NotImplementedError
@@ -173,16 +188,12 @@ class LineBackend(BloomBackend):
         self.file_class.create(path, capacity, p_band, self.band_seed(band, generation)).close()
 
 
-class BlockedBackend(LineBackend):
+class BlockedBackend(LineBackend, layout="512x16"):
     """Blocked Bloom filters (``band-{i}.bbf``): one cache line per key per band; not readable by datasketch."""
 
     name = "blocked"
-    manifest_format = "lshbloom-blocked-index"
-    bloom_format = f"lshbloom-blocked-512x16-v{_native.BLOCKED_FORMAT_VERSION}"
     extension = "bbf"
     seed_domain = 0x424C4B44  # "BLKD"
-    file_class = _native.BlockedFile
-    band_set_class = _native.BlockedBands
 
     def num_lines(self, capacity: int, p_band: float) -> int:
         return _native.blocked_num_blocks(capacity, p_band)
@@ -197,16 +208,12 @@ class BlockedBackend(LineBackend):
         return _native.blocked_fp_rate(float(inserted), self.num_lines(capacity, p_band))
 
 
-class CuckooBackend(LineBackend):
+class CuckooBackend(LineBackend, layout="512"):
     """Cuckoo filters (``band-{i}.cbf``): two cache lines per key per band, fewer bits than classic Bloom."""
 
     name = "cuckoo"
-    manifest_format = "lshbloom-cuckoo-index"
-    bloom_format = f"lshbloom-cuckoo-512-v{_native.CUCKOO_FORMAT_VERSION}"
     extension = "cbf"
     seed_domain = 0x434B4F4F  # "CKOO"
-    file_class = _native.CuckooFile
-    band_set_class = _native.CuckooBands
     key_bits_label = "fingerprint bits"
 
     def shape(self, capacity: int, p_band: float) -> tuple[int, int, int]:
