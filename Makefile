@@ -11,7 +11,7 @@ CARGO_MANIFEST := native/Cargo.toml
 DEMO_DIR  := build/demo
 DIST      := dist
 
-.PHONY: venv build wheel test test-fast test-rust test-python lint demo bench clean
+.PHONY: venv build wheel test test-builds release-builds test-fast test-rust test-python lint demo bench clean
 
 venv:
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -33,7 +33,8 @@ wheel: venv
 		--compatibility manylinux2014 --out $(DIST)
 	$(VENV)/bin/auditwheel show $(DIST)/lshbloom_spark-*.whl
 
-test-rust:
+# PYO3_PYTHON, the venv's interpreter, tells pyo3's build script which Python it builds for.
+test-rust: venv
 	cargo test --manifest-path $(CARGO_MANIFEST) -q
 
 # The slowest tests named at the end of every run, so that a test that grows shows up in CI's log.
@@ -45,10 +46,19 @@ test-fast: build
 	cargo test --manifest-path $(CARGO_MANIFEST) -q
 	$(PY) -m pytest -q -m "not slow" tests/test_core_*.py tests/test_perf_stubs.py
 
-# The wheel first (a zig or glibc problem fails fast); the deployment tests install it from
+# The builds first (a zig or glibc problem fails fast); the deployment tests install the wheel from
 # LSHBLOOM_WHEEL_DIR (tests/deploy_support.py), or run `make wheel` themselves without it.
+# The Rust tests compile beside the two release builds: those end on one core (fat LTO, one codegen
+# unit) and share .venv's pip, so they run one after the other; the test build uses the other core.
 test: export LSHBLOOM_WHEEL_DIR := $(abspath $(DIST))
-test: build wheel test-rust test-python
+test:
+	$(MAKE) -j2 test-builds
+	$(MAKE) test-python
+
+test-builds: release-builds test-rust
+
+release-builds: build
+	$(MAKE) wheel
 
 lint: build
 	cargo clippy --manifest-path $(CARGO_MANIFEST) --all-targets -- -D warnings

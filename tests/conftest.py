@@ -7,17 +7,21 @@ import sys
 
 import pytest
 
+from spark_support import JVM_OPTIONS
+
 # Executors are Python workers started by Spark: make them use this interpreter.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The JVMs the tests start in child processes without a Spark conf of theirs (the installed wheel's job,
+# the notebooks' kernels, the Connect server, the standalone cluster's daemons and executors) take the
+# session's JIT and GC options from the java launcher's own variable.
+os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_OPTIONS)
 
 
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
-
-    from spark_support import JVM_OPTIONS
 
     session = (
         SparkSession.builder.master("local[2]")

@@ -21,7 +21,8 @@ REFERENCE = {"threshold": THRESHOLD, "num_perm": NUM_PERM, "ngram": 1, "normaliz
              "band_key": "sum", "shingle": "words", "verify": False}
 REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "--normalize", "none", "--scheme", "affine32",
                    "--band-key", "sum", "--shingle", "words", "--no-verify"]
-# The JVMs of the tests (the session's and every spark-submit's): the suite's jobs are small, so C2
+# The JVMs of the tests (the session's, every spark-submit's, and through JDK_JAVA_OPTIONS in conftest.py
+# every other child JVM): the suite's jobs are small, so C2
 # compilation and parallel GC threads mostly compete for the machine's cores with the job itself.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed", "shingle")
