@@ -282,4 +282,26 @@ mod tests {
             assert!(crate::lines::test::<Cuckoo>(&data, locate(k, 3, shape), shape), "key {k}");
         }
     }
+
+    /// Every filter holds its capacity: sized by `geometry` (load ≤ 90 %),
+    /// no insert of `capacity` random keys runs out of kicks, at every small
+    /// size (where a bucket more or less moves the load most; 20 key sets
+    /// each) and at the defaults' per-band rate as at others.
+    #[test]
+    fn holds_its_capacity_at_every_small_size() {
+        let sizes = (1..400u64).flat_map(|c| (0..20).map(move |s| (c, s))).chain([1000, 5000, 100_000].map(|c| (c, 0)));
+        for (capacity, seed) in sizes {
+            for p in [7.8125e-8, 1e-2, 1e-4] {
+                let g = crate::cuckoo::geometry(capacity, p).unwrap();
+                let shape = Shape { num_buckets: g.num_buckets, fp_bits: g.fp_bits, slots: g.slots };
+                let mut data = vec![0u8; g.num_buckets as usize * BUCKET_BYTES];
+                let mut st = (capacity << 8) ^ seed;
+                for _ in 0..capacity {
+                    let key = crate::lines::splitmix(&mut st);
+                    let set = crate::lines::set::<Cuckoo>(&mut data, locate(key, 7, shape), shape);
+                    assert!(set.is_ok(), "p {p} capacity {capacity} seed {seed}: full");
+                }
+            }
+        }
+    }
 }
