@@ -1,5 +1,5 @@
 //! The bucket scans of a cuckoo filter as the kernels of `lines` (portable
-//! and AVX2): a probe scans bucket 1, and bucket 2 only when bucket 1 is full.
+//! and AVX2): a probe scans both buckets (the second unless the first finds the key).
 
 use super::kernel::{insert_absent, scan, scan_wide, tail, Loc, Scan, Shape};
 #[cfg(target_arch = "x86_64")]
