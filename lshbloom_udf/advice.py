@@ -78,8 +78,8 @@ def advice_text(a: dict) -> str:
         f"  = {a['why']} (driver memory {human_bytes(a['driver_memory'])}, --driver-memory)",
         f"expected time, driver    {_duration(t['driver'])}",
         f"  = keys on {a['cores']} executor cores overlapped with the driver's decisions "
-        f"({c['driver_ns_per_key']['blocked']:.0f} ns/key blocked, {c['driver_ns_per_key']['pybloomfiltermmap3']:.0f} "
-        "pybloomfiltermmap3); an index on disk, not in memory, is far slower",
+        f"({', '.join(f'{ns:.0f} ns/key {bloom}' for bloom, ns in c['driver_ns_per_key'].items())}); "
+        "an index on disk, not in memory, is far slower",
         f"expected time, sharded   {_duration(t['sharded'])}",
         f"  = keys, then decisions, on {a['cores']} cores ({c['keys_ns_per_doc_core'] / 1e3:,.0f} us/doc, "
         f"{c['decide_ns_per_key_core']:,.0f} ns/key per core)",

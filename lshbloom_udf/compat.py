@@ -11,7 +11,7 @@ params=(b, r))`` reads. (datasketch's own constructor defaults, threshold 0.9
 and 128 permutations, are not the paper's.)
 
 They differ from the job's defaults (:data:`lshbloom_udf.config.DEFAULTS`:
-mixed 11-grams, T 0.3, the mix band key, blocked filters, growth,
+mixed 11-grams, T 0.3, the mix band key, cuckoo filters, growth,
 verification) on purpose: those were chosen for quality and speed at scale
 and are not datasketch's; code that builds an index by hand and tests that
 compare with datasketch rely on these. The paper's preset

@@ -119,11 +119,11 @@ class DedupConfig:
                                  cli={"type": float}, sizes="p_effective")
     expected_docs: Optional[int] = setting(None, "capacity of a new index (default: the number of input documents)",
                                            _optional(_integer(1)), "index", cli={"type": int}, sizes="capacity")
-    bloom: Optional[str] = setting(None, "Bloom filter backend: blocked (one cache line per key per band: ~8x faster "
-                                   "driver pass, ~1.5x larger), cuckoo (two cache lines per key per band, smaller than classic Bloom filters at "
-                                   "low rates) or pybloomfiltermmap3 (datasketch's files). Default: an "
-                                   "existing index keeps its own; a new one is blocked with the mix band key (datasketch "
-                                   "cannot use mix keys anyway) and pybloomfiltermmap3 with sum",
+    bloom: Optional[str] = setting(None, "Bloom filter backend: cuckoo (fingerprints in two cache lines per key per "
+                                   "band: ~1.05x a classic Bloom filter's bits at the defaults' rate), blocked (one "
+                                   "cache line per key per band, ~1.5x classic) or pybloomfiltermmap3 (datasketch's "
+                                   "files). Default: an existing index keeps its own; a new one is cuckoo with the mix "
+                                   "band key (datasketch cannot use mix keys anyway) and pybloomfiltermmap3 with sum",
                                    _optional(_choice(*BLOOMS)), "index")
     growth: str = setting("grow", "when a kept index would pass its capacity: grow (add a generation of filters, "
                           "the whole staying within p_effective) or fixed (fail with IndexFullError); an existing "
@@ -295,8 +295,8 @@ class DedupConfig:
 
     @property
     def new_index_bloom(self) -> str:
-        """The backend of a new index: ``bloom`` if given, else blocked with the mix key, datasketch's files with sum."""
-        return self.bloom or ("blocked" if self.band_key == "mix" else "pybloomfiltermmap3")
+        """The backend of a new index: ``bloom`` if given, else cuckoo with the mix key, datasketch's files with sum."""
+        return self.bloom or ("cuckoo" if self.band_key == "mix" else "pybloomfiltermmap3")
 
     def index_params(self, capacity: Optional[int] = None):
         """The :class:`~lshbloom_udf.index.IndexParams` these settings imply (capacity: ``expected_docs`` or 1)."""

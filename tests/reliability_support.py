@@ -131,7 +131,7 @@ def index_state(path) -> dict:
     state = {}
     for name in sorted(os.listdir(path)):
         full = os.path.join(path, name)
-        if name.endswith((".bf", ".bbf")):
+        if name.endswith((".bf", ".bbf", ".cbf")):
             with open(full, "rb") as f:
                 state[name] = f.read()
         elif name == "runs":

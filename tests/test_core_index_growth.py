@@ -16,6 +16,7 @@ import pytest
 from datasketch import MinHashLSHBloom
 
 from lshbloom_udf import _native, text_band_keys
+from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import IndexFullError, IndexMismatchError
 from lshbloom_udf.index import BLOOMS, IndexParams, IndexTransaction, LSHBloomIndex, backend
 from lshbloom_udf.sample import build_sample
@@ -119,6 +120,30 @@ def test_five_runs_of_twice_the_capacity_stay_exact_and_within_p_effective(tmp_p
     assert manifest["inserted"] == reference.inserted == manifest["runs"][-1]["inserted_total"]
     kind = backend(bloom)
     assert os.path.isfile(tmp_path / "index" / kind.file_name(0, 3))
+
+
+@pytest.mark.parametrize("rule", ["query_insert", "test_insert"])
+def test_the_defaults_new_index_grows_across_runs_under_both_rules(tmp_path, rule):
+    """The index a run with the defaults creates (its backend and sizing: cuckoo filters have a hard capacity),
+    overfilled over runs of three times its capacity: it adds generations, never fails, finds all it holds."""
+    config = DedupConfig()
+    params = config.index_params(capacity=300)
+    path = str(tmp_path / "index")
+    rng = np.random.default_rng(3)
+    earlier: list = []
+    for run_no in range(4):
+        keys = run_keys(rng, 3 * params.capacity, earlier, params.b)
+        with IndexTransaction(path) as txn:
+            index = txn.stage(params, sizing_given=False, bloom=config.new_index_bloom)
+            flags = getattr(index, rule)(keys)
+            txn.commit({"content_fingerprint": f"run-{run_no}", "params": {}, "documents": len(keys),
+                        "duplicates": int(flags.sum()), "inserted": int((~flags).sum())}, np.flatnonzero(flags))
+        earlier.append(keys)
+    with LSHBloomIndex.open(path, read_only=True, bloom=config.new_index_bloom) as index:
+        assert index.bloom == config.new_index_bloom
+        gens = index.generations
+        assert len(gens) >= 4 and all(g["inserted"] <= g["capacity"] for g in gens)
+        assert index.query(np.concatenate(earlier)).all()
 
 
 @pytest.mark.filterwarnings("ignore::lshbloom_udf.errors.CapacityWarning")

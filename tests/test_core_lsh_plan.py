@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -116,13 +117,25 @@ def test_plan_gives_the_bytes_of_the_index_it_sizes(tmp_path, bloom):
         plan(100, bloom="quotient")
 
 
+def test_plan_of_the_defaults_is_within_a_tenth_of_classic_bloom_bits():
+    """``lshbloom plan --docs 1e9`` with the defaults: at most 1.1x the bytes of classic Bloom filters with the same
+    b and p_effective, at the plan's own per-band rate (growth: generation 0 at p_effective / 2) and at a fixed
+    index's."""
+    got = json.loads(subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "1e9", "--json"],
+                                    check=True, capture_output=True, text=True).stdout)
+    assert got["index_bytes"] <= 1.1 * got["formula_index_bytes"]
+    p_band_fixed = -math.expm1(math.log1p(-got["p_effective"]) / got["b"])
+    classic_fixed = got["b"] * got["docs"] * -math.log(p_band_fixed) / math.log(2) ** 2 / 8
+    assert got["index_bytes"] <= 1.1 * classic_fixed, got["index_bytes"] / classic_fixed
+
+
 def test_plan_cli_defaults_are_the_products():
     out = subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "1e6", "--json"], check=True,
                          capture_output=True, text=True).stdout
     got = json.loads(out)
     assert (got["threshold"], got["num_perm"], got["ngram"], got["p_effective"]) == (
         DEFAULTS["threshold"], DEFAULTS["num_perm"], DEFAULTS["ngram"], DEFAULTS["p_effective"])
-    assert got["bloom"] == "blocked"  # a new index's backend with the default (mix) band key
+    assert got["bloom"] == "cuckoo"  # a new index's backend with the default (mix) band key
     blocked = subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "1e6", "--bloom", "blocked"],
                              check=True, capture_output=True, text=True).stdout
     assert "Bloom filters            blocked" in blocked

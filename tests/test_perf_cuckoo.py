@@ -21,7 +21,9 @@ from test_core_insert_rule import any_earlier_reference
 QUERIES = 10**7
 # One false verdict in 10^6 runs of a correct filter.
 ALPHA = 1e-6
-LOAD = 19 / 20
+LOAD = 18 / 20
+# Fingerprints that fill SIMD lanes win within this factor of the least buckets (native/src/cuckoo/sizing.rs).
+LANE_WIDTHS, LANE_SLACK = (8, 16, 32, 64), 1.15
 
 
 @pytest.mark.parametrize("error_rate", [1e-3, 1e-5, 1e-7])
@@ -46,15 +48,17 @@ def test_sizing_is_the_least_that_meets_rate_and_load(capacity, error_rate):
     assert slots == 512 // fp_bits
     assert _native.cuckoo_fp_rate(capacity, num_buckets, fp_bits) <= error_rate
     assert capacity <= LOAD * slots * num_buckets
-    # One bucket fewer, at any fingerprint width, misses the rate or the load.
+    # One bucket fewer (fewer than the slack allows, for a lane width), at any fingerprint width, misses the rate
+    # or the load.
+    slack = LANE_SLACK if fp_bits in LANE_WIDTHS else 1.0
     for f in range(2, 65):
-        fewer = num_buckets - 1
+        fewer = min(math.ceil(num_buckets / slack), num_buckets) - 1
         assert _native.cuckoo_fp_rate(capacity, fewer, f) > error_rate or capacity > LOAD * (512 // f) * fewer
 
 
-def test_smaller_than_classic_bloom_at_lshbloom_rates():
+def test_about_classic_bloom_at_lshbloom_rates():
     n = 10**7
-    for p, most in [(1.2e-7, 0.97), (1.2e-12, 0.87)]:
+    for p, most in [(1.2e-7, 1.10), (1.2e-12, 0.92)]:
         _, _, num_buckets = _native.cuckoo_geometry(n, p)
         classic = -n * math.log(p) / math.log(2) ** 2
         assert num_buckets * 512 <= most * classic, (p, num_buckets * 512 / classic)

@@ -125,11 +125,11 @@ def test_reproduced_run_says_so_with_the_index_backend(spark, tmp_path):
     again = deduplicate(df, id_col="id", index_dir=index, verify=False, progress=False, return_summary=True)
     assert first.summary["run"] == "new index" and first.summary["pass"] == "driver"
     assert again.summary["run"] == "reproduced" and again.summary["pass"] == "reproduced"
-    assert again.summary["index"]["backend"] == first.summary["index"]["backend"] == "blocked"
+    assert again.summary["index"]["backend"] == first.summary["index"]["backend"] == "cuckoo"
     assert again.summary["duplicates"] == first.summary["duplicates"]
     text = again.summary_text()
     assert f"reproduced run {first.summary['index']['run_id']}" in text
-    assert "blocked filters, unchanged by this run" in text and "pybloomfiltermmap3" not in text
+    assert "cuckoo filters, unchanged by this run" in text and "pybloomfiltermmap3" not in text
     assert "0 B" not in text and "not measured (no pass ran)" in text
     grown = deduplicate(frame(spark, 200, seed=5), id_col="id", index_dir=index, verify=False, progress=False,
                         return_summary=True)

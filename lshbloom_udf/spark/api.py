@@ -46,9 +46,9 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     Defaults (:data:`~lshbloom_udf.config.DEFAULTS`): threshold {threshold},
     num_perm {num_perm}, ngram {ngram}, normalize {normalize!r}, band_key
     {band_key!r}, mode {mode!r}, insert {insert!r}, pass_mode {pass_mode!r}.
-    ``bloom``: a new index is {new_bloom!r} with the default band key (the
-    blocked backend: one cache line per key per band, faster, larger, not
-    readable by datasketch); with ``band_key="sum"`` it is {sum_bloom!r},
+    ``bloom``: a new index is {new_bloom!r} with the default band key (cuckoo
+    filters: ~1.05x a classic Bloom filter's bits, not readable by
+    datasketch); with ``band_key="sum"`` it is {sum_bloom!r},
     datasketch's file format; an existing index keeps its own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
     {p_effective:g} and the number of input rows); an existing index at
     ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must match an

@@ -46,8 +46,9 @@ impl Layout for Cuckoo {
     }
     #[inline(always)]
     fn prefetch(data: &[u8], loc: Loc) {
-        // Bucket 2 is read only when bucket 1 is full (`scan`): not prefetched.
+        // A probe reads both buckets (`scan`).
         prefetch_line(data, loc.a);
+        prefetch_line(data, loc.b);
     }
 }
 

@@ -21,10 +21,12 @@
 //!
 //! `alt` needs only the bucket and the fingerprint (a kicked fingerprint moves
 //! to its other bucket without its key) and works for any B (XOR would need a
-//! power of two). Insert: the first empty slot of bucket 1, else of bucket 2,
-//! else kick a pseudo-random resident of one of them to its other bucket, up
-//! to `MAX_KICKS` times; if that fails every move is undone and the insert
-//! returns an error (the filter is unchanged: nothing silently lost).
+//! power of two). Insert: the first empty slot of the emptier of the two
+//! buckets (ties: bucket 1; balancing keeps buckets from filling long before
+//! the filter does), else kick a pseudo-random resident of one of them to its
+//! other bucket, up to `MAX_KICKS` times; if that fails every move is undone
+//! and the insert returns an error (the filter is unchanged: nothing silently
+//! lost). A query reads both buckets (both are prefetched by the band loops).
 //!
 //! ## False-positive rate (the sizing maths)
 //!
@@ -39,23 +41,25 @@
 //! ```
 //!
 //! (the rate of reading both buckets is `1 − E[(1 − q)^S]` over their
-//! occupancy `S`, `E[S] = 2n/B`; by Jensen at most the formula). A query
-//! reads bucket 2 only when bucket 1 is full (a fingerprint is in its second
-//! bucket only if its first was full when it got there, and full buckets stay
-//! full), so the real rate lies between `FP(n/2, B, f)` (bucket 1 alone) and
-//! `FP(n, B, f)`: the formula is an upper bound, measured ~15 % above the rate
-//! at capacity where the rate (not the load) sets the size. Sizing for
-//! `capacity = n` at rate `p` picks, for every `f` in 2..=64,
+//! occupancy `S`, `E[S] = 2n/B`; by Jensen at most the formula): the formula
+//! is an upper bound, and the measured rate lies between `FP(n/2, B, f)` and
+//! `FP(n, B, f)` (files written before inserts balanced the buckets filled
+//! bucket 1 first: their rate is nearer `FP(n/2)`). Sizing for
+//! `capacity = n` at rate `p` takes, for every `f` in 2..=64,
 //!
 //! ```text
 //! B_fp(f)   = ceil(2n · ln(1 − q) / ln(1 − p))      (the least B with FP(n, B, f) ≤ p; closed form)
-//! B_load(f) = ceil(n / (0.95 · s(f)))               (load ≤ 95 %: far below the ~99.8 % where
-//!                                                   two-choice cuckoo with ≥ 8 slots per bucket fails)
+//! B_load(f) = ceil(n / (0.90 · s(f)))               (load ≤ 90 %: far below the ~99.8 % where
+//!                                                   two-choice cuckoo with ≥ 8 slots per bucket fails,
+//!                                                   and few kicks)
 //! ```
 //!
-//! and keeps the `f` with the least `B(f) = max(B_fp, B_load)` (ties: the
-//! larger `f`). At p = 1.2e-7 that is f = 29, 17 slots: 0.96x a classic Bloom
-//! filter's bits; at 1.2e-12 f = 44: 0.86x (docs/algorithm.md).
+//! and `B(f) = max(B_fp, B_load)`. It keeps the least `B` over the lane widths
+//! (8, 16, 32, 64: a bucket's scan is one SIMD compare per half line) if that
+//! is within `LANE_SLACK` (1.15x) of the least over every `f` (ties: the
+//! larger `f`), else the latter. At p = 1.2e-7 that is f = 32, 16 slots:
+//! 1.07x a classic Bloom filter's bits; at 1.2e-12 f = 44: 0.90x
+//! (docs/algorithm.md).
 //!
 //! ## File format (one file per band, `band-{i}.cbf`)
 //!

@@ -1,7 +1,9 @@
 //! The bucket scans of a cuckoo filter as the kernels of `lines` (portable
-//! and AVX2): a probe scans bucket 1, and bucket 2 only when bucket 1 is full.
+//! and AVX2): a probe scans both buckets (the second unless the first finds the key).
 
 use super::kernel::{insert_absent, scan, scan_wide, tail, Loc, Scan, Shape};
+#[cfg(target_arch = "x86_64")]
+use super::sizing::is_lane_width;
 use super::Cuckoo;
 use crate::lines::{Full, Kernel};
 
@@ -16,13 +18,13 @@ trait ScanOps {
     unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan;
 }
 
-/// The scans (by `S`) of a key's buckets: the second only when the first is
-/// full (`Absent(None)`), else a copy of the first.
+/// The scans (by `S`) of a key's buckets: both, unless the first finds the
+/// key (or the buckets are one).
 ///
-/// Bucket 2 is read only when bucket 1 is full: a fingerprint is in its
-/// second bucket only if its first was full when it got there (an insert, or
-/// a kick out of the full first bucket), and a full bucket stays full (no
-/// deletions). So a first bucket with a free slot settles the query.
+/// Both are read: an insert puts a key in the emptier bucket of its two
+/// (`insert_absent`), so a fingerprint may be in its second bucket while its
+/// first has room. (Filters written when inserts filled bucket 1 first read
+/// the same.)
 ///
 /// # Safety
 /// The CPU has `S`'s target features.
@@ -30,10 +32,10 @@ trait ScanOps {
 unsafe fn scan_both<S: ScanOps>(data: &[u8], loc: Loc, shape: Shape) -> (Scan, Scan) {
     // SAFETY (both): forwarded from the caller.
     let first = unsafe { S::scan(tail(data, loc.a), loc.fp, shape) };
-    match first {
-        Scan::Absent(None) if loc.b != loc.a => (first, unsafe { S::scan(tail(data, loc.b), loc.fp, shape) }),
-        _ => (first, first),
+    if first == Scan::Found || loc.b == loc.a {
+        return (first, first);
     }
+    (first, unsafe { S::scan(tail(data, loc.b), loc.fp, shape) })
 }
 
 /// `None` if either scan found the key, else both scans.
@@ -42,8 +44,8 @@ fn probe_of((first, second): (Scan, Scan)) -> Option<(Scan, Scan)> {
     (first != Scan::Found && second != Scan::Found).then_some((first, second))
 }
 
-/// Every bucket scan is a kernel: bucket 2 is scanned only when bucket 1 is
-/// full, and an insert uses both scans.
+/// Every bucket scan is a kernel: a probe scans both buckets, and an insert
+/// uses both scans.
 impl<S: ScanOps> Kernel<Cuckoo> for S {
     /// The scans of the key's two buckets (where an insert puts it).
     type Probe = (Scan, Scan);
@@ -82,13 +84,20 @@ impl ScanOps for Avx2 {
     }
 }
 
-/// [`scan`] with AVX2 (fingerprints of more than 57 bits: portable).
+/// [`scan`] with AVX2: whole-lane fingerprints (8, 16, 32, 64 bits) by one
+/// compare per half bucket, other widths of up to 57 bits by gathers, wider
+/// ones portable. The branch is the shape's: the same for every key of a
+/// filter.
 ///
 /// # Safety
 /// The CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn avx2_scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+    if is_lane_width(shape.fp_bits) {
+        // SAFETY: forwarded from the caller.
+        return unsafe { avx2::scan_lanes(line, fp, shape) };
+    }
     if shape.fp_bits > 57 {
         return scan_wide(line, fp, shape);
     }
@@ -101,6 +110,52 @@ mod avx2 {
     use super::super::kernel::{fp_mask, padded, Scan, Shape};
     use super::super::BUCKET_BYTES;
     use std::arch::x86_64::*;
+
+    /// A bucket of whole-lane fingerprints (`f` = 8, 16, 32 or 64 bits, `512 /
+    /// f` slots filling the line): each half compared with `fp` and with 0 at
+    /// once, byte masks out (a slot's bytes are all set or all clear). No
+    /// gather and no branch on the slots: the occupied slots are a prefix, so
+    /// the first empty one is the lowest zero slot.
+    #[inline(always)]
+    pub unsafe fn scan_lanes(line: &[u8], fp: u64, shape: Shape) -> Scan {
+        assert!(line.len() >= BUCKET_BYTES);
+        // SAFETY (all intrinsics): AVX2 is enabled (caller); both 32-byte
+        // loads are inside the bucket (asserted).
+        unsafe {
+            let lo = _mm256_loadu_si256(line.as_ptr().cast());
+            let hi = _mm256_loadu_si256(line.as_ptr().add(32).cast());
+            let zero = _mm256_setzero_si256();
+            let (eq_lo, eq_hi, z_lo, z_hi) = match shape.fp_bits {
+                8 => {
+                    let w = _mm256_set1_epi8(fp as i8);
+                    (_mm256_cmpeq_epi8(lo, w), _mm256_cmpeq_epi8(hi, w), _mm256_cmpeq_epi8(lo, zero), _mm256_cmpeq_epi8(hi, zero))
+                }
+                16 => {
+                    let w = _mm256_set1_epi16(fp as i16);
+                    (_mm256_cmpeq_epi16(lo, w), _mm256_cmpeq_epi16(hi, w), _mm256_cmpeq_epi16(lo, zero), _mm256_cmpeq_epi16(hi, zero))
+                }
+                32 => {
+                    let w = _mm256_set1_epi32(fp as i32);
+                    (_mm256_cmpeq_epi32(lo, w), _mm256_cmpeq_epi32(hi, w), _mm256_cmpeq_epi32(lo, zero), _mm256_cmpeq_epi32(hi, zero))
+                }
+                _ => {
+                    let w = _mm256_set1_epi64x(fp as i64);
+                    (_mm256_cmpeq_epi64(lo, w), _mm256_cmpeq_epi64(hi, w), _mm256_cmpeq_epi64(lo, zero), _mm256_cmpeq_epi64(hi, zero))
+                }
+            };
+            let bytes = |a: __m256i, b: __m256i| {
+                u64::from(_mm256_movemask_epi8(a) as u32) | (u64::from(_mm256_movemask_epi8(b) as u32) << 32)
+            };
+            let (found, empty) = (bytes(eq_lo, eq_hi), bytes(z_lo, z_hi));
+            if found != 0 {
+                Scan::Found
+            } else if empty != 0 {
+                Scan::Absent(Some(empty.trailing_zeros() / (shape.fp_bits / 8)))
+            } else {
+                Scan::Absent(None)
+            }
+        }
+    }
 
     /// Four slots at a time: gather the 8 bytes holding each (from the line
     /// and the 8 bytes after it, see `padded`), shift and mask, compare with

@@ -3,9 +3,28 @@
 
 use super::{BUCKET_BITS, MAX_FP_BITS, MIN_FP_BITS};
 
-/// The designed maximum load, as a fraction: slots filled at capacity ≤ 19/20.
-pub const MAX_LOAD_NUM: u64 = 19;
+/// The designed maximum load, as a fraction: slots filled at capacity ≤ 18/20.
+/// Past ~90 % buckets fill and inserts kick (a random walk of cache misses);
+/// the driver pass at 95 % ran at 0.7x its speed at 90 % (docs/benchmarks.md).
+pub const MAX_LOAD_NUM: u64 = 18;
 pub const MAX_LOAD_DEN: u64 = 20;
+
+/// Fingerprint widths that fill whole SIMD lanes: a bucket's scan is one
+/// compare per half line (AVX2) instead of a gather per four slots (the
+/// driver pass ~1.3x faster; docs/benchmarks.md).
+pub const LANE_WIDTHS: [u32; 4] = [8, 16, 32, 64];
+
+/// A lane width is chosen when it needs at most this many times the buckets
+/// of the least width: up to 15 % more bytes for the faster scan. At the
+/// defaults' per-band rates (~1e-7) that is 32-bit fingerprints, 1.125x the
+/// buckets of 28-bit ones and ~1.05x a classic Bloom filter's bits.
+pub const LANE_SLACK: f64 = 1.15;
+
+/// Is `fp_bits` one of [`LANE_WIDTHS`]?
+#[inline(always)]
+pub fn is_lane_width(fp_bits: u32) -> bool {
+    LANE_WIDTHS.contains(&fp_bits)
+}
 
 /// A filter's shape: fingerprint bits, slots per bucket, buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,16 +67,26 @@ fn buckets_for_rate(n: u64, p: f64, fp_bits: u32) -> Option<u64> {
     Some(b)
 }
 
-/// The least B keeping `n` keys at most 95 % of the slots.
+/// The least B keeping `n` keys at most [`MAX_LOAD_NUM`] / [`MAX_LOAD_DEN`] of the slots.
 fn buckets_for_load(n: u64, slots: u32) -> u64 {
     let num = u128::from(n) * u128::from(MAX_LOAD_DEN);
     let den = u128::from(MAX_LOAD_NUM) * u128::from(slots);
     num.div_ceil(den).max(1) as u64
 }
 
-/// The smallest cuckoo filter for `capacity` keys at rate `error_rate`
-/// (fewest buckets over every fingerprint width; ties: the wider).
+/// The cuckoo filter for `capacity` keys at rate `error_rate`: the fewest
+/// buckets over the lane widths if that is within [`LANE_SLACK`] of the
+/// fewest over every width, else the fewest over every width.
 pub fn geometry(capacity: u64, error_rate: f64) -> Result<Geometry, String> {
+    let least = least_geometry(capacity, error_rate, MIN_FP_BITS..=MAX_FP_BITS)?;
+    match least_geometry(capacity, error_rate, LANE_WIDTHS) {
+        Ok(lanes) if lanes.num_buckets as f64 <= least.num_buckets as f64 * LANE_SLACK => Ok(lanes),
+        _ => Ok(least),
+    }
+}
+
+/// The fewest buckets over the fingerprint widths `widths` (ties: the wider).
+fn least_geometry(capacity: u64, error_rate: f64, widths: impl IntoIterator<Item = u32>) -> Result<Geometry, String> {
     if !(error_rate > 0.0 && error_rate < 1.0) {
         return Err(format!("error_rate must be in (0, 1), got {error_rate}"));
     }
@@ -65,7 +94,7 @@ pub fn geometry(capacity: u64, error_rate: f64) -> Result<Geometry, String> {
         return Err("capacity must be >= 1".into());
     }
     let mut best: Option<Geometry> = None;
-    for f in MIN_FP_BITS..=MAX_FP_BITS {
+    for f in widths {
         let slots = slots_for(f);
         let Some(by_rate) = buckets_for_rate(capacity, error_rate, f) else { continue };
         let b = by_rate.max(buckets_for_load(capacity, slots));
@@ -90,9 +119,11 @@ mod tests {
             let g = geometry(n, p).unwrap();
             assert!(fp_rate(n as f64, g.num_buckets, g.fp_bits) <= p);
             assert!(n * MAX_LOAD_DEN <= g.num_buckets * u64::from(g.slots) * MAX_LOAD_NUM);
-            // No width does better with fewer buckets.
+            // No width does better with fewer buckets than the slack allows
+            // (none at all unless a lane width was chosen).
+            let slack = if is_lane_width(g.fp_bits) { LANE_SLACK } else { 1.0 };
+            let b = ((g.num_buckets as f64 / slack).ceil() as u64).min(g.num_buckets) - 1;
             for f in MIN_FP_BITS..=MAX_FP_BITS {
-                let b = g.num_buckets - 1;
                 let fits = fp_rate(n as f64, b, f) <= p && n * MAX_LOAD_DEN <= b * u64::from(slots_for(f)) * MAX_LOAD_NUM;
                 assert!(!fits, "n {n} p {p}: f {f} fits in {b} buckets");
             }
@@ -100,9 +131,20 @@ mod tests {
     }
 
     #[test]
-    fn smaller_than_classic_bloom_at_low_rates() {
+    fn lane_width_at_the_defaults_rate() {
+        // p_effective 1e-5 over 64 bands (grow: generation 0 at half of it).
+        for p in [1.5625e-7, 7.8125e-8] {
+            let g = geometry(10_000_000, p).unwrap();
+            assert_eq!((g.fp_bits, g.slots), (32, 16), "p {p}");
+        }
+        // Far from it the least width wins.
+        assert!(!is_lane_width(geometry(10_000_000, 1e-5).unwrap().fp_bits));
+    }
+
+    #[test]
+    fn about_classic_bloom_bits_at_low_rates() {
         let n = 10_000_000u64;
-        for (p, most) in [(1.2e-7, 0.97), (1.2e-12, 0.87), (1e-5, 1.03)] {
+        for (p, most) in [(1.5625e-7, 1.10), (7.8125e-8, 1.05), (1.2e-12, 0.92), (1e-5, 1.05)] {
             let g = geometry(n, p).unwrap();
             let ratio = (g.num_buckets * 512) as f64 / classic_bits(n as f64, p);
             assert!(ratio <= most, "p {p}: {ratio}x classic");

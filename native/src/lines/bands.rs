@@ -15,8 +15,9 @@ const AHEAD: usize = 2;
 /// Rows per block of the any-earlier loop: its keys (rows × bands × 8 bytes,
 /// 2 MB at 64 bands) stay in cache while each band's column is read.
 const BLOCK_ROWS: usize = 4096;
-/// Keys of one band's column whose lines are prefetched ahead of its test.
-const COLUMN_AHEAD: usize = 8;
+/// Keys of one band's column whose lines are prefetched ahead of its test
+/// (16 rather than 8: cuckoo ~1.2x, blocked ~1.1x keys/s in filters_pass at 10^6 x 64).
+const COLUMN_AHEAD: usize = 16;
 
 impl<L: Layout> BandFilter for LineFile<L> {
     fn query_rows(bands: &[Self], keys: &[u64], out: &mut [bool]) {
