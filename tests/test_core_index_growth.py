@@ -146,6 +146,28 @@ def test_the_defaults_new_index_grows_across_runs_under_both_rules(tmp_path, rul
         assert index.query(np.concatenate(earlier)).all()
 
 
+@pytest.mark.parametrize("bloom", ["blocked", "cuckoo"])  # the backends whose manifest records a geometry
+def test_a_generations_recorded_geometry_is_kept_when_the_sizing_rule_changes(tmp_path, bloom):
+    """The manifest keeps the geometry a generation's files were made with: an index made under an earlier sizing
+    rule (cuckoo's changed: 32-bit lanes, 90 % load) does not take today's figures for its old generations."""
+    path, params = str(tmp_path / "index"), grow_params()
+    rng = np.random.default_rng(5)
+    ingest(path, run_keys(rng, CAPACITY // 2, [], params.b), params, bloom, 0)
+    manifest_path = tmp_path / "index" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    today = dict(manifest["generations"][0])
+    made_earlier = {k: (v + 1 if isinstance(v, int) else v) for k, v in today.items()
+                    if k not in ("capacity", "p_band", "inserted")}  # what an earlier rule recorded
+    manifest["generations"][0].update(made_earlier)
+    manifest_path.write_text(json.dumps(manifest))
+    ingest(path, run_keys(rng, 2 * CAPACITY, [], params.b), params, bloom, 1)  # fills gen 0, adds gen 1
+    gens = json.loads(manifest_path.read_text())["generations"]
+    assert len(gens) >= 2 and gens[0]["inserted"] == CAPACITY
+    assert {k: gens[0][k] for k in made_earlier} == made_earlier  # kept, not recomputed
+    fresh = backend(bloom).manifest_fields(gens[1]["capacity"], gens[1]["p_band"])
+    assert {k: gens[1][k] for k in fresh} == fresh  # a new generation is sized by today's rule
+
+
 @pytest.mark.filterwarnings("ignore::lshbloom_udf.errors.CapacityWarning")
 @pytest.mark.parametrize("bloom", BLOOMS)
 def test_fixed_growth_still_fails_at_capacity_and_keeps_the_index(tmp_path, bloom):

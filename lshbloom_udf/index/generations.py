@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -37,13 +37,17 @@ class Generation:
     capacity: int
     p_band: float
     inserted: int = 0
+    # The backend's fields (its filters' geometry) as the manifest recorded them: the band files keep the
+    # geometry they were made with even if the sizing rule changes later (cuckoo's did). None: sized now.
+    geometry: Optional[dict] = field(default=None, compare=False, repr=False)
 
     @property
     def room(self) -> int:
         return self.capacity - self.inserted
 
     def record(self, backend: BloomBackend) -> dict:
-        return {**asdict(self), **backend.manifest_fields(self.capacity, self.p_band)}
+        geometry = self.geometry if self.geometry is not None else backend.manifest_fields(self.capacity, self.p_band)
+        return {"capacity": self.capacity, "p_band": self.p_band, "inserted": self.inserted, **geometry}
 
 
 def generation_paths(directory: str, backend: BloomBackend, b: int, generation: int) -> list[str]:

@@ -144,11 +144,16 @@ def new_manifest(backend: BloomBackend, params: IndexParams) -> dict:
     return manifest
 
 
+# A manifest generation's own fields; the others are its backend's (Generation.geometry).
+GENERATION_FILL = ("capacity", "p_band", "inserted")
+
+
 def generations_from_manifest(manifest: Mapping, params: IndexParams) -> list[Generation]:
     """The generations a (validated) manifest records."""
     if "generations" not in manifest:
         return [Generation(params.capacity, manifest["p_band"], manifest["inserted"])]
-    return [Generation(g["capacity"], g["p_band"], g["inserted"]) for g in manifest["generations"]]
+    return [Generation(g["capacity"], g["p_band"], g["inserted"], {k: v for k, v in g.items() if k not in GENERATION_FILL})
+            for g in manifest["generations"]]
 
 
 def record_generations(manifest: dict, generations: list[Generation], backend: BloomBackend) -> None:
