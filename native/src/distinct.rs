@@ -147,6 +147,21 @@ impl DistinctSet {
         self.next_generation();
     }
 
+    /// Sizes an empty set's table for `n` strings, so that it does not grow
+    /// (and re-insert) on the way there: a caller that knows about how many
+    /// strings are coming saves the doublings from the smallest table. No
+    /// effect on a non-empty set, or beyond what the table already holds.
+    pub fn reserve(&mut self, n: usize) {
+        let want = (2 * n.max(1)).next_power_of_two().trailing_zeros().max(MIN_BITS);
+        if !self.is_empty() || want <= self.bits {
+            return;
+        }
+        self.bits = want;
+        if self.table.len() < 1 << want {
+            self.table.resize(1 << want, Slot::default());
+        }
+    }
+
     fn next_generation(&mut self) {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
@@ -368,6 +383,29 @@ mod tests {
         assert!(!d.contains(&strings[0]), "a cleared set holds nothing");
         d.insert(b"y");
         assert!(d.contains(b"y") && !d.contains(&strings[0]));
+    }
+
+    #[test]
+    fn a_reserved_set_answers_as_a_growing_one() {
+        let strings: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| format!("{}-{}", i % 1700, "y".repeat((i % 23) as usize)).into_bytes())
+            .collect();
+        let mut grown = DistinctSet::new();
+        let mut reserved = DistinctSet::new();
+        for n in [0, 10, 5000, 100] {
+            grown.clear();
+            reserved.clear();
+            reserved.reserve(n);
+            for s in &strings {
+                assert_eq!(reserved.insert(s), grown.insert(s), "reserve({n})");
+            }
+            reserved.reserve(100_000); // not empty: no effect
+            assert_eq!(reserved.iter().collect::<Vec<_>>(), grown.iter().collect::<Vec<_>>());
+            for s in &strings {
+                assert!(reserved.contains(s));
+            }
+            assert!(!reserved.contains(b"absent"));
+        }
     }
 
     #[test]
