@@ -49,8 +49,8 @@ impl OverlapCounter {
             let set = &mut self.right;
             set.clear();
             set.reserve(expected_shingles(right));
-            self.shingler.for_each(right, |s| {
-                set.insert(s);
+            self.shingler.for_each_span(right, |buf, start, end| {
+                set.insert_in(buf, start, end);
             });
             self.right_text = Some(right.to_owned());
         }
@@ -58,11 +58,9 @@ impl OverlapCounter {
         seen.clear();
         seen.reserve(expected_shingles(left.unwrap_or("")));
         let mut common = 0u64;
-        self.shingler.for_each(left.unwrap_or(""), |s| {
+        self.shingler.for_each_span(left.unwrap_or(""), |buf, start, end| {
             // Each distinct shingle of the left text counts once.
-            if seen.insert(s) && set.contains(s) {
-                common += 1;
-            }
+            common += u64::from(seen.insert_in_noting(buf, start, end, set).1);
         });
         Overlap {
             common,
