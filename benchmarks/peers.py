@@ -1,14 +1,23 @@
 """Peers side by side: the product's defaults, rensa and datasketch on the same documents and the same shingles.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/peers.py --docs 200000 --docs 1000000 [--json build/peers.json]
+    PYTHONPATH=. .venv/bin/python benchmarks/peers.py --docs 200000 --docs 1000000 [--corpus windows] [--json build/peers.json]
 
 Needs ``pip install rensa datasketch`` (benchmark-only; datasketch is in the test extra).
 
 Method:
 
-1. **Data** (``benchmarks/scale_data.py``): N documents of 350-450 words (~2.4 kB) as one Parquet file:
-   corpus windows with 30 % of their words replaced (distinct), plus 1 % planted near-duplicates (5 % of an
-   earlier document's words replaced), with the truth beside it.
+1. **Data** (``benchmarks/scale_data.py``): N documents of 350-450 words (~2.4 kB) as one Parquet file,
+   99 % distinct, plus 1 % planted near-duplicates (5 % of an earlier document's words replaced; Jaccard
+   ~0.74 to their source under the defaults' shingles), with the truth beside it. The rule for the distinct
+   documents: **distinct under the defaults' shingles**, i.e. no pair of them is an LSH candidate of the
+   defaults' bands more often than two random documents of the language are. ``--corpus independent``
+   (default): every word drawn independently from the shared corpora's word frequencies (``replace`` = 1);
+   distinct pairs have Jaccard ~0.001 (max ~0.005 in 2,000 pairs), ``benchmarks/distinctness.py``.
+   ``--corpus windows`` (a stress test of verification, not a corpus of distinct documents): corpus windows
+   with 30 % of their words replaced. The shared corpora have only 166,705 usable 450-word starts, so at
+   10^6 each window overlaps ~2,460 others at Jaccard ~0.05 (p99 0.12, max ~0.19 under the defaults'
+   character 11-grams): never a duplicate (below ``verify_threshold``), but at (b, r) = (64, 4) the tail makes
+   ~1.3 LSH candidate pairs per document, all of which verification must reject.
 2. **The product**: ``spark-submit spark_jobs/dedup.py`` with its defaults on ``local[2]`` (2 cores), wall
    time from launch to exit, start-up included (``scale.run_job``).
 3. **rensa** (Rust MinHash from PyPI, 1 core): a fresh Python process reads the Parquet file in batches,
@@ -150,12 +159,16 @@ def score(flags: np.ndarray, truth_path: str) -> dict:
             "recall": float(flags[planted].mean()) if planted.any() else float("nan")}
 
 
+# Share of a distinct document's words replaced (scale_data), per --corpus (see the docstring).
+CORPORA = {"independent": 1.0, "windows": 0.30}
+
+
 def measure(n: int, args) -> dict:
-    params = {"dup_fraction": 0.01, "edit": 0.05, "replace": 0.30, "min_words": args.words[0],
+    params = {"dup_fraction": 0.01, "edit": 0.05, "replace": CORPORA[args.corpus], "min_words": args.words[0],
               "max_words": args.words[1], "seed": 1, "max_repeated": 0.10}
     data = scale_data.generate(n, params, args.cache)
     workdir = tempfile.mkdtemp(prefix=f"peers-{n}-", dir=args.cache)
-    res = {"n": n, "mean_bytes": data["mean_bytes"], "load_before": load_avg()}
+    res = {"n": n, "corpus": args.corpus, "mean_bytes": data["mean_bytes"], "load_before": load_avg()}
     job_args = SimpleNamespace(driver_memory="8g", conf=[], index_root=args.index_root, job_timeout=7200,
                                stall_timeout=900, keep_outputs=False)
     job = scale.run_job(job_args, "mix", data, workdir)
@@ -181,7 +194,7 @@ def per_core(part: dict, n: int) -> float:
 
 def report(res: dict) -> None:
     n = res["n"]
-    print(f"\n{n:,} documents (mean {res['mean_bytes']:.0f} bytes); load {res['load_before']} -> {res['load_after']}",
+    print(f"\n{n:,} documents, corpus {res['corpus']} (mean {res['mean_bytes']:.0f} bytes); load {res['load_before']} -> {res['load_after']}",
           flush=True)
     print(f"{'system':<12} {'cores':>5} {'wall s':>9} {'cpu s':>9} {'docs/s/core':>12} {'false flags':>12} {'recall':>8}  vs product")
     product = per_core(res["product"], n)
@@ -201,6 +214,8 @@ def report(res: dict) -> None:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--docs", type=int, action="append", help="documents (repeatable; default 200000)")
+    p.add_argument("--corpus", choices=tuple(CORPORA), default="independent",
+                   help="distinct documents: independent words (default) or overlapping corpus windows (a stress test)")
     p.add_argument("--words", type=int, nargs=2, default=(350, 450), metavar=("MIN", "MAX"))
     p.add_argument("--datasketch-sample", type=int, default=5000, help="documents datasketch is timed on")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))

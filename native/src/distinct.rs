@@ -147,6 +147,21 @@ impl DistinctSet {
         self.next_generation();
     }
 
+    /// Sizes an empty set's table for `n` strings, so that it does not grow
+    /// (and re-insert) on the way there: a caller that knows about how many
+    /// strings are coming saves the doublings from the smallest table. No
+    /// effect on a non-empty set, or beyond what the table already holds.
+    pub fn reserve(&mut self, n: usize) {
+        let want = (2 * n.max(1)).next_power_of_two().trailing_zeros().max(MIN_BITS);
+        if !self.is_empty() || want <= self.bits {
+            return;
+        }
+        self.bits = want;
+        if self.table.len() < 1 << want {
+            self.table.resize(1 << want, Slot::default());
+        }
+    }
+
     fn next_generation(&mut self) {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
@@ -222,18 +237,8 @@ impl DistinctSet {
         if s.len() <= 16 {
             let mut pad = [0u8; 16];
             pad[..s.len()].copy_from_slice(s);
-            let (a, b, tag) = (read_u64(&pad, 0), read_u64(&pad, 8), s.len() as u32);
-            let mut slot = (short_fp(a, b, s.len()) >> (64 - self.bits)) as usize;
-            loop {
-                let e = self.table[slot];
-                if e.generation != g {
-                    return false;
-                }
-                if e.a == a && e.b == b && e.tag == tag {
-                    return true;
-                }
-                slot = (slot + 1) & mask;
-            }
+            let (a, b) = (read_u64(&pad, 0), read_u64(&pad, 8));
+            return self.contains_short(a, b, s.len(), short_fp(a, b, s.len()));
         }
         let fp = fingerprint(s);
         let mut slot = (fp >> (64 - self.bits)) as usize;
@@ -263,11 +268,61 @@ impl DistinctSet {
         self.insert(&buf[start..end])
     }
 
+    /// Adds `buf[start..end]` as [`DistinctSet::insert_in`] does and, when it
+    /// is new, says whether `other` holds it: `(new, new and in other)`. One
+    /// hash serves both tables (verification's intersection, `overlap.rs`).
+    #[inline]
+    pub fn insert_in_noting(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+        end: usize,
+        other: &DistinctSet,
+    ) -> (bool, bool) {
+        let n = end - start;
+        if n <= 16 && start + 16 <= buf.len() {
+            let (m0, m1) = MASKS[n];
+            let a = read_u64(buf, start) & m0;
+            let b = read_u64(buf, start + 8) & m1;
+            let fp = short_fp(a, b, n);
+            let new = self.insert_short_fp(a, b, fp, &buf[start..end]);
+            return (new, new && other.contains_short(a, b, n, fp));
+        }
+        let s = &buf[start..end];
+        let new = self.insert(s);
+        (new, new && other.contains(s))
+    }
+
+    /// Whether the short string `(a, b)` of `n` bytes with fingerprint `fp` is present.
+    #[inline(always)]
+    fn contains_short(&self, a: u64, b: u64, n: usize, fp: u64) -> bool {
+        if self.spans.is_empty() {
+            return false; // the table may not exist yet
+        }
+        let mask = (1usize << self.bits) - 1;
+        let (g, tag) = (self.generation, n as u32);
+        let mut slot = (fp >> (64 - self.bits)) as usize;
+        loop {
+            let e = self.table[slot];
+            if e.generation != g {
+                return false;
+            }
+            if e.a == a && e.b == b && e.tag == tag {
+                return true;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
     #[inline(always)]
     fn insert_short(&mut self, a: u64, b: u64, s: &[u8]) -> bool {
+        self.insert_short_fp(a, b, short_fp(a, b, s.len()), s)
+    }
+
+    #[inline(always)]
+    fn insert_short_fp(&mut self, a: u64, b: u64, fp: u64, s: &[u8]) -> bool {
         self.reserve_one();
         let n = s.len();
-        let fp = short_fp(a, b, n);
         let mask = (1usize << self.bits) - 1;
         let g = self.generation;
         let tag = n as u32;
@@ -368,6 +423,55 @@ mod tests {
         assert!(!d.contains(&strings[0]), "a cleared set holds nothing");
         d.insert(b"y");
         assert!(d.contains(b"y") && !d.contains(&strings[0]));
+    }
+
+    #[test]
+    fn a_reserved_set_answers_as_a_growing_one() {
+        let strings: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| format!("{}-{}", i % 1700, "y".repeat((i % 23) as usize)).into_bytes())
+            .collect();
+        let mut grown = DistinctSet::new();
+        let mut reserved = DistinctSet::new();
+        for n in [0, 10, 5000, 100] {
+            grown.clear();
+            reserved.clear();
+            reserved.reserve(n);
+            for s in &strings {
+                assert_eq!(reserved.insert(s), grown.insert(s), "reserve({n})");
+            }
+            reserved.reserve(100_000); // not empty: no effect
+            assert_eq!(reserved.iter().collect::<Vec<_>>(), grown.iter().collect::<Vec<_>>());
+            for s in &strings {
+                assert!(reserved.contains(s));
+            }
+            assert!(!reserved.contains(b"absent"));
+        }
+    }
+
+    #[test]
+    fn insert_in_noting_answers_as_insert_then_contains() {
+        let mut other = DistinctSet::new();
+        let mut a = DistinctSet::new();
+        let mut b = DistinctSet::new();
+        let text: Vec<u8> = (0..4000u32).flat_map(|i| format!("w{} ", i % 900).into_bytes()).collect();
+        for (i, w) in text.chunks(7).enumerate().step_by(3) {
+            if i % 2 == 0 {
+                other.insert(w);
+            }
+        }
+        for len in [1, 5, 11, 16, 17, 30] {
+            a.clear();
+            b.clear();
+            for start in (0..text.len() - len).step_by(3) {
+                let end = start + len;
+                let s = &text[start..end];
+                let want_new = b.insert(s);
+                let want = (want_new, want_new && other.contains(s));
+                // the whole buffer (whole words read past `end`) and the buffer cut at `end`
+                assert_eq!(a.insert_in_noting(&text, start, end, &other), want, "{len} {start}");
+                assert_eq!(a.insert_in_noting(&text[..end], start, end, &other), (false, false));
+            }
+        }
     }
 
     #[test]
