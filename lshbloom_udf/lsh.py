@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -49,6 +50,16 @@ def _optimal_params_cached(threshold: float, num_perm: int, w_fp: float, w_fn: f
     return best
 
 
+# (b, r) of the (threshold, num_perm, w_fp, w_fn) the defaults, the paper preset and the defaults before issue 20
+# ask for, as _optimal_params_cached computes them: a job's start-up would otherwise import SciPy and run ~3,000
+# quadratures (~0.5 s). tests/test_core_lsh_plan.py keeps them equal to the quadratures and to datasketch's.
+KNOWN_OPTIMA = MappingProxyType({
+    (0.3, 256, 0.5, 0.5): (64, 4),
+    (0.5, 256, 0.5, 0.5): (42, 6),
+    (0.45, 512, 0.5, 0.5): (85, 6),
+})
+
+
 def optimal_params(threshold: float, num_perm: int, weights: Sequence[float] = (0.5, 0.5)) -> tuple[int, int]:
     """The ``(b, r)`` datasketch's ``MinHashLSH``/``MinHashLSHBloom`` would choose.
 
@@ -62,7 +73,9 @@ def optimal_params(threshold: float, num_perm: int, weights: Sequence[float] = (
     validate_num_perm(num_perm)
     if len(weights) != 2 or any(not 0.0 <= w <= 1.0 for w in weights) or abs(sum(weights) - 1.0) > 1e-12:
         raise ValueError(f"weights must be two numbers in [0, 1] summing to 1, got {tuple(weights)!r}")
-    return _optimal_params_cached(float(threshold), int(num_perm), float(weights[0]), float(weights[1]))
+    key = (float(threshold), int(num_perm), float(weights[0]), float(weights[1]))
+    known = KNOWN_OPTIMA.get(key)
+    return known if known is not None else _optimal_params_cached(*key)
 
 
 def validate_threshold(threshold: float) -> None:

@@ -36,6 +36,17 @@ def test_reference_points(threshold, num_perm, expected):
     assert optimal_params(threshold, num_perm) == expected
 
 
+def test_known_optima_equal_the_quadratures_and_cover_the_defaults_and_presets():
+    from lshbloom_udf.config import PRESETS
+    from lshbloom_udf.lsh import KNOWN_OPTIMA, _optimal_params_cached
+
+    for (threshold, num_perm, w_fp, w_fn), expected in KNOWN_OPTIMA.items():
+        assert _optimal_params_cached(threshold, num_perm, w_fp, w_fn) == expected
+        assert _optimal_param(threshold, num_perm, w_fp, w_fn) == expected
+    for settings in (DEFAULTS, *PRESETS.values()):
+        assert (settings["threshold"], settings["num_perm"], 0.5, 0.5) in KNOWN_OPTIMA
+
+
 def test_optimal_params_rejects_bad_input():
     for threshold in (0.0, -0.1, 1.5):
         with pytest.raises(ValueError, match="threshold"):

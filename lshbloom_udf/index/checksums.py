@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping, Sequence
 
 from lshbloom_udf import _native
@@ -31,9 +32,19 @@ def file_checksum(path: str) -> str:
     return f"{_native.file_checksum(path):016x}"
 
 
+def file_checksums(paths: Sequence[str]) -> list:
+    """:func:`file_checksum` of each of ``paths``, on every core (the native pass runs without the GIL): a commit
+    reads the whole index (0.4 GB at 10^6 documents) while nothing else runs."""
+    if len(paths) < 2:
+        return [file_checksum(p) for p in paths]
+    with ThreadPoolExecutor(min(len(paths), os.cpu_count() or 1), thread_name_prefix="lshbloom-checksum") as pool:
+        return list(pool.map(file_checksum, paths))
+
+
 def record(manifest: dict, paths: Sequence[str]) -> None:
     """Write the checksums of the band files ``paths`` into ``manifest``."""
-    manifest[CHECKSUMS] = {"algorithm": ALGORITHM, "files": {os.path.basename(p): file_checksum(p) for p in paths}}
+    sums = file_checksums(paths)
+    manifest[CHECKSUMS] = {"algorithm": ALGORITHM, "files": {os.path.basename(p): c for p, c in zip(paths, sums)}}
 
 
 def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:  # label: the index directory
@@ -50,10 +61,10 @@ def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:  # label
     if not isinstance(files, dict) or recorded.get("algorithm") != ALGORITHM:
         raise IndexCorruptError(f"{label}: corrupt manifest (its {CHECKSUMS} entry is not {ALGORITHM} of each band file)")
     for path in paths:
-        want = files.get(os.path.basename(path))
-        if want is None:
+        if files.get(os.path.basename(path)) is None:
             raise IndexCorruptError(f"{path}: the manifest records no checksum for this band file")
-        got = file_checksum(path)
+    for path, got in zip(paths, file_checksums(paths)):
+        want = files[os.path.basename(path)]
         if got != want and _written_by_datasketch(path, label):
             log.warning("%s: written since the index's last commit (datasketch continuing it?): not verified; the "
                         "next commit records its checksum", path)

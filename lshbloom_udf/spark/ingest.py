@@ -34,6 +34,9 @@ class InputFacts:
     sequence_fingerprint: str
     null_ids: int = 0
     distinct_ids: Optional[int] = None
+    # The longest text's and all texts' UTF-8 bytes: they bound what fetching some texts brings (verification).
+    max_text_bytes: int = 0
+    text_bytes: int = 0
 
 
 # A signed 64-bit hash is summed exactly as four sums of its 16-bit pieces (the top one signed), each a long:
@@ -62,7 +65,8 @@ def _exact_sum(row, name: str) -> Optional[int]:
 
 
 def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
-    """Count, fingerprint and (with ``id_col``) check the ids of the pinned input, in one Spark job.
+    """Count, fingerprint, measure the texts' bytes and (with ``id_col``) check the ids of the pinned input, in
+    one Spark job.
 
     The *content* fingerprint depends only on the multiset of texts, the
     *sequence* fingerprint also on each text's row id (its place in the
@@ -74,19 +78,22 @@ def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
 
     # Each text is hashed twice, once per hash function; the sequence sums hash (row id, text hash) pairs.
     hashed = pinned.select(F.col(ROW_COL).alias("row"), F.xxhash64(col(text_col)).alias("h1"),
-                           F.hash(col(text_col)).alias("h2"), *([col(id_col).alias("id")] if id_col else []))
+                           F.hash(col(text_col)).alias("h2"), F.octet_length(col(text_col)).alias("bytes"),
+                           *([col(id_col).alias("id")] if id_col else []))
     h1, h2, row = F.col("h1"), F.col("h2"), F.col("row")
     sums = {"c1": h1, "c2": h2, "s1": F.xxhash64(row, h1), "s2": F.hash(h2, row)}
-    aggs = [F.count(F.lit(1)).alias("n")] + [a for name, c in sums.items() for a in _exact_sum_parts(c, name)]
+    aggs = [F.count(F.lit(1)).alias("n"), F.max(F.col("bytes")).alias("longest"), F.sum(F.col("bytes")).alias("bytes")]
+    aggs += [a for name, c in sums.items() for a in _exact_sum_parts(c, name)]
     if id_col is not None:
         aggs += [F.count(F.col("id")).alias("ids"), F.count_distinct(F.col("id")).alias("distinct_ids")]
     r = hashed.agg(*aggs).collect()[0]
     c1, c2, s1, s2 = (_exact_sum(r, name) for name in sums)
     content = hashlib.sha256(f"lshbloom-text-content:{r['n']}:{c1}:{c2}".encode()).hexdigest()[:32]
     sequence = hashlib.sha256(f"lshbloom-text-sequence:{r['n']}:{s1}:{s2}:{content}".encode()).hexdigest()[:32]
+    sizes = {"max_text_bytes": int(r["longest"] or 0), "text_bytes": int(r["bytes"] or 0)}
     if id_col is None:
-        return InputFacts(int(r["n"]), content, sequence)
-    return InputFacts(int(r["n"]), content, sequence, int(r["n"]) - int(r["ids"]), int(r["distinct_ids"]))
+        return InputFacts(int(r["n"]), content, sequence, **sizes)
+    return InputFacts(int(r["n"]), content, sequence, int(r["n"]) - int(r["ids"]), int(r["distinct_ids"]), **sizes)
 
 
 def check_ids(pinned, id_col: str, facts: InputFacts) -> None:

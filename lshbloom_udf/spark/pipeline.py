@@ -47,6 +47,7 @@ class InputCheck:
     documents: int = 0
     prior: Optional[dict] = None
     fingerprints: Optional[tuple] = None
+    text_sizes: tuple = (0, 0)  # the longest text's and all texts' UTF-8 bytes
 
 
 class DedupRun:
@@ -140,7 +141,7 @@ class DedupRun:
         self.candidates = None  # this stage owns it now
         try:
             verified = verify_flags(
-                source, texts_source(self.pinned, c.text_column), dup_rows,
+                source, texts_source(self.pinned, c.text_column, *self.checked.text_sizes), dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
                 driver_text_bytes=c.verify_driver_bytes,
@@ -196,7 +197,7 @@ class DedupRun:
             prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame,
                               insert_rule=c.insert_rule)
             fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
-        self.checked = InputCheck(facts.documents, prior, fingerprints)
+        self.checked = InputCheck(facts.documents, prior, fingerprints, (facts.max_text_bytes, facts.text_bytes))
         self._lap("id_check")
 
     @property

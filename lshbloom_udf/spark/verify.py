@@ -202,7 +202,8 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     (:class:`~lshbloom_udf.spark.verify_sources.CandidateSource`; the caller
     closes it); ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``,
     ``text``) of the rows of a one-column row-id frame (``small``: it may be
-    broadcast); ``flagged_rows``: the pass's duplicates (int64 row ids);
+    broadcast), ``texts_of.at_most(n)`` an upper bound of ``n`` texts' UTF-8
+    bytes (or None); ``flagged_rows``: the pass's duplicates (int64 row ids);
     ``shingling``: how texts become the shingle sets compared; ``rule``: when a
     candidate pair verifies (Jaccard, or containment too);
     ``prior_documents``: the index held documents before this run; ``driver_text_bytes``: the candidates'
@@ -224,7 +225,8 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     cand = source.round1(flagged, lap)
     out.candidate_pairs = len(cand[0])
     lap("candidates")
-    _decide(out, flagged, cand[0], similar(cand), prior_documents)
+    # Every flagged row's text comes with round 1's: round 2's documents are flagged ones, so it reads none.
+    _decide(out, flagged, cand[0], similar(cand, also=flagged), prior_documents)
     lap("similarity")
     # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
     unflagged = flagged[~is_in(flagged, out.rows)]

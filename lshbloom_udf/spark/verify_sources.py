@@ -5,7 +5,7 @@
   the flagged documents' keys the pass kept (``F·b``). Round 1 is one
   sequential scan of the spool: every kept document's ``(band, key)`` pairs
   looked up in the flagged documents' (:class:`lshbloom_udf._native.PairIndex`,
-  native, exact), stopping after the last flagged row (a candidate source is
+  native, exact, a chunk per driver core while the scan reads on), stopping after the last flagged row (a candidate source is
   earlier than its flagged document). Round 2 joins the round-1-unflagged
   documents' keys with themselves in memory. No Spark job, no key computed
   twice, no shuffle.
@@ -25,7 +25,10 @@ pass; otherwise the run logs it and verifies through :class:`SparkCandidates`.
 
 from __future__ import annotations
 
+import collections
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Protocol
 
 import numpy as np
@@ -105,19 +108,29 @@ class SpoolCandidates:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         index = _native.PairIndex(self._keys_of(flagged))
         last = flagged[-1]
-        fs, ks = [], []
-        for start, keys, active in self.stream.replay(self.partitions):
-            if start >= last:
-                break  # every later row is too late to be a candidate source
+
+        def match(start: int, keys: np.ndarray, active: np.ndarray):
             rows = np.arange(start, start + len(active), dtype=np.int64)
             kept = np.asarray(active, dtype=bool) & ~is_in(rows, flagged)
-            js, f_at = index.matches(keys, kept)
-            if len(js):
-                fs.append(flagged[f_at.astype(np.int64)])
-                ks.append(rows[js.astype(np.int64)])
-        if not fs:
+            js, f_at = index.matches(keys, kept)  # native, without the GIL
+            return flagged[f_at.astype(np.int64)], rows[js.astype(np.int64)]
+
+        # The executors are idle meanwhile: the driver's cores match chunks while this thread reads the next ones
+        # (a few chunks in flight bound the memory). Pairs are sorted at the end, so their order does not matter.
+        workers = os.cpu_count() or 1
+        found, pending = [], collections.deque()
+        with ThreadPoolExecutor(workers, thread_name_prefix="lshbloom-verify") as pool:
+            for start, keys, active in self.stream.replay(self.partitions):
+                if start >= last:
+                    break  # every later row is too late to be a candidate source
+                pending.append(pool.submit(match, start, keys, active))
+                if len(pending) > 2 * workers:
+                    found.append(pending.popleft().result())
+            found.extend(p.result() for p in pending)
+        found = [(f, k) for f, k in found if len(f)]
+        if not found:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return distinct_pairs(np.concatenate(fs), np.concatenate(ks))
+        return distinct_pairs(np.concatenate([f for f, _ in found]), np.concatenate([k for _, k in found]))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return shared_key_pairs(unflagged, self._keys_of(unflagged))
