@@ -47,7 +47,7 @@ class InputCheck:
     documents: int = 0
     prior: Optional[dict] = None
     fingerprints: Optional[tuple] = None
-    text_sizes: tuple = (0, 0)  # the longest text's and all texts' UTF-8 bytes
+    text_sizes: tuple = (None, None)  # the longest text's and all texts' UTF-8 bytes (None: not measured)
 
 
 class DedupRun:
