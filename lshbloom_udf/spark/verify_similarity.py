@@ -103,16 +103,12 @@ COLLECT_SHARE_OF_MAX_RESULT = 0.5
 def _collect_limit(spark) -> int:
     """The most bytes of texts one collect may bring: :data:`COLLECT_SHARE_OF_MAX_RESULT` of
     spark.driver.maxResultSize (0: stream them always)."""
-    import re
+    from lshbloom_udf.sizing import parse_bytes
 
     try:
-        raw = str(spark.conf.get("spark.driver.maxResultSize", "1g")).strip().lower()
-    except Exception:  # a session that does not show its conf: stream
+        limit = parse_bytes(spark.conf.get("spark.driver.maxResultSize", "1g"))
+    except Exception:  # a session that does not show its conf, or a size we do not read: stream
         return 0
-    m = re.fullmatch(r"(\d+)([kmgtp]?)b?", raw)
-    if not m:
-        return 0
-    limit = int(m.group(1)) << (10 * " kmgtp".index(m.group(2) or " "))
     return int(limit * COLLECT_SHARE_OF_MAX_RESULT) if limit else 1 << 62  # 0: Spark sets no limit
 
 
