@@ -18,6 +18,88 @@ const BLOCK_ROWS: usize = 4096;
 /// Keys of one band's column whose lines are prefetched ahead of its test
 /// (16 rather than 8: cuckoo ~1.2x, blocked ~1.1x keys/s in filters_pass at 10^6 x 64).
 const COLUMN_AHEAD: usize = 16;
+/// Keys (rows × bands) from which "any earlier" shares its bands among
+/// threads: below it, starting threads costs more than it saves.
+const SPLIT_MIN_KEYS: usize = 1 << 16;
+/// At most this many threads per call (each reads its own bands' files: more
+/// only queue on memory).
+const MAX_SPLIT_THREADS: usize = 4;
+
+/// Threads for "any earlier" over `b` bands and `n` rows: the cores this
+/// process may use, at most [`MAX_SPLIT_THREADS`] and `b`; one for small calls.
+fn any_earlier_threads(b: usize, n: usize) -> usize {
+    if n.saturating_mul(b) < SPLIT_MIN_KEYS {
+        return 1;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    cores.min(MAX_SPLIT_THREADS).min(b).max(1)
+}
+
+/// "Any earlier" with the bands shared among `threads` threads, each over
+/// every row of its own bands. Bands are independent under this rule (a row's
+/// flag is an "or" over its bands, each band's filter sees its column in row
+/// order), so flags, bytes and counts are those of one thread. On failures,
+/// the error of the first band group that failed.
+fn test_insert_split<L: Layout>(
+    bands: &mut [LineFile<L>],
+    keys: &[u64],
+    out: &mut [bool],
+    threads: usize,
+) -> Result<(), BloomError> {
+    let stride = bands.len();
+    if threads <= 1 || stride <= 1 {
+        return test_insert_group(bands, Columns { first: 0, stride }, keys, out);
+    }
+    let per = stride.div_ceil(threads);
+    let n = out.len();
+    let groups: Vec<(Vec<bool>, Result<(), BloomError>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = bands
+            .chunks_mut(per)
+            .enumerate()
+            .map(|(g, group)| {
+                let columns = Columns { first: g * per, stride };
+                scope.spawn(move || {
+                    let mut flags = vec![false; n];
+                    let done = test_insert_group(group, columns, keys, &mut flags);
+                    (flags, done)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    out.fill(false);
+    for (flags, done) in groups {
+        done?;
+        out.iter_mut().zip(flags).for_each(|(o, f)| *o |= f);
+    }
+    Ok(())
+}
+
+/// Which columns of the row-major keys a band group reads: its first band's
+/// column and the row length (all bands).
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    first: usize,
+    stride: usize,
+}
+
+/// "Any earlier" over one band group on this thread, by the widest kernel the CPU has.
+fn test_insert_group<L: Layout>(
+    group: &mut [LineFile<L>],
+    columns: Columns,
+    keys: &[u64],
+    out: &mut [bool],
+) -> Result<(), BloomError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present (checked).
+            return unsafe { test_insert_avx2(group, columns, keys, out) };
+        }
+    }
+    // SAFETY: portable code needs no CPU feature.
+    unsafe { test_insert_with::<L, L::Portable>(group, columns, keys, out) }
+}
 
 impl<L: Layout> BandFilter for LineFile<L> {
     fn query_rows(bands: &[Self], keys: &[u64], out: &mut [bool]) {
@@ -60,15 +142,7 @@ impl<L: Layout> BandFilter for LineFile<L> {
     }
 
     fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 is present (checked).
-                return unsafe { test_insert_avx2(bands, keys, out) };
-            }
-        }
-        // SAFETY: portable code needs no CPU feature.
-        unsafe { test_insert_with::<L, L::Portable>(bands, keys, out) }
+        test_insert_split(bands, keys, out, any_earlier_threads(bands.len(), out.len()))
     }
 
     fn count_new_keys(&mut self, n: u64) {
@@ -152,7 +226,8 @@ pub(crate) unsafe fn query_insert_with<L: Layout, K: Kernel<L>>(
     Ok(inserted)
 }
 
-/// "Any earlier" with lines probed and set by `K`: the rows a block at a
+/// "Any earlier" with lines probed and set by `K` for the bands `bands`
+/// (columns `columns` of `keys`): the rows a block at a
 /// time, each band's column of the block in row order (bands are independent
 /// under this rule), its lines prefetched `COLUMN_AHEAD` keys ahead (a key's
 /// lines do not depend on earlier inserts). A block's keys stay in cache
@@ -161,12 +236,13 @@ pub(crate) unsafe fn query_insert_with<L: Layout, K: Kernel<L>>(
 /// # Safety
 /// The CPU has `K`'s target features.
 #[inline(always)]
-pub(crate) unsafe fn test_insert_with<L: Layout, K: Kernel<L>>(
+unsafe fn test_insert_with<L: Layout, K: Kernel<L>>(
     bands: &mut [LineFile<L>],
+    columns: Columns,
     keys: &[u64],
     out: &mut [bool],
 ) -> Result<(), BloomError> {
-    let b = bands.len();
+    let b = columns.stride;
     let n = out.len();
     out.fill(false);
     let mut locs = Vec::with_capacity(BLOCK_ROWS.min(n));
@@ -174,7 +250,8 @@ pub(crate) unsafe fn test_insert_with<L: Layout, K: Kernel<L>>(
         let end = (start + BLOCK_ROWS).min(n);
         for (i, f) in bands.iter_mut().enumerate() {
             locs.clear();
-            locs.extend(keys[start * b + i..end * b].iter().step_by(b).map(|&k| f.locate(k)));
+            let column = start * b + columns.first + i;
+            locs.extend(keys[column..end * b].iter().step_by(b).map(|&k| f.locate(k)));
             // SAFETY: `K`'s features are present (caller).
             let (added, full) = unsafe { test_insert_column::<L, K>(f, &locs, &mut out[start..end]) }?;
             f.count_new_keys(added);
@@ -221,9 +298,14 @@ unsafe fn test_insert_column<L: Layout, K: Kernel<L>>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn test_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+fn test_insert_avx2<L: Layout>(
+    bands: &mut [LineFile<L>],
+    columns: Columns,
+    keys: &[u64],
+    out: &mut [bool],
+) -> Result<(), BloomError> {
     // SAFETY: AVX2 is enabled in this function.
-    unsafe { test_insert_with::<L, L::Avx2>(bands, keys, out) }
+    unsafe { test_insert_with::<L, L::Avx2>(bands, columns, keys, out) }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -326,8 +408,18 @@ mod tests {
         let mut slow = files::<L>(&d, "s", b as u64, capacity, p, 31);
         let mut s = vec![true; n];
         // SAFETY: the reference kernels are portable code.
-        unsafe { test_insert_with::<L, R>(&mut slow, &keys, &mut s) }.unwrap();
+        unsafe { test_insert_with::<L, R>(&mut slow, Columns { first: 0, stride: b }, &keys, &mut s) }.unwrap();
         assert_eq!(s, out);
+        // The bands shared among 2 and 3 threads (at b = 4, both make two groups of two bands).
+        let mut split: Vec<Vec<LineFile<L>>> = (2..=3).map(|t| files::<L>(&d, &format!("t{t}"), b as u64, capacity, p, 31)).collect();
+        for (t, filters) in (2..=3).zip(split.iter_mut()) {
+            let mut o = vec![true; n];
+            test_insert_split(filters, &keys, &mut o, t).unwrap();
+            assert_eq!(o, out, "{t} threads");
+            for (x, y) in bands.filters().iter().zip(filters.iter()) {
+                assert_eq!((x.data(), x.elem_count()), (y.data(), y.elem_count()), "{t} threads");
+            }
+        }
         for ((x, y), z) in bands.filters().iter().zip(&slow).zip(&columns) {
             assert_eq!(x.data(), y.data());
             assert_eq!(x.data(), z.data());
@@ -359,6 +451,10 @@ mod tests {
         let mut st = 9u64;
         let keys: Vec<u64> = (0..20_000).map(|_| splitmix(&mut st)).collect();
         let err = bands.test_insert(&keys, &mut vec![false; 10_000]).unwrap_err();
+        assert!(err.to_string().contains("full"), "{err}");
+        // The same with the bands on two threads: the error comes back, not a panic or a partial answer.
+        let mut split = files::<Cuckoo>(&d, "g", 2, 50, 1e-2, 3);
+        let err = test_insert_split(&mut split, &keys, &mut vec![false; 10_000], 2).unwrap_err();
         assert!(err.to_string().contains("full"), "{err}");
         let counted = bands.filters()[0].elem_count();
         assert!(counted > 0);
