@@ -19,6 +19,7 @@ from lshbloom_udf import _native, text_band_keys
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import IndexFullError, IndexMismatchError
 from lshbloom_udf.index import BLOOMS, IndexParams, IndexTransaction, LSHBloomIndex, backend
+from lshbloom_udf.index.params import effective_p
 from lshbloom_udf.sample import build_sample
 from lshbloom_udf.sizing import plan
 from reliability_support import index_state
@@ -166,6 +167,15 @@ def test_a_generations_recorded_geometry_is_kept_when_the_sizing_rule_changes(tm
     assert {k: gens[0][k] for k in made_earlier} == made_earlier  # kept, not recomputed
     fresh = backend(bloom).manifest_fields(gens[1]["capacity"], gens[1]["p_band"])
     assert {k: gens[1][k] for k in fresh} == fresh  # a new generation is sized by today's rule
+    # The expected false-positive figure reads each generation's recorded geometry, not today's sizing of it.
+    def fp(gen, recorded):
+        rate = backend(bloom).band_false_positive(gen["inserted"], gen["capacity"], gen["p_band"], recorded)
+        return effective_p(rate, params.b)
+    as_recorded = 1 - (1 - fp(gens[0], made_earlier)) * (1 - fp(gens[1], fresh))
+    as_sized_today = 1 - (1 - fp(gens[0], None)) * (1 - fp(gens[1], None))
+    assert as_recorded != as_sized_today
+    with LSHBloomIndex.open(path, read_only=True, bloom=bloom) as index:
+        assert index.stats()["expected_false_positive"] == pytest.approx(as_recorded, rel=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::lshbloom_udf.errors.CapacityWarning")

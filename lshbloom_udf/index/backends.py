@@ -103,8 +103,11 @@ class BloomBackend:
         """What the manifest records about this backend's filters besides the common fields."""
         return {}
 
-    def band_false_positive(self, inserted: int, capacity: int, p_band: float) -> float:
-        """The false-positive rate of one band's filter (sized for ``capacity`` at ``p_band``) holding ``inserted`` keys."""
+    def band_false_positive(self, inserted: int, capacity: int, p_band: float,
+                            recorded: Optional[dict] = None) -> float:
+        """The false-positive rate of one band's filter (sized for ``capacity`` at ``p_band``) holding ``inserted`` keys;
+        ``recorded``: the geometry a manifest recorded for its files (:meth:`manifest_fields`), which wins over
+        today's sizing of ``capacity`` at ``p_band`` (a sizing rule may change after the files were made)."""
         raise NotImplementedError
 
     def open_bands(self, paths: list[str], writable: bool):
@@ -150,8 +153,9 @@ class PybloomBackend(BloomBackend):
         num_hashes, _ = self.geometry(capacity, p_band)
         self.file_class.create(path, capacity, p_band, self.hash_seeds(band, num_hashes, generation)).close()
 
-    def band_false_positive(self, inserted: int, capacity: int, p_band: float) -> float:
-        k, m = self.geometry(capacity, p_band)
+    def band_false_positive(self, inserted: int, capacity: int, p_band: float,
+                            recorded: Optional[dict] = None) -> float:
+        k, m = self.geometry(capacity, p_band)  # pybloom's files follow from (capacity, p_band) alone
         return (1.0 - math.exp(-k * inserted / m)) ** k
 
 
@@ -204,8 +208,10 @@ class BlockedBackend(LineBackend, layout="512x16"):
     def manifest_fields(self, capacity: int, p_band: float) -> dict:
         return {"num_blocks": self.num_lines(capacity, p_band)}
 
-    def band_false_positive(self, inserted: int, capacity: int, p_band: float) -> float:
-        return _native.blocked_fp_rate(float(inserted), self.num_lines(capacity, p_band))
+    def band_false_positive(self, inserted: int, capacity: int, p_band: float,
+                            recorded: Optional[dict] = None) -> float:
+        fields = recorded or self.manifest_fields(capacity, p_band)
+        return _native.blocked_fp_rate(float(inserted), int(fields["num_blocks"]))
 
 
 class CuckooBackend(LineBackend, layout="512"):
@@ -231,9 +237,10 @@ class CuckooBackend(LineBackend, layout="512"):
         fp_bits, slots, num_buckets = self.shape(capacity, p_band)
         return {"num_buckets": num_buckets, "fp_bits": fp_bits, "bucket_slots": slots}
 
-    def band_false_positive(self, inserted: int, capacity: int, p_band: float) -> float:
-        fp_bits, _, num_buckets = self.shape(capacity, p_band)
-        return _native.cuckoo_fp_rate(float(inserted), num_buckets, fp_bits)
+    def band_false_positive(self, inserted: int, capacity: int, p_band: float,
+                            recorded: Optional[dict] = None) -> float:
+        fields = recorded or self.manifest_fields(capacity, p_band)
+        return _native.cuckoo_fp_rate(float(inserted), int(fields["num_buckets"]), int(fields["fp_bits"]))
 
 
 BACKENDS: dict[str, BloomBackend] = {b.name: b for b in (PybloomBackend(), BlockedBackend(), CuckooBackend())}

@@ -199,7 +199,7 @@ class FilterStack(SealAndGrow):
         """The effective rate expected from the fill: any band of any generation answering for a new document."""
         miss = 1.0
         for gen in self.generations:
-            band_fp = self.backend.band_false_positive(gen.inserted, gen.capacity, gen.p_band)
+            band_fp = self.backend.band_false_positive(gen.inserted, gen.capacity, gen.p_band, gen.geometry)
             miss *= 1.0 - effective_p(band_fp, self.params.b)
         return 1.0 - miss
 
