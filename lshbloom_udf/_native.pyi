@@ -197,6 +197,11 @@ def file_checksum(path: _StrPath) -> int:
 def bytes_checksum(data: bytes) -> int:
     """xxh3-64 of ``data``."""
 
+def input_sums(texts: ArrowTexts, rows: npt.NDArray[np.int64]) -> tuple[int, int, int, int, int, int, int]:
+    """``(documents, content xxhash64 sum, content hash sum, sequence xxhash64 sum, sequence hash sum, longest
+    text's bytes, all texts' bytes)`` of ``texts`` at row ids ``rows``: the sums of Spark's ``xxhash64`` and
+    ``hash`` (seed 42) that the input check's aggregation computes, for a part of the rows (sums add up)."""
+
 def bloom_geometry(
     capacity: int, error_rate: float, num_hashes: int | None = None
 ) -> tuple[int, int]:

@@ -103,3 +103,16 @@ def new_reference_index(n: int, config=None):
 
     c = _config(config)
     return MinHashLSHBloom(threshold=c["threshold"], num_perm=c["num_perm"], n=n, fp=p_band(config=c), save_dir=tempfile.mkdtemp())
+
+
+def jobs(spark) -> dict:
+    """Every job the application ran: id -> description (None without one), from Spark's status store."""
+    sc = spark.sparkContext
+    sc._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+    listed = sc._jsc.sc().statusStore().jobsList(None)
+    out = {}
+    for i in range(listed.size()):
+        job = listed.apply(i)
+        described = job.description()
+        out[job.jobId()] = described.get() if described.isDefined() else None
+    return out

@@ -15,6 +15,7 @@ import pytest
 
 from lshbloom_udf.spark.ingest import inspect_input
 from lshbloom_udf.spark.keys import ROW_COL
+from spark_support import jobs
 
 
 def decimal_fingerprints(pinned, text_col: str) -> tuple[str, str]:
@@ -57,3 +58,66 @@ def test_a_changed_text_or_order_is_detected(spark):
     reordered = inspect_input(pinned_frame(spark, swapped), "text", None)
     assert reordered.content_fingerprint == base.content_fingerprint
     assert reordered.sequence_fingerprint != base.sequence_fingerprint
+
+
+# Texts that reach every branch of the native sums: null, empty, ASCII, 1-3 tail bytes >= 0x80 (Spark's Murmur3
+# sign-extends them), long, and bytes that are not UTF-8 (a Spark string keeps them as they were).
+ODD = [None, "", "a", "ab", "abc", "abcd", "héllo wörld ☃ 漢字", "é", "x" * 5000, "ü" * 3]
+
+
+def odd_frame(spark):
+    from pyspark.sql import functions as F
+
+    rows = [(((i % 3) << 40) + i, t.encode() if t is not None else None) for i, t in enumerate(ODD + TEXTS[:500])]
+    rows.append(((2 << 40) + 10_000, b"not utf-8 \xff\xfe tail \xc3"))
+    df = spark.createDataFrame(rows, f"{ROW_COL} long, raw binary")
+    return df.select(ROW_COL, F.col("raw").cast("string").alias("text")).repartition(3)
+
+
+def test_the_keys_stages_native_sums_equal_the_aggregation(spark):
+    """What the driver pass's keys stage measures (ingest.InputSums, native) gives the aggregation's facts."""
+    from lshbloom_udf.spark.ingest import InputSums
+
+    pinned = odd_frame(spark).localCheckpoint()
+    table = pinned.toArrow()
+    half = table.num_rows // 2
+    parts = [table.slice(0, half), table.slice(half)]  # sums of disjoint rows add up
+    sums = sum((InputSums.of_batch(p.column("text").combine_chunks(), p.column(ROW_COL).combine_chunks())
+                for p in parts), InputSums())
+    assert sums.from_json(sums.to_json()) == sums
+    facts, spark_facts = sums.facts(), inspect_input(pinned, "text", None)
+    assert facts == spark_facts
+    assert facts.documents == len(ODD) + 501 and facts.max_text_bytes == 5000
+
+
+def test_a_run_measured_by_its_keys_stage_records_the_aggregations_fingerprints(spark, tmp_path):
+    """A fresh kept index without an id column takes the fingerprints from the keys stage; the same run with an
+    id column (which aggregates before the pass) records the same ones, and running the input again on the first
+    index finds it ingested (the aggregation, run then, matches the recorded fingerprints)."""
+    import json
+    import os
+
+    from lshbloom_udf import deduplicate
+
+    df = spark.createDataFrame([(f"id-{i}", t) for i, t in enumerate(ODD + TEXTS[:800])], "id string, text string")
+    df = df.repartition(2).localCheckpoint()
+
+    def recorded(index_dir):
+        with open(os.path.join(index_dir, "manifest.json")) as f:
+            return [(r["content_fingerprint"], r["sequence_fingerprint"]) for r in json.load(f)["runs"]]
+
+    streamed, aggregated = str(tmp_path / "streamed"), str(tmp_path / "aggregated")
+    before = set(jobs(spark))
+    s1 = deduplicate(df, index_dir=streamed, return_summary=True, progress=False)
+    steps = {d for j, d in jobs(spark).items() if j not in before}
+    assert "lshbloom: check input" not in steps and "lshbloom: pin" in steps  # no aggregation of its own
+    s2 = deduplicate(df, id_col="id", index_dir=aggregated, return_summary=True, progress=False)
+    flags = [r["is_duplicate"] for r in s1.df.orderBy("id").collect()]
+    assert flags == [r["is_duplicate"] for r in s2.df.orderBy("id").collect()]
+    assert recorded(streamed) == recorded(aggregated) and len(recorded(streamed)) == 1
+    fingerprints = [(s.summary["index"]["content_fingerprint"], s.summary["index"]["sequence_fingerprint"])
+                    for s in (s1, s2)]
+    assert fingerprints[0] == fingerprints[1] == recorded(streamed)[0]
+    again = deduplicate(df, index_dir=streamed, return_summary=True, progress=False)
+    assert again.summary["index"].get("reproduced") is True
+    assert [r["is_duplicate"] for r in again.df.orderBy("id").collect()] == flags

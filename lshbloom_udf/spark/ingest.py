@@ -1,7 +1,10 @@
 """What a run checks about its input once it is keyed: unique ids, and whether a kept index already ingested it.
 
 The checks cost one aggregation over the pinned input (:func:`inspect_input`),
-no pass of their own. A kept index records each committed run with two
+no pass of their own; when they are not needed before the pass (no id column,
+no committed run to compare with), the driver pass's keys stage takes the same
+sums of the texts it reads anyway (:class:`InputSums`, native and equal to
+Spark's hashes), and the aggregation is left out. A kept index records each committed run with two
 fingerprints of its documents (docs/reliability.md): the *content* fingerprint
 depends only on the multiset of texts, the *sequence* fingerprint also on each
 document's place in the processing order (runs recorded before this release
@@ -13,7 +16,9 @@ unless the user forces a new ingestion.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Optional
 
@@ -37,6 +42,65 @@ class InputFacts:
     # The longest text's and all texts' UTF-8 bytes: they bound what fetching some texts brings (verification).
     max_text_bytes: int = 0
     text_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class InputSums:
+    """The sums of the pinned texts that :func:`inspect_input` aggregates in Spark, taken natively on a part of
+    the rows (``native/src/input_sums.rs``): the number of rows, Spark's ``xxhash64`` and ``hash`` of each text
+    summed exactly (``content``), the same of each (row id, text hash) pair (``sequence``), and the longest and
+    all texts' UTF-8 bytes. Sums over disjoint rows add up (``+``)."""
+
+    documents: int = 0
+    content: tuple = (0, 0)
+    sequence: tuple = (0, 0)
+    longest: int = 0
+    bytes: int = 0
+
+    @classmethod
+    def of_batch(cls, texts, rows) -> "InputSums":
+        """The sums of an Arrow string column ``texts`` at the row ids ``rows`` (an Arrow int64 column)."""
+        import numpy as np
+
+        from lshbloom_udf import _native
+        from lshbloom_udf.minhash import _arrow_buffers
+
+        ids = np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.int64)
+        n, c1, c2, s1, s2, longest, size = _native.input_sums(_native.ArrowTexts(*_arrow_buffers(texts)), ids)
+        return cls(n, (c1, c2), (s1, s2), longest, size)
+
+    def __add__(self, other: "InputSums") -> "InputSums":
+        pair = lambda a, b: (a[0] + b[0], a[1] + b[1])  # noqa: E731
+        return InputSums(self.documents + other.documents, pair(self.content, other.content),
+                         pair(self.sequence, other.sequence), max(self.longest, other.longest), self.bytes + other.bytes)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.astuple(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "InputSums":
+        n, content, sequence, longest, size = json.loads(text)
+        return cls(n, tuple(content), tuple(sequence), longest, size)
+
+    def facts(self) -> "InputFacts":
+        """The facts :func:`inspect_input` reports for these rows (no ids: the sums are taken without an id column)."""
+        content, sequence = _fingerprints(self.documents, *self.content, *self.sequence)
+        return InputFacts(self.documents, content, sequence, max_text_bytes=self.longest, text_bytes=self.bytes)
+
+
+def measured(batches, text_col: str, sums: list):
+    """``batches`` (Arrow batches of row id and text) unchanged, each one's :class:`InputSums` appended to ``sums``."""
+    for batch in batches:
+        names = batch.schema.names
+        sums.append(InputSums.of_batch(batch.column(names.index(text_col)), batch.column(names.index(ROW_COL))))
+        yield batch
+
+
+def _fingerprints(documents: int, c1, c2, s1, s2) -> tuple[str, str]:
+    """(content, sequence) fingerprints from the sums (None: over no rows, as Spark's sum)."""
+    content = hashlib.sha256(f"lshbloom-text-content:{documents}:{c1}:{c2}".encode()).hexdigest()[:32]
+    sequence = hashlib.sha256(f"lshbloom-text-sequence:{documents}:{s1}:{s2}:{content}".encode()).hexdigest()[:32]
+    return content, sequence
 
 
 # A signed 64-bit hash is summed exactly as four sums of its 16-bit pieces (the top one signed), each a long:
@@ -87,9 +151,7 @@ def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
     if id_col is not None:
         aggs += [F.count(F.col("id")).alias("ids"), F.count_distinct(F.col("id")).alias("distinct_ids")]
     r = hashed.agg(*aggs).collect()[0]
-    c1, c2, s1, s2 = (_exact_sum(r, name) for name in sums)
-    content = hashlib.sha256(f"lshbloom-text-content:{r['n']}:{c1}:{c2}".encode()).hexdigest()[:32]
-    sequence = hashlib.sha256(f"lshbloom-text-sequence:{r['n']}:{s1}:{s2}:{content}".encode()).hexdigest()[:32]
+    content, sequence = _fingerprints(r["n"], *(_exact_sum(r, name) for name in sums))
     sizes = {"max_text_bytes": int(r["longest"] or 0), "text_bytes": int(r["bytes"] or 0)}
     if id_col is None:
         return InputFacts(int(r["n"]), content, sequence, **sizes)

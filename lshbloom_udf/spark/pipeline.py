@@ -6,7 +6,11 @@
    input.
 2. :meth:`DedupRun.check_input` — one aggregation over the pinned rows: their
    number, fingerprints and the ids' uniqueness; whether a kept index already
-   ingested these documents (:mod:`lshbloom_udf.spark.ingest`).
+   ingested these documents (:mod:`lshbloom_udf.spark.ingest`). When nothing
+   needs them before the pass (no id column, no committed run to compare with),
+   the pin's own job counts the rows, the driver pass's keys stage measures the
+   texts it reads anyway (the same sums), and the aggregation runs only if the
+   pass did not (:meth:`DedupRun.measure_input`).
 3. :meth:`DedupRun.decide` — the pass the settings name
    (:mod:`lshbloom_udf.spark.passes`: the driver pass, the sharded pass, or the
    earlier run's stored flags when it is reproduced) over the pinned rows'
@@ -16,8 +20,8 @@
 5. :meth:`DedupRun.join` — the decisions joined back to the pinned rows
    (:mod:`lshbloom_udf.spark.join`).
 
-Each stage produces its value once (:class:`InputCheck`, the ``PassResult``,
-the verified flags); no later stage changes it.
+Each stage produces its value once (:class:`InputCheck`, :class:`InputMeasure`,
+the ``PassResult``, the verified flags); no later stage changes it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from typing import Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import col
-from lshbloom_udf.errors import DedupInputError
+from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import run_params
 from lshbloom_udf.log import console_progress, ensure_visible, step
-from lshbloom_udf.spark.ingest import FINGERPRINT, check_ids, inspect_input, prior_run
+from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, check_ids, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, keys_mapper, row_id
 from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
@@ -41,13 +45,25 @@ from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
 @dataclass(frozen=True)
 class InputCheck:
-    """What :meth:`DedupRun.check_input` found: the documents' number and, with a kept index, the input's
-    fingerprints and the committed run that already ingested it (if any)."""
+    """What :meth:`DedupRun.check_input` found: the documents' number and, with a kept index, the committed run
+    that already ingested them (if any)."""
 
     documents: int = 0
     prior: Optional[dict] = None
+
+
+@dataclass(frozen=True)
+class InputMeasure:
+    """The input's fingerprints (with a kept index) and text sizes: from the input check's aggregation, or from the
+    pass's keys stage (:meth:`DedupRun.measure_input`)."""
+
     fingerprints: Optional[tuple] = None
     text_sizes: tuple = (None, None)  # the longest text's and all texts' UTF-8 bytes (None: not measured)
+
+    @classmethod
+    def of(cls, facts: InputFacts, kept_index: bool) -> "InputMeasure":
+        fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint) if kept_index else None
+        return cls(fingerprints, (facts.max_text_bytes, facts.text_bytes))
 
 
 class DedupRun:
@@ -63,7 +79,10 @@ class DedupRun:
         self._t = t_start
         self._t_start = t_start
         self.pinned = None
+        self.pinned_rows: Optional[int] = None  # counted by the pin's own job (a local checkpoint)
         self.checked = InputCheck()
+        self.measured = InputMeasure()
+        self.measure_later = False  # the pass measures the input (or the run does, after it)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
         self.candidates = None
 
@@ -95,6 +114,8 @@ class DedupRun:
             pass_ = select_pass(given)
             with self.step(pass_.title):
                 decided = self.decide(pass_, given)
+            if self.measure_later:
+                self.measure_input(decided)
             dup_rows = decided.rows()
             verified = None
             if self.config.verify:
@@ -109,9 +130,13 @@ class DedupRun:
         """The run's DataFrame, the report its summary is made of, and its record (what the index's manifest will
         keep of it)."""
         record = self.run_record(decided)
+        index = decided.index
+        if self.measure_later and self.measured.fingerprints is not None:  # the pass's report came before them
+            index = index.replace(content_fingerprint=self.measured.fingerprints[0],
+                                  sequence_fingerprint=self.measured.fingerprints[1])
         report = RunReport(
             self.config, decided.params, self.documents,
-            decided.duplicates if verified is None else len(verified.rows), decided.empty, decided.index,
+            decided.duplicates if verified is None else len(verified.rows), decided.empty, index,
             {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}, pass_.name,
             decided.outcome.first_keys_seconds, verified.summary(self.verify_rule) if verified is not None else None,
             self.warnings,
@@ -141,7 +166,7 @@ class DedupRun:
         self.candidates = None  # this stage owns it now
         try:
             verified = verify_flags(
-                source, texts_source(self.pinned, c.text_column, *self.checked.text_sizes), dup_rows,
+                source, texts_source(self.pinned, c.text_column, *self.measured.text_sizes), dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
                 driver_text_bytes=c.verify_driver_bytes,
@@ -171,7 +196,9 @@ class DedupRun:
         pinned = source.select(*[col(name) for name in source.columns], row_id())
         if c.checkpoint == "local":
             # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).
-            pinned = pinned.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
+            # Lazy, then counted: the count is the job that fills the checkpoint (what eager=True runs, uncounted).
+            pinned = pinned.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
+            self.pinned_rows = pinned.count()
         else:
             pinned = pinned.checkpoint(eager=True)
         self.pinned = pinned
@@ -189,6 +216,12 @@ class DedupRun:
 
     def check_input(self) -> None:
         c = self.config
+        if c.id_column is None and self.pinned_rows is not None and not self._may_have_ingested():
+            # Nothing to check before the pass: its keys stage measures the input (measure_input).
+            self.checked = InputCheck(self.pinned_rows)
+            self.measure_later = bool(self.pinned_rows) and (self.index_dir is not None or c.verify)
+            self._lap("id_check")
+            return
         facts = inspect_input(self.pinned, c.text_column, c.id_column)
         if c.id_column is not None:
             check_ids(self.pinned, c.id_column, facts)
@@ -197,8 +230,27 @@ class DedupRun:
             prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame,
                               insert_rule=c.insert_rule)
             fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
-        self.checked = InputCheck(facts.documents, prior, fingerprints, (facts.max_text_bytes, facts.text_bytes))
+        self.checked = InputCheck(facts.documents, prior)
+        self.measured = InputMeasure(fingerprints, (facts.max_text_bytes, facts.text_bytes))
         self._lap("id_check")
+
+    def _may_have_ingested(self) -> bool:
+        """Whether the kept index holds committed runs (one may have ingested this input: the fingerprints are
+        needed before the pass)."""
+        return self.txn is not None and bool(self.txn.runs())
+
+    def measure_input(self, decided: PassResult) -> None:
+        """The input's fingerprints and text sizes after the pass: its keys stage's sums, or one aggregation."""
+        c = self.config
+        if decided.input_sums is not None:
+            facts = decided.input_sums.facts()
+        else:
+            with self.step("check input"):
+                facts = inspect_input(self.pinned, c.text_column, None)
+        if facts.documents != self.documents:
+            raise InternalError(f"internal error: the input measured {facts.documents} documents, "
+                                f"the pin counted {self.documents}")
+        self.measured = InputMeasure.of(facts, self.index_dir is not None)
 
     @property
     def documents(self) -> int:
@@ -219,7 +271,7 @@ class DedupRun:
         except ValueError as e:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
-                         self.checked.fingerprints)
+                         self.measured.fingerprints, self.measure_later)
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
@@ -233,7 +285,7 @@ class DedupRun:
         if self.index_dir is None or decided.stats is None:
             return None
         c = self.config
-        content_fp, sequence_fp = self.checked.fingerprints or (None, None)
+        content_fp, sequence_fp = self.measured.fingerprints or (None, None)
         return {
             **(self.run_info or {}),
             "fingerprint": FINGERPRINT,

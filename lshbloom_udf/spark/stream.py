@@ -55,19 +55,22 @@ from lshbloom_udf.spark.keys import task_start, task_threads
 MAGIC = b"LSHB"
 HELLO = struct.Struct("<4s16sii")
 HEADER = struct.Struct("<qq")
-SENT_SCHEMA = "pid int, documents long"
+SENT_SCHEMA = "pid int, documents long, sums string"
 # How long the pass waits without any news (no byte, no attempt, no end of the job) before it calls the job stuck.
 IDLE_CHECK_SECONDS = 5.0
 
 
-def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple, token: bytes):
-    """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents)."""
+def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple, token: bytes,
+                  measure: bool = False):
+    """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents,
+    and with ``measure`` the partition's :class:`~lshbloom_udf.spark.ingest.InputSums` as JSON)."""
     b = spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
     def send(batches):
         import pyarrow as pa
 
+        from lshbloom_udf.spark.ingest import InputSums, measured
         from lshbloom_udf.spark.stream import HEADER, HELLO, MAGIC  # imported, not shipped by value with the task
 
         ctx = task_start(task_hook, "keys")
@@ -76,7 +79,9 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
         total = 0
         with socket.create_connection(address) as sock:
             sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
-            keyed = keyed_batches(batches, text_col, spec, task_threads(ctx))
+            sums: list = []
+            keyed = keyed_batches(measured(batches, text_col, sums) if measure else batches, text_col, spec,
+                                  task_threads(ctx))
             for start, keys, active in chunks(keyed, chunk_rows):
                 if keys.shape[1] != b:
                     raise InternalError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")
@@ -91,7 +96,9 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
             sock.shutdown(socket.SHUT_WR)
             if sock.recv(1):
                 raise InternalError("internal error: the driver answered the keys stream")
-        yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "documents": pa.array([total], pa.int64())})
+        sent = sum(sums, InputSums()).to_json() if measure else None
+        yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "documents": pa.array([total], pa.int64()),
+                                          "sums": pa.array([sent], pa.string())})
 
     return send
 
@@ -131,6 +138,7 @@ class KeyStream:
         self.attempts: dict[int, list[_Attempt]] = {}
         self.job_done = False
         self.job_seconds: Optional[float] = None  # the keys stage's, once it ended
+        self.sent: list = []  # the keys stage's output rows (stream_mapper's), once it ended
         self.job_error: Optional[BaseException] = None
         self.group = f"lshbloom-keys-{uuid.uuid4().hex}"
         self._job: Optional[threading.Thread] = None
@@ -156,7 +164,7 @@ class KeyStream:
             try:
                 # The thread inherited the run's local properties; the group (to cancel the job) replaces the description.
                 sc.setJobGroup(self.group, "lshbloom: keys + driver pass", interruptOnCancel=True)
-                df.collect()
+                sent = df.collect()
             except BaseException as e:  # handed to the pass, which raises it
                 with self.cond:
                     self.job_error = e
@@ -164,6 +172,7 @@ class KeyStream:
                 return
             with self.cond:
                 self.job_seconds = time.monotonic() - t
+                self.sent = sent
                 self.job_done = True
                 self.cond.notify_all()
 
@@ -217,6 +226,16 @@ class KeyStream:
             if not self.keep:
                 self._drop(pid)
         self._wait(lambda: self.job_done, "the end of the keys stage")
+
+    def input_sums(self):
+        """The partitions' :class:`~lshbloom_udf.spark.ingest.InputSums` added up (the stage measured, and ended):
+        one successful attempt's of each partition."""
+        from lshbloom_udf.spark.ingest import InputSums
+
+        self._wait(lambda: self.job_done, "the end of the keys stage")
+        if any(row["sums"] is None for row in self.sent):
+            raise InternalError("internal error: the keys stage did not measure the input")
+        return sum((InputSums.from_json(row["sums"]) for row in self.sent), InputSums())
 
     def replay(self, partitions: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """The chunks of :meth:`chunks` again, read from the kept spool (``keep=True``, after the pass): each

@@ -29,6 +29,22 @@ pub fn rows<'a, O: Offset>(
     data: &'a [u8],
     valid: Option<&[bool]>,
 ) -> Result<Vec<Option<&'a str>>, String> {
+    byte_rows(offsets, data, valid)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| match row {
+            None => Ok(None),
+            Some(bytes) => std::str::from_utf8(bytes).map(Some).map_err(|e| format!("row {i}: invalid UTF-8: {e}")),
+        })
+        .collect()
+}
+
+/// The rows of [`rows`] as bytes, whatever they hold (Spark's strings may hold invalid UTF-8).
+pub fn byte_rows<'a, O: Offset>(
+    offsets: &[O],
+    data: &'a [u8],
+    valid: Option<&[bool]>,
+) -> Result<Vec<Option<&'a [u8]>>, String> {
     if offsets.is_empty() {
         return Err("offsets must have N + 1 >= 1 elements, got 0".into());
     }
@@ -56,10 +72,7 @@ pub fn rows<'a, O: Offset>(
             out.push(None);
             continue;
         }
-        let bytes = &data[start as usize..end as usize];
-        let s = std::str::from_utf8(bytes)
-            .map_err(|e| format!("row {i}: invalid UTF-8: {e}"))?;
-        out.push(Some(s));
+        out.push(Some(&data[start as usize..end as usize]));
     }
     Ok(out)
 }

@@ -4,7 +4,8 @@
 //! (`shingles`), MinHash (`minhash`), LSH band keys (`bands`), the two Bloom
 //! filter file formats (`bloom`: pybloomfiltermmap3's, `blocked`: one cache
 //! line per key) and the band set over either (`bandset`), verification's
-//! exact overlaps (`overlap`) and candidate matching (`pairmatch`). `py` binds them.
+//! exact overlaps (`overlap`) and candidate matching (`pairmatch`), and the
+//! input check's sums of the texts (`input_sums`). `py` binds them.
 
 pub mod arrow;
 pub mod bands;
@@ -15,6 +16,7 @@ pub mod checksum;
 pub mod cuckoo;
 pub mod lines;
 pub mod distinct;
+pub mod input_sums;
 pub mod error;
 #[cfg(test)]
 mod layout_checks;

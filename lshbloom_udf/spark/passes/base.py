@@ -70,6 +70,9 @@ class PassInput:
     txn: Any = None  # the kept index's transaction, or None (a temporary index)
     prior: Optional[Mapping] = None  # the committed run that ingested these documents, if any
     fingerprints: Optional[tuple] = None  # (content, sequence) fingerprints of a kept index's input
+    # Whether the run wants the input's sums (ingest.InputSums) from a pass that reads every text anyway; one that
+    # does not leaves PassResult.input_sums None, and the run aggregates them itself.
+    measure_input: bool = False
 
     @property
     def index_dir(self) -> Optional[str]:
@@ -104,7 +107,8 @@ class PassResult:
     the timings it measured beside its own (e.g. the keys stage's);
     ``candidates`` the verification candidate source the pass left (the
     driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify_sources`),
-    or None: verification then computes the keys again on the executors.
+    or None: verification then computes the keys again on the executors;
+    ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``).
     """
 
     outcome: Any  # lshbloom_udf.spark.driver_pass.PassOutcome
@@ -113,6 +117,7 @@ class PassResult:
     stats: Optional[Mapping] = None
     seconds: Mapping = field(default_factory=dict)
     candidates: Any = None  # a verify_sources.CandidateSource, owned by the run once returned
+    input_sums: Any = None  # the input's ingest.InputSums, when the run asked (measure_input) and the pass took them
 
     @property
     def duplicates(self) -> int:

@@ -88,7 +88,7 @@ class DriverPass(KeyedPass):
         """Decide into ``index`` (at ``path``); ``params``: what the run records as its parameters."""
         before = index.inserted
         seconds: dict = {}
-        outcome, candidates = self._keys_through(given, index, seconds)
+        outcome, candidates, sums = self._keys_through(given, index, seconds)
         try:
             index.sync()
             stats = index.stats()
@@ -107,33 +107,35 @@ class DriverPass(KeyedPass):
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
                                                  stats["expected_false_positive"], index.params.p_effective))
-        return PassResult(outcome, report, params, stats, seconds, candidates)
+        return PassResult(outcome, report, params, stats, seconds, candidates, sums)
 
     def _keys_through(self, given: PassInput, index, seconds: dict):
-        """(the pass's outcome, verification's candidate source or None), the keys by the socket stream or
-        ``toLocalIterator``; the keys stage's time in ``seconds`` when the stream measured it."""
+        """(the pass's outcome, verification's candidate source or None, the input's sums or None), the keys by the
+        socket stream (which also takes the sums when ``given.measure_input``) or ``toLocalIterator``; the keys
+        stage's time in ``seconds`` when the stream measured it."""
         c, pinned = given.config, given.pinned
         spark, text, spec = pinned.sparkSession, c.text_column, given.params.key_spec
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
                 return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index, given.documents,
-                                       c.progress, c.insert_rule), None
+                                       c.progress, c.insert_rule), None, None
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, index.params.b, c.chunk_rows)
             stream = KeyStream(spark, index.params.b, keep=keep)
             candidates = None
             try:
-                mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token)
+                mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token, given.measure_input)
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
                                           c.insert_rule, keep_keys=keep)
+                sums = stream.input_sums() if given.measure_input else None
                 candidates = spool_source(stream, partitions, outcome)
             finally:
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
                     stream.close()
             seconds["keys"] = stream.job_seconds
-            return outcome, candidates
+            return outcome, candidates, sums
 
 
 PASS = DriverPass()

@@ -141,7 +141,7 @@ pub fn input_u32<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py
     )))
 }
 
-fn input_exact<'py, T: Element + Copy>(obj: &Bound<'py, PyAny>, name: &str, dtype: &str) -> PyResult<Input<'py, T>> {
+pub fn input_exact<'py, T: Element + Copy>(obj: &Bound<'py, PyAny>, name: &str, dtype: &str) -> PyResult<Input<'py, T>> {
     exact::<T>(obj, name)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
             "{name} must be a numpy array of dtype {dtype}, got {}",
@@ -235,6 +235,13 @@ struct ArrowSlices<'a> {
 }
 
 impl<'a> ArrowSlices<'a> {
+    fn byte_rows(&self) -> Result<Vec<Option<&'a [u8]>>, String> {
+        match self.offsets {
+            OffsetSlice::I32(o) => arrow::byte_rows(o, self.data, self.valid),
+            OffsetSlice::I64(o) => arrow::byte_rows(o, self.data, self.valid),
+        }
+    }
+
     fn rows(&self) -> Result<Vec<Option<&'a str>>, String> {
         match self.offsets {
             OffsetSlice::I32(o) => arrow::rows(o, self.data, self.valid),
@@ -338,6 +345,20 @@ pub fn detach_with_rows<R: Send>(
         }
         Err(_) => detach_with_texts(py, texts, f),
     }
+}
+
+/// Runs `f` without the GIL on the rows of `texts` (an [`ArrowTexts`]) as
+/// bytes, valid UTF-8 or not.
+pub fn detach_with_byte_rows<R: Send>(
+    py: Python<'_>,
+    texts: &Bound<'_, ArrowTexts>,
+    f: impl FnOnce(&[Option<&[u8]>]) -> R + Send,
+) -> PyResult<R> {
+    let a = texts.get();
+    let valid = a.valid.as_ref().map(|v| v.bind(py));
+    let input = ArrowInput::new(a.offsets.bind(py), a.data.bind(py), valid)?;
+    let input = input.slices();
+    py.detach(|| input.byte_rows().map(|rows| f(&rows))).map_err(value_err)
 }
 
 /// An (N, `num_bands`) matrix of band keys.

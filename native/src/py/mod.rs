@@ -5,6 +5,7 @@
 mod checksum;
 mod errors;
 mod filters;
+mod ingest;
 mod input;
 mod settings;
 mod signatures;
@@ -21,6 +22,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sizing::register(m)?;
     filters::register(m)?;
     checksum::register(m)?;
+    ingest::register(m)?;
     verify::register(m)?;
     m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
     m.add("CUCKOO_FORMAT_VERSION", cuckoo::VERSION)?;
