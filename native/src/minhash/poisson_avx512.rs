@@ -30,16 +30,18 @@
 //! lanes of room past its streams. The lane indices are clamped into the
 //! lists rather than asserted: a panic path in the loop cost a fifth of its
 //! time. (Times below: one sketch of 279 hashes, k = 256, on the Zen 4 this
-//! was written on; the scalar code takes 7.4 µs.)
+//! was written on, where the scalar code takes 7.4 µs.)
 //!
 //! The row updates are scalar, eight per chunk, in lane order (lanes of one
 //! chunk may share a row): a gather, `vpminud` and a scatter, with
 //! `vpconflictq` sending shared rows to scalar code, measured slower (5.7
 //! against 4.4 µs), the vector units being the busy ones. The rows filled
 //! for the first time (the horizon loop's count) are counted once per pass,
-//! by scanning `sig` for empty rows before and after. Storing the rejected
-//! lanes behind a branch (one chunk in five has one) beat storing them every
-//! time (4.4 against 4.7 µs).
+//! by scanning `sig` for empty rows before and after. The rejected lanes are
+//! stored every time, not behind a branch (one chunk in five has one): with
+//! the branch, `examples/keys_stages.rs` measured 6.9 against 6.35 µs per
+//! document (the repeated documents of a micro-benchmark teach the branch
+//! predictor their rejections and showed the opposite).
 
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
@@ -247,14 +249,12 @@ impl WideWalks {
     }
 
     /// Draws the next arrival of the lanes `m` of `v` and sorts them (the
-    /// rejected ones to `rejected`).
+    /// rejected ones to `rejected`, stored every time: a branch mispredicts).
     #[inline]
     #[target_feature(enable = "avx512f,avx512dq,popcnt")]
     fn draw_and_sort(&mut self, mut v: Eight, m: __mmask8, k: __m512i, end: __m512d, z: &Wide, a: &mut usize) {
         let (r, accepted) = draw(&mut v, k, z);
-        if m & !accepted != 0 {
-            self.nr += self.rejected.store(self.nr, m & !accepted, Eight { row: r, ..v });
-        }
+        self.nr += self.rejected.store(self.nr, m & !accepted, Eight { row: r, ..v });
         self.sort(v, m & accepted, end, a);
     }
 
