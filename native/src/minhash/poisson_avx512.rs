@@ -25,9 +25,9 @@
 //! with three masked loads; after a draw, `vcompresspd`/`vpcompressq` pack
 //! the streams still before the horizon for the active list, the others for
 //! the waiting one (the scalar lists' branch-free double write) and the
-//! rejected ones for `settle`, in registers: a compress to memory is
-//! microcoded on Zen 4, so each list is stored whole (8 lanes) and has 8
-//! lanes of room past its streams. The lane indices are clamped into the
+//! rejected ones for `settle`, in registers (a compress to memory is
+//! known to be slow on Zen 4; not measured here), so each list is stored
+//! whole (8 lanes) and has 8 lanes of room past its streams. The lane indices are clamped into the
 //! lists rather than asserted: a panic path in the loop cost a fifth of its
 //! time. (Times below: one sketch of 279 hashes, k = 256, on the Zen 4 this
 //! was written on, where the scalar code takes 7.4 µs.)
@@ -114,7 +114,7 @@ pub(crate) struct WideWalks {
 /// The mask of the first `min(left, 8)` lanes.
 #[inline(always)]
 fn first_lanes(left: usize) -> __mmask8 {
-    u8::MAX >> 8usize.saturating_sub(left)
+    ((1u16 << left.min(8)) - 1) as __mmask8
 }
 
 impl Default for Lanes {
@@ -162,8 +162,8 @@ impl Lanes {
     /// Appends the lanes of `v` selected by `m` at `i` (and garbage after
     /// them, up to `i + 8`); returns how many.
     ///
-    /// Compressed in registers, then stored whole: Zen 4 microcodes a
-    /// compress with a memory destination (tens of cycles).
+    /// Compressed in registers, then stored whole (not a compress to
+    /// memory, slow on Zen 4).
     #[inline]
     #[target_feature(enable = "avx512f,popcnt")]
     fn store(&mut self, i: usize, m: __mmask8, v: Eight) -> usize {
