@@ -288,7 +288,9 @@ impl WideWalks {
             let v = Eight { state, t: _mm512_set1_pd(0.0), row: state };
             self.draw_and_sort(v, m, kv, endv, z, &mut a);
         }
-        self.settle(end, k, &mut a);
+        if self.nr > 0 {
+            self.settle(end, k, &mut a);
+        }
         self.na = a;
     }
 
@@ -321,7 +323,9 @@ impl WideWalks {
                 self.draw_and_sort(v, m, kv, endv, z, &mut a);
             }
             // Past `a`, every stream of the round has been read.
-            self.settle(end, k, &mut a);
+            if self.nr > 0 {
+                self.settle(end, k, &mut a);
+            }
             n = a;
         }
         self.na = 0;
