@@ -12,13 +12,13 @@ const R: f64 = 7.697_117_470_131_487;
 const V: f64 = 3.949_659_822_581_572e-3;
 const M2: f64 = 4_294_967_296.0;
 
-struct Tables {
-    ke: [u32; 256],
-    we: [f64; 256],
+pub(super) struct Tables {
+    pub(super) ke: [u32; 256],
+    pub(super) we: [f64; 256],
     fe: [f64; 256],
 }
 
-fn tables() -> &'static Tables {
+pub(super) fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
     TABLES.get_or_init(|| {
         let (mut ke, mut we, mut fe) = ([0u32; 256], [0f64; 256], [0f64; 256]);

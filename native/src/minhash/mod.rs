@@ -3,11 +3,14 @@
 //!
 //! `permute` holds the permutation kernels, `words` the per-thread table of
 //! word hashes that turns a document into the hashes of its distinct shingles,
-//! `poisson` the independent-rows sketch of the `poisson` scheme.
+//! `poisson` the independent-rows sketch of the `poisson` scheme
+//! (`poisson_avx512` its AVX-512 kernel).
 
 mod exponential;
 mod permute;
 mod poisson;
+#[cfg(target_arch = "x86_64")]
+mod poisson_avx512;
 #[cfg(test)]
 mod pinned;
 mod words;

@@ -28,9 +28,11 @@
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::exponential::{exponential, exponential_fast};
+#[cfg(target_arch = "x86_64")]
+use super::poisson_avx512::{self, Avx512, WideWalks};
 
 /// A row with no arrival yet.
-const EMPTY: u32 = u32::MAX;
+pub(super) const EMPTY: u32 = u32::MAX;
 /// Added to `ln k` in the first horizon: every row is filled by then with
 /// probability `exp(-e^-c)` = 0.69; the rest resume their walks.
 const FIRST_SLACK: f64 = 1.0;
@@ -69,14 +71,14 @@ fn next_arrival(state: &mut u64) -> (u64, f64) {
 /// that the hot loops never take its address (which would keep it in memory).
 #[cold]
 #[inline(never)]
-fn rejected_gap(r: u64, mut state: u64) -> (f64, u64) {
+pub(super) fn rejected_gap(r: u64, mut state: u64) -> (f64, u64) {
     let gap = exponential(r, &mut || next_random(&mut state));
     (gap, state)
 }
 
 /// The bin of a random word: its high 32 bits scaled to `0..k`.
 #[inline(always)]
-fn bin(r: u64, k: usize) -> usize {
+pub(super) fn bin(r: u64, k: usize) -> usize {
     (((r >> 32) * k as u64) >> 32) as usize
 }
 
@@ -109,20 +111,38 @@ impl PoissonSketch {
 
     /// The signature of the shingles whose hashes are `hashes` (repeats
     /// allowed) into `sig` (length k): all `u32::MAX` when `hashes` is empty.
-    /// `walks` is scratch space (the paused arrival streams).
+    /// `walks` is scratch space (the paused arrival streams). Runs the
+    /// AVX-512 kernel when the CPU has it (bit-identical to the scalar code).
     pub fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Walks) {
+        self.sketch_on(Path::detect(), hashes, sig, walks)
+    }
+
+    /// [`Self::sketch`] on the given implementation.
+    pub(crate) fn sketch_on(&self, path: Path, hashes: &[u64], sig: &mut [u32], walks: &mut Walks) {
         assert_eq!(sig.len(), self.k);
         sig.fill(EMPTY);
         if hashes.is_empty() {
             return;
         }
+        match path {
+            // The kernel's bins multiply by k as a 32-bit lane (`vpmuludq`).
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512(cpu) if u32::try_from(self.k).is_ok() => {
+                self.run(hashes, sig, &mut poisson_avx512::Kernel::new(&mut walks.wide, cpu))
+            }
+            _ => self.run(hashes, sig, walks),
+        }
+    }
+
+    /// The horizon loop of [`Self::sketch`] on `hashes` (not empty), `sig` all empty.
+    fn run(&self, hashes: &[u64], sig: &mut [u32], walks: &mut impl Streams) {
         // Times are scaled by k (Exp(1) gaps, not Exp(1)/k): a real horizon H
         // is `end = k H`. Each row receives a shingle's arrivals at rate 1 in
         // real time, so n shingles fill an empty row within (ln e + c)/n with
         // e rows empty with probability exp(-e^-c).
         let (k, kf, n) = (self.k, self.k as f64, hashes.len() as f64);
         let mut end = kf * (kf.ln() + FIRST_SLACK) / n;
-        walks.start(hashes, end);
+        walks.start(hashes, end, k);
         let mut filled = walks.apply(end, k, sig);
         while filled < k {
             end += kf * (((k - filled) as f64).ln() + NEXT_SLACK) / n;
@@ -130,6 +150,40 @@ impl PoissonSketch {
             walks.resume(end);
             filled += walks.apply(end, k, sig);
         }
+    }
+}
+
+/// An implementation of [`PoissonSketch::sketch`]'s arrival streams.
+///
+/// The horizon loop drives both the scalar [`Walks`] and the AVX-512 kernel.
+pub(super) trait Streams {
+    /// Starts the stream of every hash: those with a first arrival before
+    /// `end` are active, the others wait.
+    fn start(&mut self, hashes: &[u64], end: f64, k: usize);
+    /// Moves the waiting streams with an arrival before `end` to the active ones.
+    fn resume(&mut self, end: f64);
+    /// Applies every arrival before `end` of the active streams to `sig`,
+    /// pausing each stream at its first arrival from `end` on. Returns how
+    /// many rows it filled for the first time.
+    fn apply(&mut self, end: f64, k: usize, sig: &mut [u32]) -> usize;
+}
+
+/// Which implementation [`PoissonSketch::sketch_on`] runs (tests pick each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Path {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx512(Avx512),
+}
+
+impl Path {
+    /// The fastest this CPU runs, detected at run time.
+    pub(crate) fn detect() -> Path {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(cpu) = Avx512::detect() {
+            return Path::Avx512(cpu);
+        }
+        Path::Scalar
     }
 }
 
@@ -150,6 +204,9 @@ pub struct Walks {
     active: Vec<Walk>,
     nw: usize,
     na: usize,
+    /// The same lists for the AVX-512 kernel (structure-of-arrays).
+    #[cfg(target_arch = "x86_64")]
+    wide: WideWalks,
 }
 
 /// Appends `walk` to `to_a[*a..]` when `due`, else to `to_w[*w..]`, without
@@ -162,10 +219,8 @@ fn sort_walk(walk: Walk, due: bool, to_w: &mut [Walk], w: &mut usize, to_a: &mut
     *a += usize::from(due);
 }
 
-impl Walks {
-    /// Starts the stream of every hash: those with a first arrival before
-    /// `end` are active, the others wait.
-    fn start(&mut self, hashes: &[u64], end: f64) {
+impl Streams for Walks {
+    fn start(&mut self, hashes: &[u64], end: f64, _k: usize) {
         let n = hashes.len();
         // Both lists hold at most every stream; they only grow (no per-document fill).
         if self.waiting.len() < n {
@@ -181,8 +236,7 @@ impl Walks {
         (self.nw, self.na) = (w, a);
     }
 
-    /// Moves the waiting streams with an arrival before `end` to the active
-    /// ones (compacting `waiting` in place: its write index never passes the read one).
+    /// Compacts `waiting` in place: its write index never passes the read one.
     fn resume(&mut self, end: f64) {
         let (mut w, mut a) = (0, self.na);
         let (waiting, active) = (&mut self.waiting[..], &mut self.active[..]);
@@ -193,10 +247,7 @@ impl Walks {
         (self.nw, self.na) = (w, a);
     }
 
-    /// Applies every arrival before `end` of the active streams to `sig`, a
-    /// round at a time (one arrival per stream), pausing each stream at its
-    /// first arrival from `end` on. Returns how many rows it filled for the
-    /// first time.
+    /// A round at a time (one arrival per stream).
     fn apply(&mut self, end: f64, k: usize, sig: &mut [u32]) -> usize {
         let mut filled = 0;
         let (waiting, active) = (&mut self.waiting[..], &mut self.active[..]);
@@ -252,9 +303,13 @@ impl Walk {
 mod tests {
     use super::*;
 
+    /// The dispatched sketch (AVX-512 where the CPU has it), checked
+    /// against the scalar one.
     fn sketch_of(p: &PoissonSketch, hashes: &[u64]) -> Vec<u32> {
-        let mut sig = vec![0u32; p.num_perm()];
+        let (mut sig, mut scalar) = (vec![0u32; p.num_perm()], vec![0u32; p.num_perm()]);
         p.sketch(hashes, &mut sig, &mut Walks::default());
+        p.sketch_on(Path::Scalar, hashes, &mut scalar, &mut Walks::default());
+        assert_eq!(sig, scalar);
         sig
     }
 
