@@ -28,7 +28,9 @@ from its start, to a spool file of its own. The pass reads one attempt; if it
 breaks off (a failed or killed task), it goes on with the next attempt of the
 same partition, skipping the rows it already decided. The input is pinned
 before this stage (:meth:`~lshbloom_udf.spark.pipeline.DedupRun.pin`), so every
-attempt sends the same keys for the same row ids.
+attempt sends the same keys for the same row ids. The input's sums (``measure``,
+:class:`~lshbloom_udf.spark.ingest.InputSums`) come back as the job's output
+rows instead: one successful attempt's of each partition.
 """
 
 from __future__ import annotations
