@@ -70,9 +70,9 @@ class InputSums:
         return cls(n, (c1, c2), (s1, s2), longest, size)
 
     def __add__(self, other: "InputSums") -> "InputSums":
-        pair = lambda a, b: (a[0] + b[0], a[1] + b[1])  # noqa: E731
-        return InputSums(self.documents + other.documents, pair(self.content, other.content),
-                         pair(self.sequence, other.sequence), max(self.longest, other.longest), self.bytes + other.bytes)
+        return InputSums(self.documents + other.documents, _added(self.content, other.content),
+                         _added(self.sequence, other.sequence), max(self.longest, other.longest),
+                         self.bytes + other.bytes)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.astuple(self))
@@ -86,6 +86,10 @@ class InputSums:
         """The facts :func:`inspect_input` reports for these rows (no ids: the sums are taken without an id column)."""
         content, sequence = _fingerprints(self.documents, *self.content, *self.sequence)
         return InputFacts(self.documents, content, sequence, max_text_bytes=self.longest, text_bytes=self.bytes)
+
+
+def _added(a: tuple, b: tuple) -> tuple:
+    return tuple(x + y for x, y in zip(a, b))
 
 
 def measured(batches, text_col: str, sums: list):
