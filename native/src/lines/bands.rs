@@ -31,8 +31,14 @@ fn any_earlier_threads(b: usize, n: usize) -> usize {
     if n.saturating_mul(b) < SPLIT_MIN_KEYS {
         return 1;
     }
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    cores.min(MAX_SPLIT_THREADS).min(b).max(1)
+    cores().min(MAX_SPLIT_THREADS).min(b).max(1)
+}
+
+/// The cores this process may use, read once (`available_parallelism` reads the affinity mask and cgroup
+/// files on every call; the pass asks once per chunk).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
 }
 
 /// "Any earlier" with the bands shared among `threads` threads, each over
