@@ -191,6 +191,12 @@ class PairIndex:
         entry per shared band; ``only`` (M bools): only those documents of ``keys``."""
 
 
+def shared_band_pairs(
+    keys: _U64Array, threads: int = 1
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+    """``(later, earlier)``: the documents of ``keys`` ((n, b), in row order) that share a key in some band, each
+    pair once, sorted; on up to ``threads`` threads (verification's round-2 candidates on the driver)."""
+
 def file_checksum(path: _StrPath) -> int:
     """xxh3-64 of the whole file at ``path``, read through a memory map (the GIL released)."""
 

@@ -7,8 +7,9 @@
   looked up in the flagged documents' (:class:`lshbloom_udf._native.PairIndex`,
   native, exact, a chunk per driver core while the scan reads on), stopping after the last flagged row (a candidate source is
   earlier than its flagged document). Round 2 joins the round-1-unflagged
-  documents' keys with themselves in memory. No Spark job, no key computed
-  twice, no shuffle.
+  documents' keys with themselves in memory (``_native.shared_band_pairs``:
+  sorted band by band, the bands shared among the driver's cores). No Spark
+  job, no key computed twice, no shuffle.
 - :class:`SparkCandidates` — where no spool exists (the sharded pass, the
   ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``,
   a reproduced run, or a spool too large for its disk): the keys computed
@@ -67,23 +68,14 @@ def distinct_pairs(f: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(later, earlier) pairs of ``rows`` (sorted) whose ``keys`` rows ((n, b)) share a (band, key)."""
-    fs, ks = [], []
-    for i in range(keys.shape[1]):
-        order = np.argsort(keys[:, i], kind="stable")  # stable: within a key, rows stay ascending
-        col, r = keys[order, i], rows[order]
-        start = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
-        group_start = np.repeat(start, np.diff(np.r_[start, len(col)]))
-        counts = np.arange(len(col)) - group_start  # earlier members of each one's group
-        total = int(counts.sum())
-        if not total:
-            continue
-        fs.append(np.repeat(r, counts))
-        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-        ks.append(r[np.repeat(group_start, counts) + offsets])
-    if not fs:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return distinct_pairs(np.concatenate(fs), np.concatenate(ks))
+    """(later, earlier) pairs of ``rows`` (sorted) whose ``keys`` rows ((n, b)) share a (band, key), distinct and
+    sorted by (later, earlier); matched natively on the driver's cores (the executors are idle meanwhile)."""
+    from lshbloom_udf import _native
+
+    rows = np.asarray(rows, np.int64)
+    later, earlier = _native.shared_band_pairs(np.ascontiguousarray(keys, np.uint64), os.cpu_count() or 1)
+    # Rows ascend with their index, so index pairs sorted by (later, earlier) are row pairs sorted the same way.
+    return rows[later.astype(np.intp)], rows[earlier.astype(np.intp)]
 
 
 class SpoolCandidates:

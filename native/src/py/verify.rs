@@ -1,5 +1,5 @@
 //! Verification's native parts: exact shingle-set overlaps of text pairs and
-//! the driver's round-1 candidate matching (the GIL released while they work).
+//! the driver's round-1 and round-2 candidate matching (the GIL released while they work).
 
 use numpy::ndarray::{Array1, Array2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
@@ -10,6 +10,7 @@ use super::input::{detach_with_texts, input_u64};
 use super::settings::{positive, shingle_settings};
 use crate::overlap;
 use crate::pairmatch;
+use crate::sharedpairs;
 
 /// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each aligned pair of texts, shape (N, 3), int64, on `threads` threads.
 #[pyfunction]
@@ -117,8 +118,33 @@ impl PairIndex {
     }
 }
 
+/// `(later, earlier)` index arrays (uint32), sorted and distinct: the documents of `keys` ((n, b) uint64, in row
+/// order) that share a key in some band, on up to `threads` threads.
+#[pyfunction]
+#[pyo3(signature = (keys, threads = 1))]
+fn shared_band_pairs<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, threads: i64) -> PyResult<Matches<'py>> {
+    let threads = positive("threads", threads)?;
+    let k = input_u64(keys, "keys")?;
+    if k.shape.len() != 2 || k.shape[1] == 0 {
+        return Err(value_err("keys must be an (n, b) matrix with b >= 1"));
+    }
+    if u32::try_from(k.shape[0]).is_err() {
+        return Err(value_err("at most 2**32 - 1 documents"));
+    }
+    let (slice, b) = (k.slice(), k.shape[1]);
+    let (later, earlier): (Vec<u32>, Vec<u32>) = py
+        .detach(|| sharedpairs::shared_pairs(slice, b, threads))
+        .into_iter()
+        .unzip();
+    Ok((
+        Array1::from_vec(later).into_pyarray(py),
+        Array1::from_vec(earlier).into_pyarray(py),
+    ))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
     m.add_class::<PairIndex>()?;
+    m.add_function(wrap_pyfunction!(shared_band_pairs, m)?)?;
     Ok(())
 }
