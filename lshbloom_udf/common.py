@@ -1,7 +1,7 @@
 """Small helpers several modules share, each declared once.
 
 - the session's kind: :func:`spark_context` (``None`` under Spark Connect),
-  :func:`hadoop_jvm`, :func:`default_parallelism`;
+  :func:`hadoop_jvm`, :func:`default_parallelism`; :func:`stop_session`;
 - column names: :func:`quote`, :func:`col`;
 - results on the driver: :func:`collect_arrow`, :func:`unique_rows`;
 - :func:`mix64`, splitmix64's finalizer (a well-mixed 64-bit hash);
@@ -13,6 +13,7 @@ Nothing here imports pyspark at import time: the core modules use it too.
 
 from __future__ import annotations
 
+import threading
 from typing import Iterable, Optional
 
 import numpy as np
@@ -51,6 +52,25 @@ def default_parallelism(spark) -> int:
     if sc is not None:
         return sc.defaultParallelism
     return int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+
+
+def stop_session(spark) -> None:
+    """``spark.stop()``, without waiting for PySpark's accumulator server to notice it.
+
+    That server handles one connection at a time on its own thread and checks
+    for a stop only between polls (1 s on a connection the JVM keeps open, then
+    0.5 s in its serve loop): ``SparkContext.stop`` waits 0.5-1.5 s for it, with
+    nothing left to do (a job's whole stop took 0.9 s at 10^6 documents, 0.7 of
+    it there). Its stop is asked for here and awaited on a daemon thread: the
+    loop ends at its next poll, after this returns.
+    """
+    sc = spark_context(spark)
+    server = getattr(sc, "_accumulatorServer", None) if sc is not None else None
+    if server is not None and hasattr(server, "server_shutdown"):
+        sc._accumulatorServer = None
+        server.server_shutdown = True  # what its own shutdown() sets first: its handler's poll loop ends on it
+        threading.Thread(target=server.shutdown, name="lshbloom-accumulator-stop", daemon=True).start()
+    spark.stop()
 
 
 # ---------------------------------------------------------------------------

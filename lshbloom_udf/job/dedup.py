@@ -14,6 +14,7 @@ import sys
 import time
 
 from lshbloom_udf import hooks
+from lshbloom_udf.common import stop_session
 from lshbloom_udf.errors import JobError, LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
 from lshbloom_udf.job.io import Output, first_line, read_input, refuse_output_over_input, unreadable_input_file, write_text
@@ -104,7 +105,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
                 txn.close()
         finally:
             if existing is None and SparkSession.getActiveSession() is not None:
-                SparkSession.getActiveSession().stop()
+                stop_session(SparkSession.getActiveSession())
     return 0
 
 
