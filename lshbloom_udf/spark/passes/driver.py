@@ -14,7 +14,7 @@ import shutil
 import tempfile
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
-from lshbloom_udf.errors import DedupInputError
+from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
@@ -74,28 +74,45 @@ class DriverPass(KeyedPass):
             # Sized for exactly this input (or expected_docs): it never needs another generation.
             params = dataclasses.replace(given.params, growth="fixed")
             path = temporary_index_dir(params, c.new_index_bloom)
+
+            def temporary() -> LSHBloomIndex:
+                index = LSHBloomIndex.create(path, params, bloom=c.new_index_bloom)
+                index.plan_inserts(given.documents)  # filled as planned, not "near capacity" (any-earlier: to N)
+                return index
+
             try:
-                with LSHBloomIndex.create(path, params, bloom=c.new_index_bloom) as index:
-                    index.plan_inserts(given.documents)  # filled as planned, not "near capacity" (any-earlier: to N)
-                    return self._run(given, index, path, params)
+                return self._run(given, temporary, path, params, close=True)
             finally:
                 shutil.rmtree(path, ignore_errors=True)
         manifest = given.txn.manifest()
         bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
-        return self._run(given, given.txn.stage(given.params, c.sizing_given, bloom), given.index_dir, given.params)
+        return self._run(given, lambda: given.txn.stage(given.params, c.sizing_given, bloom), given.index_dir,
+                         given.params)
 
-    def _run(self, given: PassInput, index, path: str, params) -> PassResult:
-        """Decide into ``index`` (at ``path``); ``params``: what the run records as its parameters."""
-        before = index.inserted
+    def _run(self, given: PassInput, make_index, path: str, params, close: bool = False) -> PassResult:
+        """Decide into the index ``make_index()`` opens (at ``path``; closed after with ``close``); ``params``: what
+        the run records as its parameters."""
         seconds: dict = {}
-        outcome, candidates, sums = self._keys_through(given, index, seconds)
+        opened: list = []  # (index, documents it held before), once _keys_through made it
+
+        def index_now() -> LSHBloomIndex:
+            index = make_index()
+            opened.append((index, index.inserted))
+            return index
+
         try:
-            index.sync()
-            stats = index.stats()
-        except BaseException:
-            if candidates is not None:
-                candidates.close()
-            raise
+            outcome, candidates, sums = self._keys_through(given, index_now, seconds)
+            index, before = opened[0]
+            try:
+                index.sync()
+                stats = index.stats()
+            except BaseException:
+                if candidates is not None:
+                    candidates.close()
+                raise
+        finally:
+            if close and opened:
+                opened[0][0].close()
         real = os.path.realpath(path)
         report = given.report().replace(
             inserted_before=before, backend=index.bloom, reused=before > 0 and not given.temporary,
@@ -109,23 +126,27 @@ class DriverPass(KeyedPass):
                                                  stats["expected_false_positive"], index.params.p_effective))
         return PassResult(outcome, report, params, stats, seconds, candidates, sums)
 
-    def _keys_through(self, given: PassInput, index, seconds: dict):
+    def _keys_through(self, given: PassInput, index_now, seconds: dict):
         """(the pass's outcome, verification's candidate source or None, the input's sums or None), the keys by the
         socket stream (which also takes the sums when ``given.measure_input``) or ``toLocalIterator``; the keys
-        stage's time in ``seconds`` when the stream measured it."""
+        stage's time in ``seconds`` when the stream measured it. ``index_now()`` opens the index the pass decides
+        into: after the stream's job started, so that its files are made while the executors start."""
         c, pinned = given.config, given.pinned
-        spark, text, spec = pinned.sparkSession, c.text_column, given.params.key_spec
+        spark, text, spec, b = pinned.sparkSession, c.text_column, given.params.key_spec, given.params.b
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
-                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index, given.documents,
+                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index_now(), given.documents,
                                        c.progress, c.insert_rule), None, None
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
-            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, index.params.b, c.chunk_rows)
-            stream = KeyStream(spark, index.params.b, keep=keep)
+            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, c.chunk_rows)
+            stream = KeyStream(spark, b, keep=keep)
             candidates = None
             try:
                 mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token, given.measure_input)
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
+                index = index_now()
+                if index.params.b != b:
+                    raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
                                           c.insert_rule, keep_keys=keep)
