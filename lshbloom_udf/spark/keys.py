@@ -40,12 +40,15 @@ def row_id():
     position = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))  # its low 33 bits
     return F.shiftleft(F.spark_partition_id().cast("long"), POS_BITS).bitwiseOR(position).alias(ROW_COL)
 
-# Arrow batches into the keys stage: documents are long (kilobytes each), so
-# Spark's default 10,000 rows per batch means tens of megabytes per batch and no
-# overlap between the JVM writing a batch and Python hashing the previous one.
-# These are upper limits only: a smaller value the session already has is kept.
-ARROW_MAX_RECORDS_PER_BATCH = 1024
-ARROW_MAX_BYTES_PER_BATCH = 16 << 20
+# Arrow batches into the keys stage: Spark's defaults (10,000 rows, 256 MB) make
+# batches of tens of megabytes for long documents (kilobytes each), and then the
+# JVM writing a batch and Python hashing the previous one hardly overlap. The
+# bytes bound keeps batches of long documents small; the rows bound lets short
+# ones (a few hundred bytes) come a few thousand at a time, which saves the
+# per-batch work (0.3 s of the keys stage at 10^6 such documents against 1,024).
+# Upper limits only: a smaller value the session already has is kept.
+ARROW_MAX_RECORDS_PER_BATCH = 8192
+ARROW_MAX_BYTES_PER_BATCH = 4 << 20
 
 
 class arrow_batch_limits:
