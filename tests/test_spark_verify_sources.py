@@ -139,6 +139,23 @@ def test_the_in_memory_self_join_equals_the_quadratic_reference():
         assert list(zip(f.tolist(), k.tolist())) == _reference_pairs(rows, keys)
 
 
+def test_the_native_self_join_names_bad_keys_and_does_not_depend_on_threads():
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 50, (3000, 64), dtype=np.uint64)  # 192k keys: past the one-thread size
+    one = _native.shared_band_pairs(keys, 1)
+    assert len(one[0]) > 1000
+    for threads in (2, 7):
+        many = _native.shared_band_pairs(keys, threads)
+        assert all(np.array_equal(a, b) for a, b in zip(one, many))
+    for bad in (np.zeros(3, np.uint64), np.zeros((3, 0), np.uint64)):
+        with pytest.raises(ValueError, match=r"\(n, b\) matrix with b >= 1"):
+            _native.shared_band_pairs(bad)
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        _native.shared_band_pairs(keys, 0)
+    with pytest.raises(TypeError, match="uint64"):
+        _native.shared_band_pairs(keys.astype(np.float64))
+
+
 def test_distinct_pairs_keeps_each_later_earlier_pair_once():
     f, k = distinct_pairs(np.array([5, 5, 3, 2, 5]), np.array([1, 1, 4, 2, 0]))
     assert list(zip(f.tolist(), k.tolist())) == [(5, 0), (5, 1)]

@@ -77,6 +77,7 @@ fn band_pairs(keys: &[u64], b: usize, bands: std::ops::Range<usize>) -> Vec<u64>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lines::splitmix;
 
     fn reference(keys: &[u64], b: usize) -> Vec<(u32, u32)> {
         let n = keys.len() / b;
@@ -91,19 +92,12 @@ mod tests {
         out
     }
 
-    fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        *seed >> 33
-    }
-
     #[test]
     fn equals_the_quadratic_reference_on_any_number_of_threads() {
         let mut seed = 11u64;
         // Small key ranges: many shared keys, runs of several documents, pairs sharing several bands.
         for (b, n, range) in [(4, 300, 40u64), (3, 1, 3), (8, 200, 1000), (1, 50, 5), (2, 0, 4), (64, 1200, 200)] {
-            let keys: Vec<u64> = (0..n * b).map(|_| lcg(&mut seed) % range).collect();
+            let keys: Vec<u64> = (0..n * b).map(|_| splitmix(&mut seed) % range).collect();
             let want = reference(&keys, b);
             for threads in [1, 2, 3, 64, 100] {
                 assert_eq!(shared_pairs(&keys, b, threads), want, "b={b} n={n} threads={threads}");

@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use super::errors::value_err;
-use super::input::{detach_with_texts, input_u64};
+use super::input::{detach_with_texts, input_u64, Input};
 use super::settings::{positive, shingle_settings};
 use crate::overlap;
 use crate::pairmatch;
@@ -51,6 +51,19 @@ fn shingle_overlaps<'py>(
         .into_pyarray(py))
 }
 
+/// `keys`, an (n, b) uint64 matrix of at most 2^32 - 1 documents (b >= 1), and its b.
+fn key_matrix<'py>(keys: &Bound<'py, PyAny>) -> PyResult<(Input<'py, u64>, usize)> {
+    let k = input_u64(keys, "keys")?;
+    if k.shape.len() != 2 || k.shape[1] == 0 {
+        return Err(value_err("keys must be an (n, b) matrix with b >= 1"));
+    }
+    if u32::try_from(k.shape[0]).is_err() {
+        return Err(value_err("at most 2**32 - 1 documents"));
+    }
+    let b = k.shape[1];
+    Ok((k, b))
+}
+
 /// `(j, f)` index arrays of [`PairIndex::matches`].
 type Matches<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>);
 
@@ -63,14 +76,8 @@ impl PairIndex {
     /// Indexes `keys`, an (F, b) uint64 matrix (b >= 1).
     #[new]
     fn new(py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let k = input_u64(keys, "keys")?;
-        if k.shape.len() != 2 || k.shape[1] == 0 {
-            return Err(value_err("keys must be an (F, b) matrix with b >= 1"));
-        }
-        if u32::try_from(k.shape[0]).is_err() {
-            return Err(value_err("at most 2**32 - 1 documents"));
-        }
-        let (slice, b) = (k.slice(), k.shape[1]);
+        let (k, b) = key_matrix(keys)?;
+        let slice = k.slice();
         Ok(PairIndex(py.detach(|| pairmatch::PairIndex::new(slice, b))))
     }
 
@@ -124,14 +131,8 @@ impl PairIndex {
 #[pyo3(signature = (keys, threads = 1))]
 fn shared_band_pairs<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, threads: i64) -> PyResult<Matches<'py>> {
     let threads = positive("threads", threads)?;
-    let k = input_u64(keys, "keys")?;
-    if k.shape.len() != 2 || k.shape[1] == 0 {
-        return Err(value_err("keys must be an (n, b) matrix with b >= 1"));
-    }
-    if u32::try_from(k.shape[0]).is_err() {
-        return Err(value_err("at most 2**32 - 1 documents"));
-    }
-    let (slice, b) = (k.slice(), k.shape[1]);
+    let (k, b) = key_matrix(keys)?;
+    let slice = k.slice();
     let (later, earlier): (Vec<u32>, Vec<u32>) = py
         .detach(|| sharedpairs::shared_pairs(slice, b, threads))
         .into_iter()
