@@ -5,8 +5,8 @@
 //! filter file formats (`bloom`: pybloomfiltermmap3's, `blocked`: one cache
 //! line per key) and the band set over either (`bandset`), verification's
 //! exact overlaps (`overlap`) and candidate matching (`pairmatch`,
-//! `sharedpairs`), and the
-//! input check's sums of the texts (`input_sums`). `py` binds them.
+//! `sharedpairs`), and the input check's sums of the texts (`input_sums`).
+//! `py` binds them.
 
 pub mod arrow;
 pub mod bands;
