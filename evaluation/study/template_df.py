@@ -5,7 +5,8 @@
 A shingle that many distinct documents of a corpus hold (a man page's header and footer, a driver page's
 boilerplate) says little about whether two documents are copies. The rule studied: a Jaccard-branch match with
 ``J < j_high`` must still reach ``bound`` on the shingles held by fewer than ``max_df`` documents of the pool the
-stream is drawn from (its distinct sources: :func:`evaluation.study.templated_pairs.pools`). This needs every
+stream is drawn from (its distinct sources: :func:`evaluation.study.templated_pairs.pools`), or with ``--df-from``
+of the stream itself (copies included) or of the stream's documents the banding pass keeps (copies it flags left out). This needs every
 shingle's document frequency over the corpus, a pass over all shingles that the product's verification (work
 proportional to the flagged candidates) does not make; it is measured here to say whether the signal separates
 templated siblings from noisy copies at all (docs/evaluation.md §0.8).
@@ -112,8 +113,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus-dir", default="../shared/corpus")
     ap.add_argument("--out", default="docs/evaluation/coverage")
-    ap.add_argument("--df-from", choices=("pool", "stream"), default="pool",
-                    help="count document frequencies over the pool's distinct sources, or over each stream")
+    ap.add_argument("--df-from", choices=("pool", "stream", "kept"), default="pool",
+                    help="count document frequencies over the pool's distinct sources, over each stream, or over "
+                         "the stream's documents the pass keeps (its copies, flagged, do not count)")
     ap.add_argument("--seeds", type=int, default=0,
                     help="only the English held-out streams under this many permutation draws, then stop")
     args = ap.parse_args(argv)
@@ -140,8 +142,10 @@ def main(argv=None) -> int:
                 totals[("pool", part)] = templated
             sh = scorer.shingled(split, SHIPPED.shingling)
             for st, idx, res in zip(split.streams, split.index, scorer.passes(split, SHIPPED)):
-                if args.df_from == "stream":  # what a job could count: its own input, copies included
-                    df = np.unique(np.concatenate([sh.sets[i] for i in idx.tolist()]), return_counts=True)
+                if args.df_from != "pool":  # what a job could count: its own input (copies included), or what it keeps
+                    counted = [i for i, flagged in zip(idx.tolist(), res.flags)
+                               if args.df_from == "stream" or not flagged]
+                    df = np.unique(np.concatenate([sh.sets[i] for i in counted]), return_counts=True)
                 for rule in RULES:
                     s = score(np.array(st.labels), verify_df(idx, res, sh, df, SHIPPED, rule))
                     t = totals.setdefault((str(rule), part), {"fp": 0, "fn": 0, "worst_f1": 1.0, "en_10": None})
