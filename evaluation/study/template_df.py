@@ -6,10 +6,10 @@ A shingle that many distinct documents of a corpus hold (a man page's header and
 boilerplate) says little about whether two documents are copies. The rule studied: a Jaccard-branch match with
 ``J < j_high`` must still reach ``bound`` on the shingles held by fewer than ``max_df`` documents of the pool the
 stream is drawn from (its distinct sources: :func:`evaluation.study.templated_pairs.pools`), or with ``--df-from``
-of the stream itself (copies included) or of the stream's documents the banding pass keeps (copies it flags left out). This needs every
-shingle's document frequency over the corpus, a pass over all shingles that the product's verification (work
-proportional to the flagged candidates) does not make; it is measured here to say whether the signal separates
-templated siblings from noisy copies at all (docs/evaluation.md §0.8).
+of the stream itself (copies included) or of the stream's documents the banding pass keeps (the copies it flags
+left out). This needs every shingle's document frequency over the corpus, a pass over all shingles that the
+product's verification (work proportional to the flagged candidates) does not make; it is measured here to say
+whether the signal separates templated siblings from noisy copies at all (docs/evaluation.md §0.8).
 """
 
 from __future__ import annotations
@@ -76,25 +76,35 @@ def pool_pairs(sources, df, rules) -> dict:
     return out
 
 
+def counted_df(split: ShingledSplit, idx: np.ndarray, result: PassResult, df_from: str):
+    """The frequencies a job could count itself: over a stream's documents (``"stream"``, copies included) or over
+    those its pass keeps (``"kept"``: the copies the bands propose are flagged, so they do not count)."""
+    counted = [i for i, flagged in zip(idx.tolist(), result.flags) if df_from == "stream" or not flagged]
+    return np.unique(np.concatenate([split.sets[i] for i in counted]), return_counts=True)
+
+
 RULES = [None] + [(m, x, 0.6) for m, x in itertools.product((3, 5, 10, 20), (0.3, 0.4))]
 
 
-def seed_rows(split, sources, cand, seeds, rule) -> list[dict]:
-    """The English held-out streams under ``seeds`` draws of the permutations, the counts' rule and ``rule``."""
+def seed_rows(split, sources, cand, seeds, rule, df_from: str = "pool", scheme: str = "affine32") -> list[dict]:
+    """The English held-out streams under ``seeds`` draws of ``scheme``'s permutations (the study's signatures are
+    ``affine32``'s; the product's defaults use ``poisson``, seed 1), the counts' rule and ``rule`` (its frequencies
+    counted as ``--df-from`` says)."""
     from evaluation.shingling import shingles
     from evaluation.study.candidates import colliding_pairs, pass_decisions, shingle_split
     from lshbloom_udf.minhash import signatures
 
-    df = document_frequencies([s.text for s in sources], cand.shingling)
+    pool_df = document_frequencies([s.text for s in sources], cand.shingling)
     base = shingle_split(split.texts, cand.shingling, cand.num_perm)
     tokens = [" ".join(shingles(t, cand.shingling)) for t in split.texts]
     rows = []
     for seed in seeds:
-        sigs = signatures(tokens, num_perm=cand.num_perm, ngram=1, normalize=False, seed=seed)
+        sigs = signatures(tokens, num_perm=cand.num_perm, ngram=1, normalize=False, seed=seed, scheme=scheme)
         sh = ShingledSplit(cand.shingling, sigs, base.has, base.sets, base.sizes)
         nbrs = colliding_pairs(sh, cand.num_perm, *cand.bands)
         for st, idx in zip(split.streams, split.index):
             res = pass_decisions(idx, nbrs, sh.has)
+            df = pool_df if df_from == "pool" else counted_df(sh, idx, res, df_from)
             row = {"seed": seed, "level": st.level}
             for name, rl in (("counts", None), ("df", rule)):
                 s = score(np.array(st.labels), verify_df(idx, res, sh, df, cand, rl))
@@ -118,16 +128,22 @@ def main(argv=None) -> int:
                          "the stream's documents the pass keeps (its copies, flagged, do not count)")
     ap.add_argument("--seeds", type=int, default=0,
                     help="only the English held-out streams under this many permutation draws, then stop")
+    ap.add_argument("--scheme", choices=("affine32", "poisson"), default="affine32",
+                    help="with --seeds: the permutations drawn (poisson at seed 1: the product's own signatures)")
+    ap.add_argument("--max-df", type=int, default=20, help="with --seeds: the rule's max_df (J' >= 0.3 below J 0.6)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore", CapacityWarning)
     splits, _ = build_splits(args.corpus_dir, 200, 300, 0, log=lambda *a: None)
     if args.seeds:
         rows = seed_rows(splits["en"][1], pools(args.corpus_dir, "heldout")["en"], SHIPPED,
-                         range(1, args.seeds + 1), (20, 0.3, 0.6))
+                         range(1, args.seeds + 1), (args.max_df, 0.3, 0.6), args.df_from, args.scheme)
         for r in rows:
             print(r)
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "template_df_seeds.json"), "w") as f:
+        variant = "" if (args.df_from, args.scheme, args.max_df) == ("pool", "affine32", 20) else \
+            f"_{args.df_from}_{args.scheme}_df{args.max_df}"
+        name = f"template_df_seeds{variant}.json"
+        with open(os.path.join(args.out, name), "w") as f:
             json.dump(rows, f, indent=1)
         return 0
     scorer = Scorer([s for pair in splits.values() for s in pair])
@@ -142,10 +158,8 @@ def main(argv=None) -> int:
                 totals[("pool", part)] = templated
             sh = scorer.shingled(split, SHIPPED.shingling)
             for st, idx, res in zip(split.streams, split.index, scorer.passes(split, SHIPPED)):
-                if args.df_from != "pool":  # what a job could count: its own input (copies included), or what it keeps
-                    counted = [i for i, flagged in zip(idx.tolist(), res.flags)
-                               if args.df_from == "stream" or not flagged]
-                    df = np.unique(np.concatenate([sh.sets[i] for i in counted]), return_counts=True)
+                if args.df_from != "pool":
+                    df = counted_df(sh, idx, res, args.df_from)
                 for rule in RULES:
                     s = score(np.array(st.labels), verify_df(idx, res, sh, df, SHIPPED, rule))
                     t = totals.setdefault((str(rule), part), {"fp": 0, "fn": 0, "worst_f1": 1.0, "en_10": None})
