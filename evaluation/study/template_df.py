@@ -113,6 +113,23 @@ def seed_rows(split, sources, cand, seeds, rule, df_from: str = "pool", scheme: 
     return rows
 
 
+def seeds_main(args, split, sources) -> int:
+    """``--seeds``: the English held-out streams under that many draws, printed and written to
+    ``template_df_seeds[_<df-from>_<scheme>_df<max-df>].json``."""
+    from evaluation.study.multilingual import SHIPPED
+
+    rows = seed_rows(split, sources, SHIPPED, range(1, args.seeds + 1), (args.max_df, 0.3, 0.6), args.df_from,
+                     args.scheme)
+    for r in rows:
+        print(r)
+    os.makedirs(args.out, exist_ok=True)
+    default = (args.df_from, args.scheme, args.max_df) == ("pool", "affine32", 20)
+    variant = "" if default else f"_{args.df_from}_{args.scheme}_df{args.max_df}"
+    with open(os.path.join(args.out, f"template_df_seeds{variant}.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    return 0
+
+
 def main(argv=None) -> int:
     import warnings
 
@@ -135,17 +152,7 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore", CapacityWarning)
     splits, _ = build_splits(args.corpus_dir, 200, 300, 0, log=lambda *a: None)
     if args.seeds:
-        rows = seed_rows(splits["en"][1], pools(args.corpus_dir, "heldout")["en"], SHIPPED,
-                         range(1, args.seeds + 1), (args.max_df, 0.3, 0.6), args.df_from, args.scheme)
-        for r in rows:
-            print(r)
-        os.makedirs(args.out, exist_ok=True)
-        variant = "" if (args.df_from, args.scheme, args.max_df) == ("pool", "affine32", 20) else \
-            f"_{args.df_from}_{args.scheme}_df{args.max_df}"
-        name = f"template_df_seeds{variant}.json"
-        with open(os.path.join(args.out, name), "w") as f:
-            json.dump(rows, f, indent=1)
-        return 0
+        return seeds_main(args, splits["en"][1], pools(args.corpus_dir, "heldout")["en"])
     scorer = Scorer([s for pair in splits.values() for s in pair])
     totals: dict = {}
     for i, part in enumerate(("tune", "heldout")):
