@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -139,14 +140,15 @@ def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int):
 
 
 def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: str = "first",
-                    keep_keys: bool = False) -> PassOutcome:
+                    keep_keys: bool = False, started: Optional[float] = None) -> PassOutcome:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
     rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
-    ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates)."""
+    ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates). ``started``: when the
+    keys' job began (``time.monotonic()``; default now), from which ``first_keys_seconds`` counts."""
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
     try:
-        t0 = time.monotonic()
+        t0 = time.monotonic() if started is None else started
         for start, keys, active in chunks:
             if not outcome.first_keys_seconds:
                 outcome.first_keys_seconds = time.monotonic() - t0

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import time
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError, InternalError
@@ -143,13 +144,14 @@ class DriverPass(KeyedPass):
             candidates = None
             try:
                 mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token, given.measure_input)
+                started = time.monotonic()  # the time before the first keys counts from here, not from the index
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
                 if index.params.b != b:
                     raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
-                                          c.insert_rule, keep_keys=keep)
+                                          c.insert_rule, keep_keys=keep, started=started)
                 sums = stream.input_sums() if given.measure_input else None
                 candidates = spool_source(stream, partitions, outcome)
             finally:
