@@ -176,6 +176,21 @@ def shingle_overlaps(
     """
 
 
+def shingle_hash_sets(
+    texts: Iterable[str | None],
+    ngram: int,
+    normalize: int = 0,
+    unit: Literal["words", "chars", "mixed"] = "words",
+    threads: int = 1,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """Each text's distinct shingles (:func:`shingles`) as sorted xxh3-64 hashes: ``(hashes, offsets)``, text
+    ``i``'s at ``hashes[offsets[i]:offsets[i + 1]]`` (``len(texts) + 1`` offsets), on ``threads`` threads.
+
+    Hashes, not bytes: two distinct shingles may share one (about ``m² / 2^65`` among ``m`` shingles); what
+    verification's template rule counts, never its exact overlaps.
+    """
+
+
 @final
 class PairIndex:
     """The (band, key) pairs of a few documents (an (F, b) uint64 key matrix), to find the documents of many

@@ -69,6 +69,15 @@ def _similarity(default: Optional[float], help: str) -> Any:
     return setting(default, help, _optional(_threshold), "verify", cli={"type": float})
 
 
+def _max_df(name: str, value: Any) -> int:
+    """A document count of at least 2, or 0 (off): at 1 every sampled document's own shingles would be a template's."""
+    value = _integer(0)(name, value)
+    if value == 1:
+        raise ConfigError(f"{name} must be 0 (off) or at least 2: at 1 every shingle of a sampled document would "
+                          "count as a template's")
+    return value
+
+
 @dataclass(frozen=True)
 class DedupConfig:
     """Every setting of a deduplication run, checked; build with :meth:`replace` or :meth:`from_settings`."""
@@ -159,6 +168,12 @@ class DedupConfig:
         "the earlier one's shingles (a partial copy keeping a fraction f has J ~ f). It refuses a small templated "
         "page inside a larger sibling (on the English tune corpus 8 of the 11 distinct pairs containment alone "
         "verified had J < 0.3; docs/evaluation.md section 0). None: no floor")
+    template_max_df: int = setting(
+        5, "with verify, a match by Jaccard alone below 0.6 must also reach Jaccard 0.3 without the template "
+        "shingles: those held by at least this many of a sample of 1024 of the documents the pass kept (all of them "
+        "when fewer; ~0.5 % of them at scale). It refuses pages made from one template (a man page family, a "
+        "site's product pages) whose shared shingles are the template's; a noisy copy shares its source's own "
+        "(docs/algorithm.md section 8b). 0: off", _max_df, "verify", cli={"type": int})
     verify_driver_bytes: int = setting(
         2 << 30, "with verify, the candidate pairs' texts (UTF-8 bytes in all) the driver takes in to compute their "
         "similarities itself, every core of it; past this they are joined with the pairs on the executors instead, "
@@ -227,6 +242,9 @@ class DedupConfig:
         if self.containment_threshold is not None and not self.verify and self.is_given("containment_threshold"):
             raise ConfigError("containment_threshold needs verify=True (--verify): containment is checked on the "
                               "candidate pairs verification examines; add verify or drop containment_threshold")
+        if self.is_given("template_max_df") and self.template_max_df and not self.verify:
+            raise ConfigError("template_max_df needs verify=True (--verify): it refuses some of the matches "
+                              "verification makes; add verify or set template_max_df 0")
         if self.is_given("containment_min_jaccard") and self.containment_min_jaccard is not None and (
                 self.containment_threshold is None or not self.verify):
             raise ConfigError("containment_min_jaccard bounds the containment branch of verification: it needs "

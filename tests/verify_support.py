@@ -89,14 +89,45 @@ def judge(d: set, e: set, t_jaccard: float, t_containment: Optional[float],
     return None
 
 
+@dataclass(frozen=True)
+class Template:
+    """The template rule (template_max_df): a Jaccard-only verdict with J < ``below`` also needs the Jaccard of the
+    two sets without the shingles ``max_df`` documents the pass kept hold to reach ``min_jaccard``."""
+
+    max_df: int
+    below: float = 0.6
+    min_jaccard: float = 0.3
+
+
+def template_shingles(sets: list[set], flags: list[bool], max_df: int) -> set:
+    """The shingles held by at least ``max_df`` of the documents the pass kept."""
+    counts: dict = {}
+    for s, flagged in zip(sets, flags):
+        if not flagged:
+            for x in s:
+                counts[x] = counts.get(x, 0) + 1
+    return {x for x, n in counts.items() if n >= max_df}
+
+
 def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jaccard: float,
-                     t_containment: Optional[float], t_floor: Optional[float] = None) -> dict[int, Verdict]:
+                     t_containment: Optional[float], t_floor: Optional[float] = None,
+                     template: Optional[Template] = None) -> dict[int, Verdict]:
     """Position of each flag verification keeps -> its :class:`Verdict`.
 
     Round 1: the earliest earlier document the pass kept that shares a (band,
     key) and verifies. Else (round 2), in processing order: the earliest earlier
     document verification unflagged and that stays kept, sharing a pair, that verifies.
     """
+    common = template_shingles(sets, flags, template.max_df) if template else set()
+
+    def verdict(d: set, e: set):
+        v = judge(d, e, t_jaccard, t_containment, t_floor)
+        if v is None or template is None or v[1] != "jaccard" or v[0] >= template.below:
+            return v
+        if judge(d, e, 2.0, t_containment, t_floor) is not None:  # containment verifies it too: exempt
+            return v
+        return v if jaccard(d - common, e - common) >= template.min_jaccard else None
+
     kept_pairs: dict = {}  # (band, key) -> the document the pass kept with it
     for i, mine in enumerate(pairs):
         if not flags[i]:
@@ -108,7 +139,7 @@ def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jac
         round1 = sorted({kept_pairs[p] for p in pairs[i] if kept_pairs.get(p, i) < i})
         round2 = [u for u in unflagged if not pairs[u].isdisjoint(pairs[i])]
         for rnd, pool in ((1, round1), (2, round2)):
-            got = next(((c, v) for c in pool if (v := judge(sets[i], sets[c], t_jaccard, t_containment, t_floor))), None)
+            got = next(((c, v) for c in pool if (v := verdict(sets[i], sets[c]))), None)
             if got is not None:
                 verdicts[i] = Verdict(got[0], got[1][0], got[1][1], rnd)
                 break

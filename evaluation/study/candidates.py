@@ -120,15 +120,30 @@ def pass_decisions(idx: np.ndarray, nbrs: dict[int, set[int]], has: np.ndarray) 
 
 
 def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float, tc: Optional[float],
-           floor: Optional[float] = None) -> np.ndarray:
+           floor: Optional[float] = None, template_max_df: Optional[int] = None) -> np.ndarray:
     """The pass's flags an earlier kept document verifies (Jaccard >= ``tj``, or containment >= ``tc`` with
-    Jaccard >= ``floor``: the product's containment_min_jaccard)."""
+    Jaccard >= ``floor``: the product's containment_min_jaccard), and with ``template_max_df`` the product's
+    template rule (:func:`evaluation.study.template_df.verify_df`, frequencies over the stream's kept documents)."""
+    if template_max_df:
+        from evaluation.study.template_df import counted_df, verify_df
+
+        rule = (template_max_df, 0.3, 0.6)
+        return verify_df(idx, result, split, counted_df(split, idx, result, "kept"), _Thresholds(tj, tc, floor), rule)
 
     def accepts(p, later, earlier, inter, union, kept) -> bool:
         return inter >= tj * union or (tc is not None and inter >= tc * split.sizes[later]
                                        and (floor is None or inter >= floor * union))
 
     return verify_with(idx, result, split, accepts)
+
+
+@dataclass(frozen=True)
+class _Thresholds:
+    """What :func:`evaluation.study.template_df.verify_df` reads of a candidate."""
+
+    tj: float
+    tc: Optional[float]
+    floor: Optional[float]
 
 
 def verify_with(idx: np.ndarray, result: PassResult, split: ShingledSplit, accepts) -> np.ndarray:

@@ -69,10 +69,12 @@ class Candidate:
     tj: Optional[float] = None  # None: no verification
     tc: Optional[float] = None
     floor: Optional[float] = None  # containment's Jaccard floor (containment_min_jaccard), with tc
+    template_max_df: Optional[int] = None  # the template rule (template_max_df), with tj
 
     def label(self) -> str:
         v = "unverified" if self.tj is None else f"Tj {self.tj:g}" + (f" / Tc {self.tc:g}" if self.tc else "")
         v += f" (J >= {self.floor:g})" if self.tc and self.floor else ""
+        v += f", templates df >= {self.template_max_df}" if self.tj is not None and self.template_max_df else ""
         return f"{self.shingling.label()} T {self.threshold:g} k {self.num_perm} {v}"
 
     @property
@@ -84,7 +86,7 @@ class Candidate:
         return {"unit": self.shingling.unit, "ngram": self.shingling.ngram,
                 "normalize": ",".join(self.shingling.normalize), "threshold": self.threshold,
                 "num_perm": self.num_perm, "b": b, "r": r, "verify": self.tj is not None, "tj": self.tj, "tc": self.tc,
-                "containment_min_jaccard": self.floor}
+                "containment_min_jaccard": self.floor, "template_max_df": self.template_max_df}
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,8 +97,9 @@ def _bands(threshold: float, num_perm: int) -> tuple[int, int]:
 DEFAULTS_TODAY = Candidate(Shingling("words", 4, NORM), 0.45, 512)
 PAPER_ROW = Candidate(Shingling("words", 1, ()), 0.5, 256)
 # What the product ships (lshbloom_udf/config.py): the study's unit, bands for T 0.3 at 256 permutations (64 x 4,
-# for the pass's flags at scale: docs/evaluation.md §0.2), Tj 0.4, Tc 0.7 with Jaccard >= 0.3.
-SHIPPED = Candidate(Shingling("mixed", 11, DEHYPHEN), 0.3, 256, 0.4, 0.7, 0.3)
+# for the pass's flags at scale: docs/evaluation.md §0.2), Tj 0.4, Tc 0.7 with Jaccard >= 0.3, and the template rule
+# at max_df 5 (a stream keeps fewer than the product's sample of 1024: every kept document counts, §0.8).
+SHIPPED = Candidate(Shingling("mixed", 11, DEHYPHEN), 0.3, 256, 0.4, 0.7, 0.3, 5)
 
 
 def read_languages(path: str) -> dict[str, list[Source]]:
@@ -219,7 +222,8 @@ class Scorer:
             sh = self.shingled(split, cand.shingling)
             for st, idx, res in zip(split.streams, split.index, self.passes(split, cand)):
                 t = time.perf_counter()
-                flags = res.flags if cand.tj is None else verify(idx, res, sh, cand.tj, cand.tc, cand.floor)
+                flags = res.flags if cand.tj is None else verify(idx, res, sh, cand.tj, cand.tc, cand.floor,
+                                                                    cand.template_max_df)
                 self.seconds["verify"] += time.perf_counter() - t
                 labels = np.array(st.labels)
                 s = score(labels, flags)

@@ -45,7 +45,8 @@ def verify_df(idx: np.ndarray, result: PassResult, split: ShingledSplit, df, can
     matches (None: the counts' rule)."""
 
     def accepts(p, later, earlier, inter, union, kept) -> bool:
-        by_c = inter >= cand.tc * split.sizes[later] and inter >= cand.floor * union
+        by_c = cand.tc is not None and inter >= cand.tc * split.sizes[later] and (
+            cand.floor is None or inter >= cand.floor * union)
         by_j = inter >= cand.tj * union
         if by_j and not by_c and rule is not None and inter < rule[2] * union:
             a, b = rare(split.sets[later], df, rule[0]), rare(split.sets[earlier], df, rule[0])

@@ -148,11 +148,11 @@ class DedupRun:
 
     @property
     def verify_rule(self):
-        from lshbloom_udf.spark.verify import VerifyRule
+        from lshbloom_udf.spark.verify import TemplateRule, VerifyRule
 
         c = self.config
         return VerifyRule(c.verify_threshold or self.params.threshold, c.containment_threshold,
-                          c.containment_min_jaccard)
+                          c.containment_min_jaccard, TemplateRule(c.template_max_df) if c.template_max_df else None)
 
     def verify(self, dup_rows, index_info: dict):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
@@ -166,7 +166,7 @@ class DedupRun:
         self.candidates = None  # this stage owns it now
         try:
             verified = verify_flags(
-                source, texts_source(self.pinned, c.text_column, *self.measured.text_sizes), dup_rows,
+                source, texts_source(self.pinned, c.text_column, *self.measured.text_sizes, self.documents), dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
                 driver_text_bytes=c.verify_driver_bytes,

@@ -82,12 +82,13 @@ import numpy as np
 
 from lshbloom_udf.spark.keys import is_in
 from lshbloom_udf.spark.verify_candidates import PairBloom, pair_hashes
+from lshbloom_udf.spark.verify_templates import TemplateRule, Templates
 
 # The measure that verified a pair, by code (Verified.measure, the similarity_measure column).
 MEASURES = ("jaccard", "containment")
 JACCARD, CONTAINMENT = 0, 1
 
-__all__ = ["MEASURES", "PairBloom", "Shingling", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
+__all__ = ["MEASURES", "PairBloom", "Shingling", "TemplateRule", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
 
 
 def _default(name: str):
@@ -106,29 +107,44 @@ class VerifyRule:
     ``containment_min_jaccard`` (default: the setting's, 0.3) is the containment branch's Jaccard floor: a
     partial copy keeping a share ``f`` of its source has ``J ≈ f``, while a small templated page inside a larger
     sibling has ``C`` high but ``J`` low; None: no floor. Decided from the three counts alone, so any similarity
-    stage that counts ``|S_d ∩ S_e|``, ``|S_d|``, ``|S_e|`` can feed :meth:`judge`.
+    stage that counts ``|S_d ∩ S_e|``, ``|S_d|``, ``|S_e|`` can feed :meth:`judge`. ``template`` (None: off)
+    then refuses the Jaccard-only matches of templated siblings (:mod:`lshbloom_udf.spark.verify_templates`).
     """
 
     jaccard: float
     containment: Optional[float] = None
     containment_min_jaccard: Optional[float] = field(default_factory=lambda: _default("containment_min_jaccard"))
+    template: Optional[TemplateRule] = None
 
     def judge(self, common: np.ndarray, size_d: np.ndarray, size_e: np.ndarray):
         """(passes, similarity, measure code) of pairs with ``|S_d ∩ S_e|``, ``|S_d|``, ``|S_e|``.
 
         The similarity is ``J`` where it passes (also when ``C`` does), else ``C``.
         """
-        common, size_d = common.astype(np.float64), size_d.astype(np.float64)
-        union = size_d + size_e - common
-        j = np.divide(common, union, out=np.zeros_like(common), where=union > 0)
+        j, c = _measures(common, size_d, size_e)
         by_j = j >= self.jaccard
         if self.containment is None:
             return by_j, j, np.full(len(j), JACCARD, np.int8)
-        c = np.divide(common, size_d, out=np.zeros_like(common), where=size_d > 0)
+        by_c = self.contained(common, size_d, size_e)
+        return by_j | by_c, np.where(by_j, j, c), np.where(by_j, JACCARD, CONTAINMENT).astype(np.int8)
+
+    def contained(self, common: np.ndarray, size_d: np.ndarray, size_e: np.ndarray) -> np.ndarray:
+        """Which pairs the containment branch verifies (none without ``containment``)."""
+        if self.containment is None:
+            return np.zeros(len(common), bool)
+        j, c = _measures(common, size_d, size_e)
         by_c = c >= self.containment
         if self.containment_min_jaccard is not None:
             by_c &= j >= self.containment_min_jaccard
-        return by_j | by_c, np.where(by_j, j, c), np.where(by_j, JACCARD, CONTAINMENT).astype(np.int8)
+        return by_c
+
+
+def _measures(common: np.ndarray, size_d: np.ndarray, size_e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(J, C)`` of pairs from their counts (0 where a denominator is 0)."""
+    common, size_d = common.astype(np.float64), size_d.astype(np.float64)
+    union = size_d + size_e - common
+    j = np.divide(common, union, out=np.zeros_like(common), where=union > 0)
+    return j, np.divide(common, size_d, out=np.zeros_like(common), where=size_d > 0)
 
 
 @dataclass
@@ -152,6 +168,7 @@ class Verified:
     candidate_pairs: int = 0
     seconds: float = 0.0
     stages: dict = field(default_factory=dict)
+    template: Optional[dict] = None
 
     def summary(self, rule: VerifyRule) -> dict:
         return {
@@ -164,6 +181,7 @@ class Verified:
             "unflagged": self.pass_flagged - int(len(self.rows)),
             "unverifiable": int(np.count_nonzero(self.of_rows < 0)),
             "candidate_pairs": self.candidate_pairs,
+            "template": self.template,
             "seconds": round(self.seconds, 3),
             "stages": dict(self.stages),
         }
@@ -212,6 +230,8 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
+    held: dict = {}  # texts on the driver, for both rounds
+    refine = _template_step(out, rule, shingling, texts_of, flagged, held, broadcast_limit)
     if not len(flagged):
         out.seconds = time.monotonic() - t0
         return out
@@ -219,24 +239,43 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     from lshbloom_udf.spark.verify_similarity import similarities
 
     similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
-                                broadcast_limit=broadcast_limit,
-                                driver_text_bytes=driver_text_bytes, held={})  # texts on the driver, for both rounds
+                                broadcast_limit=broadcast_limit, driver_text_bytes=driver_text_bytes, held=held)
     # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
     cand = source.round1(flagged, lap)
     out.candidate_pairs = len(cand[0])
     lap("candidates")
     # Every flagged row's text comes with round 1's: round 2's documents are flagged ones, so it reads none.
-    _decide(out, flagged, cand[0], similar(cand, also=flagged), prior_documents)
+    _decide(out, flagged, cand[0], refine(similar(cand, also=flagged)), prior_documents)
     lap("similarity")
     # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
     unflagged = flagged[~is_in(flagged, out.rows)]
     if len(unflagged) > 1:
         cand = source.round2(unflagged)
         out.candidate_pairs += len(cand[0])
-        _chain(out, similar(cand))
+        _chain(out, refine(similar(cand)))
         lap("round2")
     out.seconds = time.monotonic() - t0
     return out
+
+
+def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_of, flagged: np.ndarray,
+                   held: dict, broadcast_limit: int):
+    """What refines a round's verified pairs: the template rule's :meth:`Templates.refuse` (its figures kept in
+    ``out.template``), or nothing without one. Its sample is the documents the pass kept (not ``flagged``)."""
+    if rule.template is None:
+        return lambda pairs: pairs
+    from lshbloom_udf.spark.verify_similarity import held_texts
+
+    templates = Templates(rule.template, rule, shingling, sample=lambda: texts_of.kept_sample(flagged),
+                          texts=lambda rows: held_texts(texts_of, rows, held, broadcast_limit))
+
+    def refine(pairs):
+        pairs = templates.refuse(pairs)
+        out.template = templates.summary()
+        return pairs
+
+    out.template = templates.summary()
+    return refine
 
 
 def _laps(stages: dict, t0: float):

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.spark.keys import ROW_COL
+from lshbloom_udf.spark.keys import ROW_COL, is_in
 from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
 from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW
@@ -145,6 +145,15 @@ def _driver_texts(texts_of, rows: np.ndarray, broadcast_limit: int, budget: int,
     return True
 
 
+def held_texts(texts_of, rows: np.ndarray, held: dict, broadcast_limit: int) -> dict:
+    """``held`` with the texts of ``rows`` added where missing (the template rule's suspects: a few pairs' texts,
+    read even past ``verify_driver_bytes`` when round 1 left every text on the executors)."""
+    missing = np.fromiter((r for r in rows.tolist() if r not in held), np.int64)
+    if len(missing):
+        _driver_texts(texts_of, missing, broadcast_limit, 1 << 62, held)
+    return held
+
+
 def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRule) -> VerifiedPairs:
     # Sorted by the earlier text: the native side shingles a kept document once for its consecutive copies.
     order = np.argsort(k_rows, kind="stable")
@@ -180,9 +189,10 @@ class texts_source:
     shuffling every text (a broadcast semi-join when ``small``); ``spark`` its session. ``longest``, ``total``: the
     longest text's and all texts' UTF-8 bytes (the input check measures them), None if unknown."""
 
-    def __init__(self, pinned, text_col: str, longest: Optional[int] = None, total: Optional[int] = None):
+    def __init__(self, pinned, text_col: str, longest: Optional[int] = None, total: Optional[int] = None,
+                 documents: Optional[int] = None):
         self.pinned, self.text_col, self.spark = pinned, text_col, pinned.sparkSession
-        self.longest, self.total = longest, total
+        self.longest, self.total, self.documents = longest, total, documents
 
     def at_most(self, rows: int) -> Optional[int]:
         """An upper bound of the UTF-8 bytes of ``rows`` of the texts (None: unknown)."""
@@ -197,3 +207,31 @@ class texts_source:
 
         return self.pinned.join(F.broadcast(rows) if small else rows, ROW_COL, "left_semi").select(
             ROW_COL, col(self.text_col))
+
+    def kept_sample(self, flagged: np.ndarray):
+        """The texts (lists, a batch each) of the template rule's sample: every row not in ``flagged`` (sorted
+        row ids) when at most :data:`~lshbloom_udf.spark.verify_templates.SAMPLE` are, else about that many of them,
+        chosen by a hash of the row id (the same rows on every run of the same input)."""
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+
+        from lshbloom_udf.common import col
+        from lshbloom_udf.spark.verify_templates import SAMPLE
+
+        documents = self.pinned.count() if self.documents is None else self.documents
+        share = min(1.0, SAMPLE / max(1, documents - len(flagged)))
+        frame = self.pinned
+        if share < 1.0:
+            frame = frame.where(F.xxhash64(F.col(ROW_COL)).bitwiseAND(F.lit(SAMPLE_MASK).cast("long"))
+                                < int(share * (SAMPLE_MASK + 1)))
+        frame = frame.select(ROW_COL, col(self.text_col))
+        bound = self.at_most(int(share * documents * 1.5) + 64)
+        small = bound is not None and bound <= _collect_limit(self.spark)
+        for batch in (collect_arrow(frame).to_batches() if small else iter_arrow(frame)):
+            keep = ~is_in(batch.column(0).to_numpy(zero_copy_only=False), flagged)
+            texts = batch.column(1).cast(pa.binary()).filter(pa.array(keep)).to_pylist()
+            yield [_decoded(t) for t in texts]
+
+
+# The sample's rows: those whose row id's hash, in its low bits, falls under the share.
+SAMPLE_MASK = (1 << 30) - 1

@@ -4,7 +4,8 @@
 //! (`shingles`), MinHash (`minhash`), LSH band keys (`bands`), the two Bloom
 //! filter file formats (`bloom`: pybloomfiltermmap3's, `blocked`: one cache
 //! line per key) and the band set over either (`bandset`), verification's
-//! exact overlaps (`overlap`) and candidate matching (`pairmatch`,
+//! exact overlaps (`overlap`), shingle hash sets for its template rule
+//! (`shinglehash`) and candidate matching (`pairmatch`,
 //! `sharedpairs`), and the input check's sums of the texts (`input_sums`).
 //! `py` binds them.
 
@@ -31,6 +32,7 @@ mod punct_table;
 mod py;
 pub mod sha1x;
 pub mod sharedpairs;
+pub mod shinglehash;
 pub mod shingles;
 
 use pyo3::prelude::*;

@@ -11,6 +11,7 @@ use super::settings::{positive, shingle_settings};
 use crate::overlap;
 use crate::pairmatch;
 use crate::sharedpairs;
+use crate::shinglehash;
 
 /// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each aligned pair of texts, shape (N, 3), int64, on `threads` threads.
 #[pyfunction]
@@ -49,6 +50,28 @@ fn shingle_overlaps<'py>(
     Ok(Array2::from_shape_vec((out.len(), 3), flat)
         .expect("shape")
         .into_pyarray(py))
+}
+
+/// `(hashes, offsets)` of [`shingle_hash_sets`].
+type HashSets<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<i64>>);
+
+/// Each text's distinct shingle hashes (xxh3-64), sorted: `(hashes, offsets)`, uint64 and int64, text `i`'s at
+/// `hashes[offsets[i]:offsets[i + 1]]`, on `threads` threads.
+#[pyfunction]
+#[pyo3(signature = (texts, ngram, normalize = 0, unit = "words", threads = 1))]
+fn shingle_hash_sets<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    ngram: i64,
+    normalize: i64,
+    unit: &str,
+    threads: i64,
+) -> PyResult<HashSets<'py>> {
+    let settings = shingle_settings(unit, ngram, normalize)?;
+    let threads = positive("threads", threads)?;
+    let (hashes, offsets) = detach_with_texts(py, texts, |rows| shinglehash::hash_sets(settings, rows, threads))?;
+    let offsets: Vec<i64> = offsets.into_iter().map(|o| o as i64).collect();
+    Ok((Array1::from_vec(hashes).into_pyarray(py), Array1::from_vec(offsets).into_pyarray(py)))
 }
 
 /// `keys`, an (n, b) uint64 matrix of at most 2^32 - 1 documents (b >= 1), and its b.
@@ -145,6 +168,7 @@ fn shared_band_pairs<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, threads: i6
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
+    m.add_function(wrap_pyfunction!(shingle_hash_sets, m)?)?;
     m.add_class::<PairIndex>()?;
     m.add_function(wrap_pyfunction!(shared_band_pairs, m)?)?;
     Ok(())

@@ -1,0 +1,140 @@
+"""Verification's template rule: pages made from one template are not copies of each other (``template_max_df``).
+
+Pages generated from one template (the man pages of a family of functions, a site's product pages) share the
+template's shingles, so two siblings can reach the Jaccard a noisy copy has (0.4-0.6) with little else in common.
+The pair's own counts cannot tell them apart; how many other documents hold the shared shingles can. Rule, for a
+candidate pair (later ``d``, earlier ``e``) that verifies by Jaccard alone (``J_v <= J < below``, containment does
+not verify it, :class:`~lshbloom_udf.spark.verify.VerifyRule`)::
+
+    it still verifies  ⇔  J'(d, e) = |R_d ∩ R_e| / |R_d ∪ R_e| >= min_jaccard,      R_x = S_x \\ T
+
+where ``T``, the template shingles, are the shingles held by at least ``max_df`` documents of a sample of the
+documents the pass kept in this run (its flagged documents are copies the bands proposed: a much-copied source counts
+once). A noisy copy's shared shingles are its source's own, mostly rare, so ``J' ≈ J`` for it; templated siblings
+share mostly ``T`` (``J'`` 0.04-0.15 for the study's pairs, docs/evaluation.md §0.8). Pairs at ``J >= below``, and
+pairs containment verifies, are never refused.
+
+The sample: every kept document when the run keeps at most :data:`SAMPLE` (then ``T`` is exact: the rule the study
+measured, max_df 5 over each stream's kept documents), else a uniform sample of about :data:`SAMPLE` of them
+(chosen by a hash of the row id: the same rows on every run of the same input), so that ``T`` is the shingles held by
+about ``max_df / SAMPLE`` of the kept documents (0.5 % at the default): a share, not a count, so that at scale
+ordinary phrases do not become a template's. It is read only when some verified pair is such a suspect, in one
+Spark job; its shingles are hashed (xxh3-64, :func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct
+shingles may merge their counts (about ``m² / 2^65`` among ``m``). ``J'`` and the containment check of the suspects
+are computed on the same hashes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from lshbloom_udf.spark.keys import is_in
+
+log = logging.getLogger(__name__)
+
+# The kept documents sampled to count the shingles' frequencies; max_df of them make a shingle a template's.
+SAMPLE = 1024
+# The sample's shingles held at once (8 bytes each): documents past it are not added (long texts).
+SAMPLE_HASHES = 1 << 25
+
+
+@dataclass(frozen=True)
+class TemplateRule:
+    """``max_df``: a shingle held by this many sampled kept documents is a template's; Jaccard-only matches with
+    ``J < below`` must reach ``J' >= min_jaccard`` on the other shingles (the module's docs; the study's values)."""
+
+    max_df: int
+    below: float = 0.6
+    min_jaccard: float = 0.3
+
+
+def hash_sets(texts: list, shingling) -> list[np.ndarray]:
+    """Each text's distinct shingle hashes, sorted (uint64)."""
+    import os
+
+    from lshbloom_udf import _native
+
+    hashes, offsets = _native.shingle_hash_sets(texts, shingling.ngram, shingling.normalize_mask, shingling.unit,
+                                                os.cpu_count() or 1)
+    return [hashes[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+def template_shingles(sets: list[np.ndarray], max_df: int) -> np.ndarray:
+    """The sorted hashes held by at least ``max_df`` of ``sets`` (each a document's distinct hashes)."""
+    if not sets:
+        return np.zeros(0, np.uint64)
+    every, counts = np.unique(np.concatenate(sets), return_counts=True)
+    return every[counts >= max_df]
+
+
+def rare_jaccard(a: np.ndarray, b: np.ndarray, templates: np.ndarray) -> float:
+    """``J'``: the Jaccard of two sorted hash sets without the ``templates`` (0 when nothing is left)."""
+    a, b = a[~is_in(a, templates)], b[~is_in(b, templates)]
+    common = len(np.intersect1d(a, b, assume_unique=True))
+    rest = len(a) + len(b) - common
+    return common / rest if rest else 0.0
+
+
+class Templates:
+    """Applies a :class:`TemplateRule` to verified pairs; reads its sample the first time a pair is a suspect.
+
+    ``sample()``: the sampled kept documents' texts, as lists (batches); ``texts(rows)``: ``{row id: text}`` of
+    the suspects' rows; ``verify_rule``: the rule the pairs passed (its containment branch exempts a pair).
+    """
+
+    def __init__(self, rule: TemplateRule, verify_rule, shingling, sample: Callable, texts: Callable):
+        self.rule, self.verify_rule, self.shingling = rule, verify_rule, shingling
+        self._sample, self._texts = sample, texts
+        self.templates: Optional[np.ndarray] = None
+        self.sampled = self.refused = 0
+
+    def summary(self) -> dict:
+        return {"max_df": self.rule.max_df, "sampled": self.sampled, "refused_pairs": self.refused,
+                "template_shingles": None if self.templates is None else int(len(self.templates))}
+
+    def _template_hashes(self) -> np.ndarray:
+        if self.templates is None:
+            sets, held = [], 0
+            for texts in self._sample():
+                for s in hash_sets(texts, self.shingling):
+                    if held + len(s) > SAMPLE_HASHES:
+                        break
+                    sets.append(s)
+                    held += len(s)
+            self.sampled = len(sets)
+            self.templates = template_shingles(sets, self.rule.max_df)
+            log.debug("template rule: %d sampled kept documents, %d template shingles", self.sampled,
+                      len(self.templates))
+        return self.templates
+
+    def refuse(self, pairs):
+        """``pairs`` (:class:`~lshbloom_udf.spark.verify.VerifiedPairs`) without the suspects ``J'`` refuses."""
+        from lshbloom_udf.spark.verify import JACCARD, VerifiedPairs
+
+        suspect = np.flatnonzero((pairs.measure == JACCARD) & (pairs.similarity < self.rule.below))
+        if not len(suspect):
+            return pairs
+        f_rows, k_rows = pairs.f_rows[suspect], pairs.k_rows[suspect]
+        rows = np.unique(np.concatenate([f_rows, k_rows]))
+        texts = self._texts(rows)
+        sets = dict(zip(rows.tolist(), hash_sets([texts[r] for r in rows.tolist()], self.shingling)))
+        templates = self._template_hashes()
+        drop = [i for i, f, k in zip(suspect.tolist(), f_rows.tolist(), k_rows.tolist())
+                if self._refused(sets[f], sets[k], templates)]
+        self.refused += len(drop)
+        if not drop:
+            return pairs
+        keep = np.ones(len(pairs.f_rows), bool)
+        keep[drop] = False
+        return VerifiedPairs(pairs.f_rows[keep], pairs.k_rows[keep], pairs.similarity[keep], pairs.measure[keep])
+
+    def _refused(self, d: np.ndarray, e: np.ndarray, templates: np.ndarray) -> bool:
+        # Containment, on the same hashes, exempts the pair: the rule is for Jaccard-only matches.
+        common = np.array([len(np.intersect1d(d, e, assume_unique=True))])
+        if self.verify_rule.contained(common, np.array([len(d)]), np.array([len(e)]))[0]:
+            return False
+        return rare_jaccard(d, e, templates) < self.rule.min_jaccard
