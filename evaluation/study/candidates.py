@@ -54,7 +54,8 @@ class ShingledSplit:
         return got
 
 
-def shingle_split(texts: Sequence[str], shingling: Shingling, num_perm: int = 512, batch: int = 256) -> ShingledSplit:
+def shingle_split(texts: Sequence[str], shingling: Shingling, num_perm: int = 512, batch: int = 256,
+                  scheme: str = "affine32") -> ShingledSplit:
     sigs = np.empty((len(texts), num_perm), dtype=np.uint32)
     sets = []
     for lo in range(0, len(texts), batch):
@@ -65,7 +66,7 @@ def shingle_split(texts: Sequence[str], shingling: Shingling, num_perm: int = 51
                 sh = {s.replace(" ", _WORD_JOIN) for s in sh}
             sets.append(np.unique(np.fromiter((hash(s) for s in sh), dtype=np.int64, count=len(sh))))
             tokens.append(" ".join(sh))
-        sigs[lo : lo + len(tokens)] = signatures(tokens, num_perm=num_perm, ngram=1, normalize=False)
+        sigs[lo : lo + len(tokens)] = signatures(tokens, num_perm=num_perm, ngram=1, normalize=False, scheme=scheme)
     sizes = np.array([len(s) for s in sets], dtype=np.int64)
     return ShingledSplit(shingling, sigs, sizes > 0, sets, sizes)
 

@@ -70,12 +70,16 @@ class Candidate:
     tc: Optional[float] = None
     floor: Optional[float] = None  # containment's Jaccard floor (containment_min_jaccard), with tc
     template_max_df: Optional[int] = None  # the template rule (template_max_df), with tj
+    # None: the grid's shared signatures (affine32, seed 1, at the largest k: one draw for every row); a scheme: the
+    # product's own signatures under it (seed 1, exactly num_perm permutations), as the job computes them.
+    scheme: Optional[str] = None
 
     def label(self) -> str:
         v = "unverified" if self.tj is None else f"Tj {self.tj:g}" + (f" / Tc {self.tc:g}" if self.tc else "")
         v += f" (J >= {self.floor:g})" if self.tc and self.floor else ""
         v += f", templates df >= {self.template_max_df}" if self.tj is not None and self.template_max_df else ""
-        return f"{self.shingling.label()} T {self.threshold:g} k {self.num_perm} {v}"
+        k = f"k {self.num_perm}" + (f" {self.scheme}" if self.scheme else "")
+        return f"{self.shingling.label()} T {self.threshold:g} {k} {v}"
 
     @property
     def bands(self) -> tuple[int, int]:
@@ -98,8 +102,9 @@ DEFAULTS_TODAY = Candidate(Shingling("words", 4, NORM), 0.45, 512)
 PAPER_ROW = Candidate(Shingling("words", 1, ()), 0.5, 256)
 # What the product ships (lshbloom_udf/config.py): the study's unit, bands for T 0.3 at 256 permutations (64 x 4,
 # for the pass's flags at scale: docs/evaluation.md §0.2), Tj 0.4, Tc 0.7 with Jaccard >= 0.3, and the template rule
-# at max_df 5 (a stream keeps fewer than the product's sample of 1024: every kept document counts, §0.8).
-SHIPPED = Candidate(Shingling("mixed", 11, DEHYPHEN), 0.3, 256, 0.4, 0.7, 0.3, 5)
+# at max_df 5 (a stream keeps fewer than the product's sample of 1024: every kept document counts, §0.8), over the
+# product's own signatures (poisson, seed 1).
+SHIPPED = Candidate(Shingling("mixed", 11, DEHYPHEN), 0.3, 256, 0.4, 0.7, 0.3, 5, "poisson")
 
 
 def read_languages(path: str) -> dict[str, list[Source]]:
@@ -188,11 +193,15 @@ class Scorer:
         self._passes: dict = {}
         self.seconds = defaultdict(float)
 
-    def shingled(self, split: Split, shingling: Shingling) -> ShingledSplit:
-        key = (split.name, shingling)
+    def shingled(self, split: Split, shingling: Shingling, scheme: Optional[str] = None,
+                 num_perm: Optional[int] = None) -> ShingledSplit:
+        """The split's shingle sets and signatures: the grid's shared ones, or with ``scheme`` the product's own at
+        ``num_perm`` (:attr:`Candidate.scheme`)."""
+        key = (split.name, shingling, scheme, num_perm if scheme else None)
         if key not in self._shingled:
             t = time.perf_counter()
-            self._shingled[key] = shingle_split(split.texts, shingling, self.max_perm)
+            self._shingled[key] = (shingle_split(split.texts, shingling, self.max_perm) if scheme is None else
+                                   shingle_split(split.texts, shingling, num_perm, scheme=scheme))
             self.seconds["shingle+minhash"] += time.perf_counter() - t
         return self._shingled[key]
 
@@ -208,7 +217,7 @@ class Scorer:
         key = (split.name, band)
         if key not in self._passes:
             t = time.perf_counter()
-            sh = self.shingled(split, cand.shingling)
+            sh = self.shingled(split, cand.shingling, cand.scheme, cand.num_perm)
             b, r = cand.bands
             nbrs = colliding_pairs(sh, cand.num_perm, b, r)
             self._passes[key] = [pass_decisions(idx, nbrs, sh.has) for idx in split.index]
