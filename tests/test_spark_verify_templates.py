@@ -173,3 +173,14 @@ def test_template_max_df_needs_verify_and_is_a_toml_key(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[dedup]\ntemplate_max_df = 8\n")
     assert DedupConfig().replace(**load_config(str(path))).template_max_df == 8
+
+
+def test_the_sample_stops_at_its_hash_budget(spark, stream, monkeypatch):
+    """Long texts: documents past SAMPLE_HASHES held hashes are not added, and the summary says how many were."""
+    from lshbloom_udf.spark import verify_templates
+
+    _, full, _ = run(spark, stream)
+    monkeypatch.setattr(verify_templates, "SAMPLE_HASHES", 6000)
+    _, capped, _ = run(spark, stream)
+    whole, part = (s["verify"]["template"] for s in (full, capped))
+    assert 1 <= part["sampled"] < whole["sampled"]

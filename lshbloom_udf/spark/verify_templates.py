@@ -27,6 +27,7 @@ are computed on the same hashes.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -91,33 +92,49 @@ class Templates:
         self._sample, self._texts = sample, texts
         self.templates: Optional[np.ndarray] = None
         self.sampled = self.refused = 0
+        self.seconds = 0.0
 
     def summary(self) -> dict:
         return {"max_df": self.rule.max_df, "sampled": self.sampled, "refused_pairs": self.refused,
-                "template_shingles": None if self.templates is None else int(len(self.templates))}
+                "template_shingles": None if self.templates is None else int(len(self.templates)),
+                "seconds": round(self.seconds, 3)}
 
     def _template_hashes(self) -> np.ndarray:
         if self.templates is None:
-            sets, held = [], 0
-            for texts in self._sample():
-                for s in hash_sets(texts, self.shingling):
-                    if held + len(s) > SAMPLE_HASHES:
-                        break
-                    sets.append(s)
-                    held += len(s)
+            sets = self._sample_sets()
             self.sampled = len(sets)
             self.templates = template_shingles(sets, self.rule.max_df)
             log.debug("template rule: %d sampled kept documents, %d template shingles", self.sampled,
                       len(self.templates))
         return self.templates
 
+    def _sample_sets(self) -> list[np.ndarray]:
+        """The sampled documents' hash sets, in the order read, until :data:`SAMPLE_HASHES` hashes are held."""
+        sets, held = [], 0
+        for texts in self._sample():
+            for s in hash_sets(texts, self.shingling):
+                if held + len(s) > SAMPLE_HASHES:
+                    return sets
+                sets.append(s)
+                held += len(s)
+        return sets
+
     def refuse(self, pairs):
         """``pairs`` (:class:`~lshbloom_udf.spark.verify.VerifiedPairs`) without the suspects ``J'`` refuses."""
-        from lshbloom_udf.spark.verify import JACCARD, VerifiedPairs
+        from lshbloom_udf.spark.verify import JACCARD
 
         suspect = np.flatnonzero((pairs.measure == JACCARD) & (pairs.similarity < self.rule.below))
         if not len(suspect):
             return pairs
+        t0 = time.monotonic()
+        try:
+            return self._refuse(pairs, suspect)
+        finally:
+            self.seconds += time.monotonic() - t0
+
+    def _refuse(self, pairs, suspect: np.ndarray):
+        from lshbloom_udf.spark.verify import VerifiedPairs
+
         f_rows, k_rows = pairs.f_rows[suspect], pairs.k_rows[suspect]
         rows = np.unique(np.concatenate([f_rows, k_rows]))
         texts = self._texts(rows)
