@@ -17,7 +17,8 @@ Method:
    always explicit; ``--index-dir`` a fresh directory under ``--index-root``
    (/dev/shm), removed afterwards. ``mix`` / ``sum``: the product defaults with
    that band key (a new mix index is blocked, a sum one datasketch's format);
-   ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``, ``mix-cuckoo`` with ``--bloom cuckoo``;
+   ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``, ``mix-cuckoo`` with ``--bloom cuckoo``,
+   ``mix-no-template`` with ``--template-max-df 0`` (verification without its template rule);
    ``paper``: ``--preset paper --scheme affine32`` (band key sum);
    ``paper-mix`` (on request): the same with band key mix; ``mix-spark`` /
    ``paper-spark``: ``mix`` / ``paper`` with ``--key-transfer spark`` (keys
@@ -87,6 +88,8 @@ JOBS = {
     "paper-mix": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "mix"]),
     # the keys through toLocalIterator (Spark Connect's way) instead of the socket stream: the streaming's effect
     "mix-spark": ("defaults", ["--band-key", "mix", "--key-transfer", "spark"]),
+    # the defaults without verification's template rule (issue 20): its cost side by side
+    "mix-no-template": ("defaults", ["--band-key", "mix", "--template-max-df", "0"]),
     # the defaults with verified flags (issue 14): a candidate below T is not a duplicate
     "mix-verify": ("defaults", ["--band-key", "mix", "--verify"]),
     # the defaults before the multilingual study (word 4-grams, T 0.45, 512 affine32 permutations, no verification):
