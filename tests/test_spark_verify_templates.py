@@ -109,6 +109,19 @@ def test_flags_and_sources_equal_the_exact_reference(spark, stream, max_df):
         assert later_sibling in expected and template is None
 
 
+@pytest.mark.parametrize("settings", [dict(verify_driver_bytes=0), dict(pass_mode="sharded")],
+                         ids=["similarities-on-executors", "sharded-pass"])
+def test_every_candidate_path_applies_the_rule(spark, stream, settings):
+    """Texts over the driver's budget (pairs computed on the executors, the suspects' texts read apart) and the
+    sharded pass (candidates by Spark joins, no spool) decide as the reference too."""
+    got, summary, rows = run(spark, stream, **settings)
+    config = DedupConfig().replace(**settings)
+    _, _, expected = reference([r[2] for r in rows], config, Template(5))
+    assert {i for i, r in got.items() if r["is_duplicate"]} == set(expected)
+    assert {i: got[i]["duplicate_of"] for i in expected} == {i: f"d{v.of}" for i, v in expected.items()}
+    assert summary["verify"]["template"]["refused_pairs"] >= 1
+
+
 def test_the_rule_refuses_only_what_it_must(spark, stream):
     """Without the rule the sibling is flagged by Jaccard; with it, only that flag goes."""
     on, _, _ = run(spark, stream)

@@ -141,6 +141,23 @@ def test_product_defaults_are_the_studys_choice():
                for (ok, *_), label in summary["stage2"]), shipped
 
 
+def test_the_studys_shipped_row_is_the_products_defaults():
+    """The row the study reports as shipped decides with the defaults' every setting: shingles, bands, signatures
+    (scheme and permutations), verification and the template rule."""
+    from evaluation.study.multilingual import SHIPPED
+    from lshbloom_udf.minhash import normalization_name
+
+    sh = SHIPPED.shingling
+    assert (sh.unit, sh.ngram, ",".join(sh.normalize)) == (
+        DEFAULTS["shingle"], DEFAULTS["ngram"], normalization_name(DEFAULTS["normalize"]))
+    assert (SHIPPED.threshold, SHIPPED.num_perm, SHIPPED.scheme) == (
+        DEFAULTS["threshold"], DEFAULTS["num_perm"], DEFAULTS["scheme"])
+    assert (SHIPPED.tj, SHIPPED.tc, SHIPPED.floor, SHIPPED.template_max_df) == (
+        DEFAULTS["verify_threshold"], DEFAULTS["containment_threshold"], DEFAULTS["containment_min_jaccard"],
+        DEFAULTS["template_max_df"])
+    assert DEFAULTS["seed"] == 1  # the study's signatures use seed 1
+
+
 def test_default_configuration_decides_as_datasketch_in_spark(spark):
     """deduplicate() with the new defaults equals datasketch MinHashLSHBloom over the contract's shingles.
 
