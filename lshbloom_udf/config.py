@@ -173,7 +173,7 @@ class DedupConfig:
         "shingles: those held by at least this many of a sample of 1024 of the documents the pass kept (all of them "
         "when fewer; ~0.5 % of them at scale). It refuses pages made from one template (a man page family, a "
         "site's product pages) whose shared shingles are the template's; a noisy copy shares its source's own "
-        "(docs/algorithm.md section 8b). 0: off", _max_df, "verify", cli={"type": int})
+        "(docs/algorithm.md section 8, templated siblings). 0: off", _max_df, "verify", cli={"type": int})
     verify_driver_bytes: int = setting(
         2 << 30, "with verify, the candidate pairs' texts (UTF-8 bytes in all) the driver takes in to compute their "
         "similarities itself, every core of it; past this they are joined with the pairs on the executors instead, "

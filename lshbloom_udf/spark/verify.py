@@ -88,7 +88,8 @@ from lshbloom_udf.spark.verify_templates import TemplateRule, Templates
 MEASURES = ("jaccard", "containment")
 JACCARD, CONTAINMENT = 0, 1
 
-__all__ = ["MEASURES", "PairBloom", "Shingling", "TemplateRule", "Verified", "VerifyRule", "pair_hashes", "shingle_set", "verify_flags"]
+__all__ = ["MEASURES", "PairBloom", "Shingling", "TemplateRule", "Verified", "VerifyRule", "pair_hashes", "shingle_set",
+           "verify_flags"]
 
 
 def _default(name: str):
