@@ -132,24 +132,32 @@ def test_the_rule_refuses_only_what_it_must(spark, stream):
 
 
 def test_a_run_keeping_more_than_the_sample_samples_its_kept_documents(spark, monkeypatch):
-    """Past SAMPLE kept documents, about SAMPLE of them are read, never a flagged one, the same ones each time."""
-    from lshbloom_udf.spark import verify_templates
+    """Past SAMPLE kept documents, exactly SAMPLE of them are read, never a flagged one, the same ones each time, and
+    the same ones whether the driver pass noted the candidates or a scan found them (the driver's row hash is
+    Spark's xxhash64)."""
+    from pyspark.sql import functions as F
+
+    from lshbloom_udf.spark import verify_templates as vt
     from lshbloom_udf.spark.keys import row_id
     from lshbloom_udf.spark.verify_similarity import texts_source
 
-    monkeypatch.setattr(verify_templates, "SAMPLE", 60)
+    monkeypatch.setattr(vt, "SAMPLE", 60)
     docs = [(f"document number {i} " * 3, "doc") for i in range(600)]
     df, _ = frame(spark, docs)
     pinned = df.select("pos", "text", row_id()).cache()
-    ids = np.sort(np.array([r[0] for r in pinned.select("_lshb_row").collect()], np.int64))
-    flagged = ids[::3]
+    got = pinned.select("_lshb_row", F.xxhash64("_lshb_row").alias("h"), "text").collect()
+    ids = np.array([r[0] for r in got], np.int64)
+    assert vt.row_hashes(ids).view(np.int64).tolist() == [r[1] for r in got]
+    flagged = np.sort(ids)[::3]
     source = texts_source(pinned, "text", documents=600)
     first = [t for batch in source.kept_sample(flagged) for t in batch]
     again = [t for batch in source.kept_sample(flagged) for t in batch]
-    assert first == again and 30 <= len(first) <= 120
-    flagged_texts = {docs[i][0] for i in range(0, 600, 3)}  # pos order is row id order here
-    assert not set(first) & flagged_texts and set(first) <= {d for d, _ in docs}
-    monkeypatch.setattr(verify_templates, "SAMPLE", 600)
+    assert first == again and len(first) == 60
+    text_of = {r[0]: r[2] for r in got}
+    noted = vt.sample_candidates(np.sort(ids), vt.sample_below(600))  # what a driver pass notes, chunk by chunk
+    assert first == [text_of[r] for r in vt.kept_sample(noted, flagged).tolist()]
+    assert not set(first) & {text_of[r] for r in flagged.tolist()}
+    monkeypatch.setattr(vt, "SAMPLE", 600)
     everything = source.kept_sample(np.zeros(0, np.int64))
     assert sorted(t for batch in everything for t in batch) == sorted(d for d, _ in docs)
 

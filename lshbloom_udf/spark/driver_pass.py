@@ -116,9 +116,15 @@ class PassOutcome:
     first_keys_seconds: float = 0.0
     # The duplicates' band keys, aligned with duplicate_rows, when the pass was asked for them (verification's).
     duplicate_keys: list = field(default_factory=list)
+    # The candidates of verification's template sample (verify_templates.sample_candidates), when asked for.
+    sample_rows: list = field(default_factory=list)
 
     def rows(self) -> np.ndarray:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
+
+    def sampled(self) -> Optional[np.ndarray]:
+        """The template sample's candidate rows the pass found (None: it was not asked to)."""
+        return np.concatenate(self.sample_rows) if self.sample_rows else None
 
     def keys(self, b: int) -> np.ndarray:
         """The duplicates' band keys, ``(len(rows()), b)`` uint64 (the pass kept them: ``keep_keys``)."""
@@ -140,11 +146,16 @@ def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int):
 
 
 def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: str = "first",
-                    keep_keys: bool = False, started: Optional[float] = None) -> PassOutcome:
+                    keep_keys: bool = False, started: Optional[float] = None,
+                    sample_below: Optional[int] = None) -> PassOutcome:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
     rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
     ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates). ``started``: when the
-    keys' job began (``time.monotonic()``; default now), from which ``first_keys_seconds`` counts."""
+    keys' job began (``time.monotonic()``; default now), from which ``first_keys_seconds`` counts.
+    ``sample_below``: also note the rows that are candidates of verification's template sample
+    (:func:`~lshbloom_udf.spark.verify_templates.sample_candidates`), so that it needs no scan of its own."""
+    from lshbloom_udf.spark.verify_templates import sample_candidates
+
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)
     try:
@@ -158,6 +169,8 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: 
                 outcome.duplicate_rows.append(hits.astype(np.int64) + np.int64(start))
                 if keep_keys:
                     outcome.duplicate_keys.append(np.array(keys[hits], dtype=np.uint64))
+            if sample_below is not None:
+                outcome.sample_rows.append(sample_candidates(np.arange(start, start + n, dtype=np.int64), sample_below))
             outcome.duplicates += int(hits.size)
             outcome.empty += int(n - np.count_nonzero(active))
             outcome.documents += n

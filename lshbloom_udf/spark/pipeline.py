@@ -120,7 +120,8 @@ class DedupRun:
             verified = None
             if self.config.verify:
                 with self.step("verify"):
-                    verified = self.verify(dup_rows, decided.index.to_dict())
+                    verified = self.verify(dup_rows, decided.index.to_dict(),
+                                           getattr(decided.outcome, "sampled", lambda: None)())
             result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
@@ -154,8 +155,9 @@ class DedupRun:
         return VerifyRule(c.verify_threshold or self.params.threshold, c.containment_threshold,
                           c.containment_min_jaccard, TemplateRule(c.template_max_df) if c.template_max_df else None)
 
-    def verify(self, dup_rows, index_info: dict):
-        """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them)."""
+    def verify(self, dup_rows, index_info: dict, sample_rows=None):
+        """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
+        ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
         from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import Shingling, verify_flags
         from lshbloom_udf.spark.verify_similarity import texts_source
@@ -169,7 +171,7 @@ class DedupRun:
                 source, texts_source(self.pinned, c.text_column, *self.measured.text_sizes, self.documents), dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
-                driver_text_bytes=c.verify_driver_bytes,
+                driver_text_bytes=c.verify_driver_bytes, sample_rows=sample_rows,
             )
         finally:
             source.close()

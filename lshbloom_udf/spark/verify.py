@@ -214,7 +214,8 @@ def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:
 
 
 def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: VerifyRule,
-                 prior_documents: bool, broadcast_limit: int, driver_text_bytes: int) -> Verified:
+                 prior_documents: bool, broadcast_limit: int, driver_text_bytes: int,
+                 sample_rows: Optional[np.ndarray] = None) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
     ``source``: where the candidate pairs come from
@@ -226,13 +227,14 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     ``shingling``: how texts become the shingle sets compared; ``rule``: when a
     candidate pair verifies (Jaccard, or containment too);
     ``prior_documents``: the index held documents before this run; ``driver_text_bytes``: the candidates'
-    texts the driver may hold (``verify_driver_bytes``).
+    texts the driver may hold (``verify_driver_bytes``); ``sample_rows``: the template sample's candidates the pass
+    noted (their texts then come with round 1's; None: the sample is found by a Spark job when needed).
     """
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
     held: dict = {}  # texts on the driver, for both rounds
-    refine = _template_step(out, rule, shingling, texts_of, flagged, held, broadcast_limit)
+    refine, sample = _template_step(out, rule, shingling, texts_of, flagged, held, broadcast_limit, sample_rows)
     if not len(flagged):
         out.seconds = time.monotonic() - t0
         return out
@@ -246,7 +248,7 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     out.candidate_pairs = len(cand[0])
     lap("candidates")
     # Every flagged row's text comes with round 1's: round 2's documents are flagged ones, so it reads none.
-    _decide(out, flagged, cand[0], refine(similar(cand, also=flagged)), prior_documents)
+    _decide(out, flagged, cand[0], refine(similar(cand, also=np.union1d(flagged, sample))), prior_documents)
     lap("similarity")
     # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
     unflagged = flagged[~is_in(flagged, out.rows)]
@@ -260,14 +262,24 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
 
 
 def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_of, flagged: np.ndarray,
-                   held: dict, broadcast_limit: int):
-    """What refines a round's verified pairs: the template rule's :meth:`Templates.refuse` (its figures kept in
-    ``out.template``), or nothing without one. Its sample is the documents the pass kept (not ``flagged``)."""
+                   held: dict, broadcast_limit: int, sample_rows: Optional[np.ndarray]):
+    """``(refine, rows)``: what refines a round's verified pairs, the template rule's :meth:`Templates.refuse` (its
+    figures kept in ``out.template``; its sample, documents the pass kept, not ``flagged``), or nothing without one;
+    the sample's rows when the pass noted its candidates (round 1 then brings their texts), else none."""
+    none = np.zeros(0, np.int64)
     if rule.template is None:
-        return lambda pairs: pairs
+        return (lambda pairs: pairs), none
     from lshbloom_udf.spark.verify_similarity import held_texts
+    from lshbloom_udf.spark.verify_templates import kept_sample
 
-    templates = Templates(rule.template, rule, shingling, sample=lambda: texts_of.kept_sample(flagged),
+    rows = none if sample_rows is None else kept_sample(sample_rows, flagged)
+
+    def sample():
+        if sample_rows is not None and all(r in held for r in rows.tolist()):
+            return [[held[r] for r in rows.tolist()]]  # came with round 1's texts
+        return texts_of.kept_sample(flagged)  # the same rows, found by a scan
+
+    templates = Templates(rule.template, rule, shingling, sample=sample,
                           texts=lambda rows: held_texts(texts_of, rows, held, broadcast_limit))
 
     def refine(pairs):
@@ -276,7 +288,7 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
         return pairs
 
     out.template = templates.summary()
-    return refine
+    return refine, rows
 
 
 def _laps(stages: dict, t0: float):

@@ -209,29 +209,28 @@ class texts_source:
             ROW_COL, col(self.text_col))
 
     def kept_sample(self, flagged: np.ndarray):
-        """The texts (lists, a batch each) of the template rule's sample: every row not in ``flagged`` (sorted
-        row ids) when at most :data:`~lshbloom_udf.spark.verify_templates.SAMPLE` are, else about that many of them,
-        chosen by a hash of the row id (the same rows on every run of the same input)."""
+        """The texts (a list: one batch) of the template rule's sample
+        (:func:`~lshbloom_udf.spark.verify_templates.kept_sample`), its candidates found by a scan of the pinned rows
+        with Spark's ``xxhash64``: the rows a driver pass would have noted."""
         import pyarrow as pa
         from pyspark.sql import functions as F
 
         from lshbloom_udf.common import col
-        from lshbloom_udf.spark.verify_templates import SAMPLE
+        from lshbloom_udf.spark.verify_templates import SAMPLE_MASK, kept_sample, sample_below
 
         documents = self.pinned.count() if self.documents is None else self.documents
-        share = min(1.0, SAMPLE / max(1, documents - len(flagged)))
+        below = sample_below(documents)
         frame = self.pinned
-        if share < 1.0:
-            frame = frame.where(F.xxhash64(F.col(ROW_COL)).bitwiseAND(F.lit(SAMPLE_MASK).cast("long"))
-                                < int(share * (SAMPLE_MASK + 1)))
+        if below <= SAMPLE_MASK:
+            frame = frame.where(F.xxhash64(F.col(ROW_COL)).bitwiseAND(F.lit(SAMPLE_MASK).cast("long")) < below)
         frame = frame.select(ROW_COL, col(self.text_col))
-        bound = self.at_most(int(share * documents * 1.5) + 64)
+        bound = self.at_most(int(below / (SAMPLE_MASK + 1) * documents * 1.5) + 64)
         small = bound is not None and bound <= _collect_limit(self.spark)
+        texts: dict = {}
         for batch in (collect_arrow(frame).to_batches() if small else iter_arrow(frame)):
-            keep = ~is_in(batch.column(0).to_numpy(zero_copy_only=False), flagged)
-            texts = batch.column(1).cast(pa.binary()).filter(pa.array(keep)).to_pylist()
-            yield [_decoded(t) for t in texts]
-
-
-# The sample's rows: those whose row id's hash, in its low bits, falls under the share.
-SAMPLE_MASK = (1 << 30) - 1
+            rows = batch.column(0).to_numpy(zero_copy_only=False)
+            keep = pa.array(~is_in(rows, flagged))
+            texts.update(zip(rows[keep.to_numpy(zero_copy_only=False)].tolist(),
+                             map(_decoded, batch.column(1).cast(pa.binary()).filter(keep).to_pylist())))
+        rows = kept_sample(np.fromiter(texts, np.int64, len(texts)), flagged)
+        return [[texts[r] for r in rows.tolist()]]

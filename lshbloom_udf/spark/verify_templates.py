@@ -41,6 +41,49 @@ log = logging.getLogger(__name__)
 SAMPLE = 1024
 # The sample's shingles held at once (8 bytes each): documents past it are not added (long texts).
 SAMPLE_HASHES = 1 << 25
+# A row is a sample candidate when the low 30 bits of its row id's hash fall under a share of 2^30 (twice the
+# sample's share of the documents, so that the kept ones among them are enough when up to half are flagged).
+SAMPLE_MASK = (1 << 30) - 1
+
+_P1, _P2, _P3, _P4, _P5 = (np.uint64(p) for p in (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                                                  0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5))
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def row_hashes(rows: np.ndarray) -> np.ndarray:
+    """Spark's ``xxhash64`` of int64 row ids (XXH64 of the 8-byte value, seed 42), as uint64: the driver and a Spark
+    filter pick the same rows (tests/test_spark_verify_templates.py checks it against Spark)."""
+    x = np.asarray(rows, dtype=np.int64).astype(np.uint64)
+    h = np.full(x.shape, np.uint64(42) + _P5 + np.uint64(8), np.uint64)
+    h ^= _rotl(x * _P2, 31) * _P1
+    h = _rotl(h, 27) * _P1 + _P4
+    h ^= h >> np.uint64(33)
+    h *= _P2
+    h ^= h >> np.uint64(29)
+    h *= _P3
+    return h ^ (h >> np.uint64(32))
+
+
+def sample_below(documents: int) -> int:
+    """The bound the low bits of a sample candidate's row hash are under (all rows in a small run)."""
+    return int(min(1.0, 2 * SAMPLE / max(1, documents)) * (SAMPLE_MASK + 1))
+
+
+def sample_candidates(rows: np.ndarray, below: int) -> np.ndarray:
+    """The ``rows`` whose hash is under ``below`` (:func:`sample_below`)."""
+    return rows[(row_hashes(rows) & np.uint64(SAMPLE_MASK)) < np.uint64(below)]
+
+
+def kept_sample(candidates: np.ndarray, flagged: np.ndarray) -> np.ndarray:
+    """The sample: the :data:`SAMPLE` candidates not ``flagged`` whose row hashes are smallest (a bottom-k sample:
+    uniform, and the same rows whichever way the candidates were found), sorted."""
+    rows = np.unique(np.asarray(candidates, np.int64))
+    rows = rows[~is_in(rows, flagged)]
+    order = np.argsort(row_hashes(rows) & np.uint64(SAMPLE_MASK), kind="stable")
+    return np.sort(rows[order[:SAMPLE]])
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import time
+from typing import Optional
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError, InternalError
@@ -137,7 +138,7 @@ class DriverPass(KeyedPass):
         with arrow_batch_limits(spark):
             if not streams(spark, c.key_transfer):
                 return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index_now(), given.documents,
-                                       c.progress, c.insert_rule), None, None
+                                       c.progress, c.insert_rule, sample_below=_sample_below(given)), None, None
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, c.chunk_rows)
             stream = KeyStream(spark, b, keep=keep)
@@ -151,7 +152,8 @@ class DriverPass(KeyedPass):
                     raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
                 partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
-                                          c.insert_rule, keep_keys=keep, started=started)
+                                          c.insert_rule, keep_keys=keep, started=started,
+                                          sample_below=_sample_below(given))
                 sums = stream.input_sums() if given.measure_input else None
                 candidates = spool_source(stream, partitions, outcome)
             finally:
@@ -174,3 +176,10 @@ def streams(spark, key_transfer: str) -> bool:
         )
     return classic if key_transfer == "auto" else key_transfer == "socket"
 
+
+def _sample_below(given) -> Optional[int]:
+    """The template sample's bound when verification will want it (verify_templates.sample_below), else None."""
+    from lshbloom_udf.spark.verify_templates import sample_below
+
+    c = given.config
+    return sample_below(given.documents) if c.verify and c.template_max_df else None
