@@ -15,11 +15,14 @@ share mostly ``T`` (``J'`` 0.04-0.15 for the study's pairs, docs/evaluation.md �
 pairs containment verifies, are never refused.
 
 The sample: every kept document when the run keeps at most :data:`SAMPLE` (then ``T`` is exact: the rule the study
-measured, max_df 5 over each stream's kept documents), else a uniform sample of about :data:`SAMPLE` of them
-(chosen by a hash of the row id: the same rows on every run of the same input), so that ``T`` is the shingles held by
-about ``max_df / SAMPLE`` of the kept documents (0.5 % at the default): a share, not a count, so that at scale
-ordinary phrases do not become a template's. It is read only when some verified pair is such a suspect, in one
-Spark job; its shingles are hashed (xxh3-64, :func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct
+measured, max_df 5 over each stream's kept documents), else :data:`SAMPLE` of them: those whose row id has the
+smallest hash (Spark's ``xxhash64``; a bottom-k sample: uniform, and the same rows on every run of the same input),
+so that ``T`` is the shingles held by about ``max_df / SAMPLE`` of the kept documents (0.5 % at the default): a
+share, not a count, so that at scale ordinary phrases do not become a template's. The driver pass notes the rows
+whose hash is small enough to be candidates (:func:`sample_candidates`, about ``2·SAMPLE``) and round 1 brings
+their texts with its own; without a driver pass (the sharded pass), or when round 1's texts stay on the executors,
+one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify_similarity.texts_source.kept_sample`), only
+when some verified pair is a suspect. The sample's shingles are hashed (xxh3-64, :func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct
 shingles may merge their counts (about ``m² / 2^65`` among ``m``). ``J'`` and the containment check of the suspects
 are computed on the same hashes.
 """
