@@ -276,7 +276,7 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
 
     def sample():
         if sample_rows is not None and all(r in held for r in rows.tolist()):
-            return [[held[r] for r in rows.tolist()]]  # came with round 1's texts
+            return [held[r] for r in rows.tolist()]  # came with round 1's texts
         return texts_of.kept_sample(flagged)  # the same rows, found by a scan
 
     templates = Templates(rule.template, rule, shingling, sample=sample,

@@ -131,10 +131,7 @@ def _driver_texts(texts_of, rows: np.ndarray, broadcast_limit: int, budget: int,
     texts, text_col = _texts_frame(texts_of, rows, broadcast_limit)
     size = sum(0 if t is None else len(t.encode("utf-8", "replace")) for t in held.values())
     bound = texts_of.at_most(len(rows))
-    if bound is not None and bound <= _collect_limit(texts_of.spark) and size + bound <= budget:
-        batches = iter(collect_arrow(texts).to_batches())
-    else:
-        batches = iter_arrow(texts)
+    batches = _arrow_batches(texts, bound if bound is None or size + bound <= budget else None)
     for batch in batches:
         raw = batch.column(text_col).cast(pa.binary())
         size += int(pc.sum(pc.binary_length(raw)).as_py() or 0)
@@ -143,6 +140,14 @@ def _driver_texts(texts_of, rows: np.ndarray, broadcast_limit: int, budget: int,
             return False
         held.update(zip(batch.column(ROW_COL).to_pylist(), map(_decoded, raw.to_pylist())))
     return True
+
+
+def _arrow_batches(frame, bound: Optional[int]):
+    """``frame``'s rows on the driver as Arrow batches: in one collect when ``bound`` (of their bytes) is known and
+    small (:func:`_collect_limit`), else a partition at a time (:func:`~lshbloom_udf.common.iter_arrow`)."""
+    if bound is not None and bound <= _collect_limit(frame.sparkSession):
+        return iter(collect_arrow(frame).to_batches())
+    return iter_arrow(frame)
 
 
 def held_texts(texts_of, rows: np.ndarray, held: dict, broadcast_limit: int) -> dict:
@@ -209,7 +214,7 @@ class texts_source:
             ROW_COL, col(self.text_col))
 
     def kept_sample(self, flagged: np.ndarray):
-        """The texts (a list: one batch) of the template rule's sample
+        """The texts of the template rule's sample
         (:func:`~lshbloom_udf.spark.verify_templates.kept_sample`), its candidates found by a scan of the pinned rows
         with Spark's ``xxhash64``: the rows a driver pass would have noted."""
         import pyarrow as pa
@@ -224,13 +229,11 @@ class texts_source:
         if below <= SAMPLE_MASK:
             frame = frame.where(F.xxhash64(F.col(ROW_COL)).bitwiseAND(F.lit(SAMPLE_MASK).cast("long")) < below)
         frame = frame.select(ROW_COL, col(self.text_col))
-        bound = self.at_most(int(below / (SAMPLE_MASK + 1) * documents * 1.5) + 64)
-        small = bound is not None and bound <= _collect_limit(self.spark)
         texts: dict = {}
-        for batch in (collect_arrow(frame).to_batches() if small else iter_arrow(frame)):
+        for batch in _arrow_batches(frame, self.at_most(int(below / (SAMPLE_MASK + 1) * documents * 1.5) + 64)):
             rows = batch.column(0).to_numpy(zero_copy_only=False)
             keep = pa.array(~is_in(rows, flagged))
             texts.update(zip(rows[keep.to_numpy(zero_copy_only=False)].tolist(),
                              map(_decoded, batch.column(1).cast(pa.binary()).filter(keep).to_pylist())))
         rows = kept_sample(np.fromiter(texts, np.int64, len(texts)), flagged)
-        return [[texts[r] for r in rows.tolist()]]
+        return [texts[r] for r in rows.tolist()]

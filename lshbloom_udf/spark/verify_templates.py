@@ -129,7 +129,7 @@ def rare_jaccard(a: np.ndarray, b: np.ndarray, templates: np.ndarray) -> float:
 class Templates:
     """Applies a :class:`TemplateRule` to verified pairs; reads its sample the first time a pair is a suspect.
 
-    ``sample()``: the sampled kept documents' texts, as lists (batches); ``texts(rows)``: ``{row id: text}`` of
+    ``sample()``: the sampled kept documents' texts; ``texts(rows)``: ``{row id: text}`` of
     the suspects' rows; ``verify_rule``: the rule the pairs passed (its containment branch exempts a pair).
     """
 
@@ -157,12 +157,11 @@ class Templates:
     def _sample_sets(self) -> list[np.ndarray]:
         """The sampled documents' hash sets, in the order read, until :data:`SAMPLE_HASHES` hashes are held."""
         sets, held = [], 0
-        for texts in self._sample():
-            for s in hash_sets(texts, self.shingling):
-                if held + len(s) > SAMPLE_HASHES:
-                    return sets
-                sets.append(s)
-                held += len(s)
+        for s in hash_sets(self._sample(), self.shingling):
+            if held + len(s) > SAMPLE_HASHES:
+                break
+            sets.append(s)
+            held += len(s)
         return sets
 
     def refuse(self, pairs):
