@@ -207,10 +207,14 @@ class PairIndex:
 
 
 def shared_band_pairs(
-    keys: _U64Array, threads: int = 1
-) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
-    """``(later, earlier)``: the documents of ``keys`` ((n, b), in row order) that share a key in some band, each
-    pair once, sorted; on up to ``threads`` threads (verification's round-2 candidates on the driver)."""
+    keys: _U64Array, anchors: int, threads: int = 1
+) -> tuple[
+    npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32]
+]:
+    """``(later, earlier, bands, smallest_bucket)``: the documents of ``keys`` ((n, b), in row order) where
+    ``earlier`` is one of the first ``anchors`` documents of a bucket (band, key) that ``later`` is in, each pair
+    once, sorted, with the number of such bands and the fewest documents in one of those buckets; on up to
+    ``threads`` threads (verification's round-2 candidates on the driver)."""
 
 def file_checksum(path: _StrPath) -> int:
     """xxh3-64 of the whole file at ``path``, read through a memory map (the GIL released)."""

@@ -21,6 +21,7 @@ from evaluation.baselines import reference_shingles
 from evaluation.synthetic import synthetic_sources
 from lshbloom_udf.minhash import text_band_keys
 from lshbloom_udf.spark.verify import PairBloom
+from verify_support import reference_verify as support_verify
 
 # reference_verify is the rule over a keep-first pass, Jaccard only, with word shingles: the settings before the
 # multilingual defaults, spelled out (verify_threshold None: the threshold); the plain runs give the pass's own flags.
@@ -67,31 +68,14 @@ def reference_verify(texts, pass_flags, config: DedupConfig, threshold: float) -
 
     Round 1: the earliest earlier pass-kept document sharing a (band, key) with
     Jaccard >= threshold. Else, in processing order: the earliest earlier document
-    that verification unflagged and that stays kept, sharing a key, Jaccard >= threshold.
+    that verification unflagged and that stays kept, sharing a key, Jaccard >= threshold; each round among the
+    candidates the product's bounds choose (verify_support.Bounds).
     """
     keys, active = text_band_keys(texts, **config.index_params().signature_kwargs())
-    owner: dict = {}
-    for i in range(len(texts)):
-        if active[i] and not pass_flags[i]:
-            for band, k in enumerate(keys[i]):
-                assert owner.setdefault((band, int(k)), i) == i, "keep-first inserts each kept key once"
-    unflagged: dict = {}  # (band, key) -> documents verification unflagged (kept)
-    expected = {}
-    for i in np.flatnonzero(pass_flags):
-        i = int(i)
-        for pool in ({owner[(band, int(k))] for band, k in enumerate(keys[i]) if owner.get((band, int(k)), i) < i},
-                     {e for band, k in enumerate(keys[i]) for e in unflagged.get((band, int(k)), ())}):
-            for c in sorted(pool):
-                j = jaccard(texts[i], texts[c], config)
-                if j >= threshold:
-                    expected[i] = (c, j)
-                    break
-            if i in expected:
-                break
-        else:
-            for band, k in enumerate(keys[i]):
-                unflagged.setdefault((band, int(k)), []).append(i)
-    return expected
+    pairs = [{(band, int(k)) for band, k in enumerate(row)} if has else set() for row, has in zip(keys, active)]
+    sets = [reference_shingles(t, config.ngram, config.normalize) for t in texts]
+    verdicts = support_verify(sets, pairs, [bool(f) for f in pass_flags], threshold, None)
+    return {i: (v.of, v.similarity) for i, v in verdicts.items()}
 
 
 # Permissive candidates: bands for T = 0.3 (and fewer permutations: a wider S-curve), verified at 0.45.

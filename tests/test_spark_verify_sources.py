@@ -26,7 +26,8 @@ from lshbloom_udf import _native, deduplicate
 from lshbloom_udf.spark import verify_sources
 from lshbloom_udf.spark.verify import Shingling, shingle_set
 from lshbloom_udf.spark.verify_similarity import overlaps
-from lshbloom_udf.spark.verify_sources import distinct_pairs, shared_key_pairs
+from lshbloom_udf.spark.verify_sources import (ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT, count_pairs,
+                                               shared_key_pairs, strongest)
 from reliability_support import load_job, run_quietly, submit, write_jsonl
 from spark_support import sample_docs
 
@@ -125,40 +126,79 @@ def test_retried_keys_tasks_spools_verify_as_the_spark_path(spark, docs, tmp_pat
 # -- the driver's pieces, against quadratic references ------------------------------------------------
 
 
-def _reference_pairs(rows, keys):
-    return sorted({(int(rows[j]), int(rows[i])) for i, j in itertools.combinations(range(len(rows)), 2)
-                   if (keys[i] == keys[j]).any()})
+def _reference_pairs(rows, keys, anchors=ANCHORS_PER_BUCKET, per_document=CANDIDATES_PER_DOCUMENT):
+    """Quadratic: (later, earlier) with the earlier among the first ``anchors`` holders of a (band, key) the later
+    holds; each later row's ``per_document`` with the most such bands, then the smallest such bucket, then the
+    earliest."""
+    n, b = keys.shape
+    evidence: dict = {}
+    for band in range(b):
+        holders: dict = {}
+        for j in range(n):
+            holders.setdefault(int(keys[j, band]), []).append(j)
+        for members in holders.values():
+            for pos, j in enumerate(members):
+                for i in members[:min(pos, anchors)]:
+                    count, smallest = evidence.get((j, i), (0, n + 1))
+                    evidence[(j, i)] = (count + 1, min(smallest, len(members)))
+    chosen = []
+    for j in range(n):
+        mine = sorted((-c, size, i) for (jj, i), (c, size) in evidence.items() if jj == j)
+        chosen += [(int(rows[j]), int(rows[i])) for _, _, i in mine[:per_document]]
+    return sorted(chosen)
 
 
 def test_the_in_memory_self_join_equals_the_quadratic_reference():
     rng = np.random.default_rng(3)
-    for n, b, values in ((0, 4, 5), (1, 4, 5), (60, 4, 6), (200, 8, 40), (50, 1, 3)):
+    for n, b, values in ((0, 4, 5), (1, 4, 5), (60, 4, 6), (200, 8, 40), (50, 1, 3), (300, 64, 3)):
         rows = np.sort(rng.choice(10**6, n, replace=False)).astype(np.int64)
         keys = rng.integers(0, values, (n, b), dtype=np.uint64)
         f, k = shared_key_pairs(rows, keys)
         assert list(zip(f.tolist(), k.tolist())) == _reference_pairs(rows, keys)
 
 
+def test_round_two_pairs_grow_linearly_on_one_bucket():
+    """A template family: every document in one bucket of every band. Without anchors 20,000 documents give
+    2·10^8 pairs; with them each document gets at most CANDIDATES_PER_DOCUMENT, the earliest."""
+    n = 20_000
+    keys = np.tile(np.arange(8, dtype=np.uint64), (n, 1))
+    f, k = shared_key_pairs(np.arange(n, dtype=np.int64), keys)
+    per = np.bincount(f, minlength=n)
+    assert per.max() == min(ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT) and len(f) < ANCHORS_PER_BUCKET * n
+    assert set(k.tolist()) == set(range(ANCHORS_PER_BUCKET))
+
+
 def test_the_native_self_join_names_bad_keys_and_does_not_depend_on_threads():
     rng = np.random.default_rng(4)
     keys = rng.integers(0, 2000, (3000, 64), dtype=np.uint64)  # 192k keys: past the one-thread size
-    one = _native.shared_band_pairs(keys, 1)
+    one = _native.shared_band_pairs(keys, 4, 1)
     assert len(one[0]) > 1000
     for threads in (2, 7):
-        many = _native.shared_band_pairs(keys, threads)
+        many = _native.shared_band_pairs(keys, 4, threads)
         assert all(np.array_equal(a, b) for a, b in zip(one, many))
     for bad in (np.zeros(3, np.uint64), np.zeros((3, 0), np.uint64)):
         with pytest.raises(ValueError, match=r"\(n, b\) matrix with b >= 1"):
-            _native.shared_band_pairs(bad)
+            _native.shared_band_pairs(bad, 4)
     with pytest.raises(ValueError, match="threads must be >= 1"):
+        _native.shared_band_pairs(keys, 4, 0)
+    with pytest.raises(ValueError, match="anchors must be >= 1"):
         _native.shared_band_pairs(keys, 0)
     with pytest.raises(TypeError, match="uint64"):
-        _native.shared_band_pairs(keys.astype(np.float64))
+        _native.shared_band_pairs(keys.astype(np.float64), 4)
 
 
-def test_distinct_pairs_keeps_each_later_earlier_pair_once():
-    f, k = distinct_pairs(np.array([5, 5, 3, 2, 5]), np.array([1, 1, 4, 2, 0]))
-    assert list(zip(f.tolist(), k.tolist())) == [(5, 0), (5, 1)]
+def test_count_pairs_keeps_each_later_earlier_pair_once_with_its_bands():
+    f, k, bands = count_pairs(np.array([5, 5, 3, 2, 5]), np.array([1, 1, 4, 2, 0]))
+    assert list(zip(f.tolist(), k.tolist(), bands.tolist())) == [(5, 0, 1), (5, 1, 2)]
+
+
+def test_strongest_ranks_by_bands_then_bucket_then_earliest():
+    f = np.array([9, 9, 9, 9, 7, 7])
+    k = np.array([1, 2, 3, 4, 1, 2])
+    bands = np.array([1, 1, 5, 1, 2, 2])
+    bucket = np.array([50, 2, 2, 2, 3, 3])
+    got = strongest(f, k, bands, bucket, per_document=2)
+    assert list(zip(*(a.tolist() for a in got))) == [(7, 1), (7, 2), (9, 2), (9, 3)]
 
 
 def test_the_native_pair_index_finds_every_shared_band_key():

@@ -111,13 +111,16 @@ def template_shingles(sets: list[set], flags: list[bool], max_df: int) -> set:
 
 def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jaccard: float,
                      t_containment: Optional[float], t_floor: Optional[float] = None,
-                     template: Optional[Template] = None) -> dict[int, Verdict]:
+                     template: Optional[Template] = None, bounds: Optional["Bounds"] = None) -> dict[int, Verdict]:
     """Position of each flag verification keeps -> its :class:`Verdict`.
 
     Round 1: the earliest earlier document the pass kept that shares a (band,
     key) and verifies. Else (round 2), in processing order: the earliest earlier
     document verification unflagged and that stays kept, sharing a pair, that verifies.
+    With ``bounds`` (the product's, by default), each round looks only at the
+    candidates :class:`Bounds` chooses.
     """
+    bounds = bounds or Bounds()
     common = template_shingles(sets, flags, template.max_df) if template else set()
 
     def verdict(d: set, e: set):
@@ -128,24 +131,61 @@ def reference_verify(sets: list[set], pairs: list[set], flags: list[bool], t_jac
             return v
         return v if jaccard(d - common, e - common) >= template.min_jaccard else None
 
-    kept_pairs: dict = {}  # (band, key) -> the document the pass kept with it
-    for i, mine in enumerate(pairs):
-        if not flags[i]:
-            for p in mine:
-                kept_pairs.setdefault(p, i)
-    unflagged: list[int] = []  # flagged by the pass, unflagged by verification: kept
+    def first_verified(i: int, pool: list[int]):
+        return next(((c, v) for c in pool if (v := verdict(sets[i], sets[c]))), None)
+
+    kept_by_pass = [i for i, f in enumerate(flags) if not f]
     verdicts: dict[int, Verdict] = {}
     for i in (i for i, f in enumerate(flags) if f):
-        round1 = sorted({kept_pairs[p] for p in pairs[i] if kept_pairs.get(p, i) < i})
-        round2 = [u for u in unflagged if not pairs[u].isdisjoint(pairs[i])]
-        for rnd, pool in ((1, round1), (2, round2)):
-            got = next(((c, v) for c in pool if (v := verdict(sets[i], sets[c]))), None)
-            if got is not None:
-                verdicts[i] = Verdict(got[0], got[1][0], got[1][1], rnd)
-                break
+        got = first_verified(i, bounds.round1(i, pairs, kept_by_pass))
+        if got is not None:
+            verdicts[i] = Verdict(got[0], got[1][0], got[1][1], 1)
+    round1_unflagged = [i for i, f in enumerate(flags) if f and i not in verdicts]
+    kept: set = set()  # round 2: the round-1-unflagged documents that stay kept
+    for i in round1_unflagged:
+        pool = [c for c in bounds.round2(i, pairs, round1_unflagged) if c in kept]
+        got = first_verified(i, pool)
+        if got is not None:
+            verdicts[i] = Verdict(got[0], got[1][0], got[1][1], 2)
         else:
-            unflagged.append(i)
+            kept.add(i)
     return verdicts
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The candidates verification looks at (docs/algorithm.md §8, "Bounded candidates"), from the definition: a
+    round-2 bucket (band, key) offers only its first ``anchors`` holders; each document keeps its ``per_document``
+    candidates with the most shared bands, then the smallest shared bucket, then the earliest; the pool is then
+    taken in processing order. Defaults: the product's constants."""
+
+    anchors: Optional[int] = None
+    per_document: Optional[int] = None
+
+    def _limits(self) -> tuple[int, int]:
+        from lshbloom_udf.spark.verify_sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
+
+        return self.anchors or ANCHORS_PER_BUCKET, self.per_document or CANDIDATES_PER_DOCUMENT
+
+    def round1(self, i: int, pairs: list[set], kept: list[int]) -> list[int]:
+        evidence = {c: (len(pairs[i] & pairs[c]), 1) for c in kept if c < i and not pairs[i].isdisjoint(pairs[c])}
+        return self._strongest(evidence)
+
+    def round2(self, i: int, pairs: list[set], among: list[int]) -> list[int]:
+        anchors, _ = self._limits()
+        evidence: dict = {}
+        for p in pairs[i]:
+            holders = [u for u in among if p in pairs[u]]
+            for c in holders[:anchors]:
+                if c < i:
+                    bands, smallest = evidence.get(c, (0, len(among) + 1))
+                    evidence[c] = (bands + 1, min(smallest, len(holders)))
+        return self._strongest(evidence)
+
+    def _strongest(self, evidence: dict) -> list[int]:
+        _, per_document = self._limits()
+        ranked = sorted(evidence, key=lambda c: (-evidence[c][0], evidence[c][1], c))
+        return sorted(ranked[:per_document])
 
 
 # -- a stream of partial copies, built from generated word sequences ----------------------------

@@ -4,12 +4,15 @@ pairs that pass with the flagged documents' pairs."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from lshbloom_udf.common import GOLDEN, collect_arrow, mix64
 from lshbloom_udf.spark.keys import is_in, shipped_value
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
+BANDS, BUCKET = "_lshb_bands", "_lshb_bucket"
 BLOOM_BITS_PER_PAIR = 12
 BLOOM_PROBES = 4
 
@@ -127,14 +130,24 @@ def flagged_bloom(flagged_keys, documents: int, b: int) -> PairBloom:
     return bloom
 
 
-def candidates(f, k) -> tuple[np.ndarray, np.ndarray]:
-    """(later row of ``f``, earlier row of ``k``) pairs sharing a (band, key): distinct, as two int64 arrays."""
+def candidates(f, k, anchors: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(later row of ``f``, earlier row of ``k``) pairs sharing a (band, key), distinct, with the bands they share
+    and the fewest ``k`` rows in one of those buckets, as four int64 arrays
+    (:func:`~lshbloom_udf.spark.verify_sources.strongest`'s evidence). ``anchors``: only the first ``anchors`` rows of
+    each bucket of ``k`` are paired (None: every row: ``k``'s keys are unique per band, a bucket holds one row)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     f = f.withColumnRenamed("row", F_ROW)
     k = k.withColumnRenamed("row", K_ROW)
-    pairs = f.join(k, ["band", "key"]).where(F.col(F_ROW) > F.col(K_ROW)).select(F_ROW, K_ROW).distinct()
+    if anchors is None:
+        k = k.withColumn(BUCKET, F.lit(1))
+    else:
+        bucket = Window.partitionBy("band", "key")
+        k = (k.withColumn(BUCKET, F.count(F.lit(1)).over(bucket))
+             .withColumn("_lshb_rank", F.row_number().over(bucket.orderBy(K_ROW)))
+             .where(F.col("_lshb_rank") <= anchors).drop("_lshb_rank"))
+    pairs = (f.join(k, ["band", "key"]).where(F.col(F_ROW) > F.col(K_ROW)).groupBy(F_ROW, K_ROW)
+             .agg(F.count(F.lit(1)).alias(BANDS), F.min(BUCKET).alias(BUCKET)))
     table = collect_arrow(pairs)
-    return (table.column(F_ROW).to_numpy().astype(np.int64), table.column(K_ROW).to_numpy().astype(np.int64))
-
-
+    return tuple(table.column(c).to_numpy().astype(np.int64) for c in (F_ROW, K_ROW, BANDS, BUCKET))

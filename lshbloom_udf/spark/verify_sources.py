@@ -8,14 +8,37 @@
   native, exact, a chunk per driver core while the scan reads on), stopping after the last flagged row (a candidate source is
   earlier than its flagged document). Round 2 joins the round-1-unflagged
   documents' keys with themselves in memory (``_native.shared_band_pairs``:
-  sorted band by band, the bands shared among the driver's cores). No Spark
-  job, no key computed twice, no shuffle.
+  sorted band by band, the bands shared among the driver's cores, each bucket
+  paired with its first :data:`ANCHORS_PER_BUCKET` members). No Spark job, no
+  key computed twice, no shuffle.
 - :class:`SparkCandidates` — where no spool exists (the sharded pass, the
   ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``,
   a reproduced run, or a spool too large for its disk): the keys computed
   again on the executors and joined by Spark (:mod:`lshbloom_udf.spark.verify_candidates`).
 
 Both give the same pairs on the same input (tests/test_spark_verify_sources.py).
+
+**Bounds** (docs/algorithm.md §8, "Bounded candidates"). A flagged document is
+checked against at most :data:`CANDIDATES_PER_DOCUMENT` earlier documents in
+each round, whatever the input:
+
+- round 1's sources are the documents the pass kept, whose keys are unique per
+  band (a kept document shares no key with an earlier one, or the pass would
+  have flagged it): at most ``b`` per flagged document before the cut;
+- round 2's documents may share keys with many others (pages made from one
+  template fill a few buckets of every band with a large share of the family:
+  pairing them all is ``O(n²)``), so a bucket (band, key) pairs each member
+  only with its first :data:`ANCHORS_PER_BUCKET` members (its anchors);
+- then each document keeps the candidates the bands give the most evidence for
+  (:func:`strongest`): the most bands shared (two documents at Jaccard ``s``
+  share each band with probability ``s^r``: a true source shares many, a
+  template sibling one or two), then the smallest bucket shared in (a bucket
+  holding just the two says more than one the whole family fills), then the
+  earliest.
+
+So verification computes at most ``CANDIDATES_PER_DOCUMENT · F`` similarities
+per round, and the pairs behind them take at most ``b · ANCHORS_PER_BUCKET``
+entries per document: linear in the documents on any input.
 
 The spool's size: ``N·(8b+1)`` bytes (64 × 4 bands: 513 bytes a document, 0.5 GB at
 10⁶, 51 GB at 10⁸). It lives in the temporary directory (the page cache holds
@@ -40,6 +63,12 @@ from lshbloom_udf.spark.keys import is_in, ship
 
 # The share of the spool filesystem's free space a kept spool may take (the rest: other spills, the index).
 SPOOL_SHARE_OF_FREE = 0.5
+# The candidates a flagged document is checked against in each round, at most (the module's "Bounds"). A true
+# source shares most bands with its copy, so it ranks first; 16 leaves room for the few template siblings that
+# share as many bands in small buckets.
+CANDIDATES_PER_DOCUMENT = 16
+# The members of a bucket (band, key) that the later ones are paired with in round 2 (the earliest).
+ANCHORS_PER_BUCKET = 4
 
 
 class CandidateSource(Protocol):
@@ -56,26 +85,46 @@ class CandidateSource(Protocol):
         """Release what the source holds (cached frames, the spool)."""
 
 
-def distinct_pairs(f: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (f, k) pairs with ``f > k``, sorted by (f, k)."""
+def count_pairs(f: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (f, k) pairs with ``f > k`` of pairs given once per band they share, sorted by (f, k), and how
+    many times each was given (its shared bands)."""
     f, k = np.asarray(f, np.int64), np.asarray(k, np.int64)
     later = f > k
     f, k = f[later], k[later]
     order = np.lexsort((k, f))
     f, k = f[order], k[order]
-    new = np.r_[True, (f[1:] != f[:-1]) | (k[1:] != k[:-1])] if len(f) else np.zeros(0, bool)
-    return f[new], k[new]
+    if not len(f):
+        return f, k, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (k[1:] != k[:-1])])
+    return f[starts], k[starts], np.diff(np.r_[starts, len(f)])
+
+
+def strongest(f: np.ndarray, k: np.ndarray, bands: np.ndarray, smallest_bucket: np.ndarray,
+              per_document: int = CANDIDATES_PER_DOCUMENT) -> tuple[np.ndarray, np.ndarray]:
+    """Of distinct candidate pairs (later ``f``, earlier ``k``), each later document's ``per_document`` strongest:
+    the most ``bands`` shared, then the smallest bucket shared in, then the earliest ``k``; sorted by (f, k)."""
+    f, k = np.asarray(f, np.int64), np.asarray(k, np.int64)
+    order = np.lexsort((k, np.asarray(smallest_bucket, np.int64), -np.asarray(bands, np.int64), f))
+    f, k = f[order], k[order]
+    if len(f):
+        starts = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
+        rank = np.arange(len(f)) - np.repeat(starts, np.diff(np.r_[starts, len(f)]))
+        f, k = f[rank < per_document], k[rank < per_document]
+    order = np.lexsort((k, f))
+    return f[order], k[order]
 
 
 def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(later, earlier) pairs of ``rows`` (sorted) whose ``keys`` rows ((n, b)) share a (band, key), distinct and
-    sorted by (later, earlier); matched natively on the driver's cores (the executors are idle meanwhile)."""
+    """(later, earlier) pairs of ``rows`` (sorted) whose ``keys`` rows ((n, b)) share a (band, key), the earlier
+    one among the bucket's first :data:`ANCHORS_PER_BUCKET`, the :func:`strongest` of each later row, sorted by
+    (later, earlier); matched natively on the driver's cores (the executors are idle meanwhile)."""
     from lshbloom_udf import _native
 
     rows = np.asarray(rows, np.int64)
-    later, earlier = _native.shared_band_pairs(np.ascontiguousarray(keys, np.uint64), os.cpu_count() or 1)
-    # Rows ascend with their index, so index pairs sorted by (later, earlier) are row pairs sorted the same way.
-    return rows[later.astype(np.intp)], rows[earlier.astype(np.intp)]
+    later, earlier, bands, smallest = _native.shared_band_pairs(
+        np.ascontiguousarray(keys, np.uint64), ANCHORS_PER_BUCKET, os.cpu_count() or 1)
+    # Rows ascend with their index, so the strongest index pairs are the strongest row pairs.
+    return strongest(rows[later.astype(np.intp)], rows[earlier.astype(np.intp)], bands, smallest)
 
 
 class SpoolCandidates:
@@ -122,7 +171,9 @@ class SpoolCandidates:
         found = [(f, k) for f, k in found if len(f)]
         if not found:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return distinct_pairs(np.concatenate([f for f, _ in found]), np.concatenate([k for _, k in found]))
+        # One entry per shared band; a bucket holds one kept document (their keys are unique per band).
+        f, k, bands = count_pairs(np.concatenate([f for f, _ in found]), np.concatenate([k for _, k in found]))
+        return strongest(f, k, bands, np.ones(len(f), np.int64))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return shared_key_pairs(unflagged, self._keys_of(unflagged))
@@ -167,7 +218,7 @@ class SparkCandidates:
         lap("bloom")
         mine = self._ship(flagged)
         kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
-        return candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA), kept_pairs)
+        return strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA), kept_pairs))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from lshbloom_udf.spark.verify_candidates import PAIRS_SCHEMA, candidates, pairs_mapper
@@ -176,7 +227,7 @@ class SparkCandidates:
             raise InternalError("internal error: round 2 before round 1")
         pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
                                               PAIRS_SCHEMA)
-        return candidates(pairs, pairs)
+        return strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET))
 
     def close(self) -> None:
         if self._flagged_keys is not None:

@@ -69,9 +69,14 @@ fn shingle_hash_sets<'py>(
 ) -> PyResult<HashSets<'py>> {
     let settings = shingle_settings(unit, ngram, normalize)?;
     let threads = positive("threads", threads)?;
-    let (hashes, offsets) = detach_with_texts(py, texts, |rows| shinglehash::hash_sets(settings, rows, threads))?;
+    let (hashes, offsets) = detach_with_texts(py, texts, |rows| {
+        shinglehash::hash_sets(settings, rows, threads)
+    })?;
     let offsets: Vec<i64> = offsets.into_iter().map(|o| o as i64).collect();
-    Ok((Array1::from_vec(hashes).into_pyarray(py), Array1::from_vec(offsets).into_pyarray(py)))
+    Ok((
+        Array1::from_vec(hashes).into_pyarray(py),
+        Array1::from_vec(offsets).into_pyarray(py),
+    ))
 }
 
 /// `keys`, an (n, b) uint64 matrix of at most 2^32 - 1 documents (b >= 1), and its b.
@@ -148,23 +153,40 @@ impl PairIndex {
     }
 }
 
-/// `(later, earlier)` index arrays (uint32), sorted and distinct: the documents of `keys` ((n, b) uint64, in row
-/// order) that share a key in some band, on up to `threads` threads.
+/// `(later, earlier, bands, smallest_bucket)` arrays (uint32), sorted by (later, earlier) and distinct: the
+/// documents of `keys` ((n, b) uint64, in row order) where `earlier` is one of the first `anchors` documents of a
+/// bucket (band, key) that `later` is in, with the number of such bands and the fewest documents in one of those
+/// buckets; on up to `threads` threads.
 #[pyfunction]
-#[pyo3(signature = (keys, threads = 1))]
-fn shared_band_pairs<'py>(py: Python<'py>, keys: &Bound<'py, PyAny>, threads: i64) -> PyResult<Matches<'py>> {
+#[pyo3(signature = (keys, anchors, threads = 1))]
+fn shared_band_pairs<'py>(
+    py: Python<'py>,
+    keys: &Bound<'py, PyAny>,
+    anchors: i64,
+    threads: i64,
+) -> PyResult<SharedPairs<'py>> {
     let threads = positive("threads", threads)?;
+    let anchors = positive("anchors", anchors)?;
     let (k, b) = key_matrix(keys)?;
     let slice = k.slice();
-    let (later, earlier): (Vec<u32>, Vec<u32>) = py
-        .detach(|| sharedpairs::shared_pairs(slice, b, threads))
-        .into_iter()
-        .unzip();
+    let pairs = py.detach(|| sharedpairs::shared_pairs(slice, b, anchors, threads));
+    let column = |f: fn(&sharedpairs::SharedPair) -> u32| {
+        Array1::from_iter(pairs.iter().map(f)).into_pyarray(py)
+    };
     Ok((
-        Array1::from_vec(later).into_pyarray(py),
-        Array1::from_vec(earlier).into_pyarray(py),
+        column(|p| p.later),
+        column(|p| p.earlier),
+        column(|p| p.bands),
+        column(|p| p.smallest_bucket),
     ))
 }
+
+type SharedPairs<'py> = (
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
