@@ -175,6 +175,19 @@ def shingle_overlaps(
     (exact). Consecutive pairs with the same right text shingle it once.
     """
 
+def indexed_overlaps(
+    texts: Iterable[str | None],
+    lefts: npt.NDArray[np.uint32],
+    rights: npt.NDArray[np.uint32],
+    ngram: int,
+    normalize: int = 0,
+    unit: Literal["words", "chars", "mixed"] = "words",
+    threads: int = 1,
+) -> npt.NDArray[np.int64]:
+    """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of each pair ``(texts[lefts[i]], texts[rights[i]])``, shape (N, 3), on
+    ``threads`` threads: as :func:`shingle_overlaps` (exact), each text shingled once while it is among a thread's
+    most recently used (pairs sorted by one side reuse it most)."""
+
 
 def shingle_hash_sets(
     texts: Iterable[str | None],

@@ -38,7 +38,7 @@ Guarantees (tests/test_spark_verify.py, tests/test_spark_verify_containment.py):
 
 - verification never adds a flag (only the pass's flagged rows are examined);
 - every document still flagged has an earlier document that is kept in the
-  output and verifies it: ``duplicate_of`` names it — the earliest (smallest row
+  output and verifies it: ``duplicate_of`` names it — of its strongest candidates, the earliest (smallest row
   id, the processing order) verified one among those the pass kept, or if none,
   the earliest verified one among those round 2 kept — ``similarity`` is their
   exact Jaccard when it reaches ``T_v``, else their containment, and
@@ -64,11 +64,14 @@ through it, and only the pairs that pass are joined with the flagged ones'.
 Either way the kept documents' keys are unique per band (a kept document shares
 no key with an earlier one, or the pass would have flagged it), so each flagged
 pair meets at most one kept document: at most ``b`` round-1 candidates per
-flagged document. Then only the texts of the documents in a candidate pair are
+flagged document. Round 2's documents may share a key with many (a template
+family), so a bucket pairs its members only with its first few, and each round
+keeps a document's strongest ``CANDIDATES_PER_DOCUMENT`` candidates
+(:mod:`~lshbloom_udf.spark.verify_sources`, "Bounds"). Then only the texts of the documents in a candidate pair are
 read, and ``J`` and ``C`` come from one native intersection of the two shingle
 sets (:func:`lshbloom_udf._native.shingle_overlaps`, exact: shingles compared
-by their bytes). Work grows with the flagged documents (``F·b`` pairs), not
-with ``N²``; the spool scan reads ``N·b`` keys once.
+by their bytes). Work grows with the flagged documents (at most ``CANDIDATES_PER_DOCUMENT`` similarities per
+flagged document and round), not with ``N²``; the spool scan reads ``N·b`` keys once.
 """
 
 from __future__ import annotations

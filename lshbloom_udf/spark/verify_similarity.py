@@ -160,12 +160,17 @@ def held_texts(texts_of, rows: np.ndarray, held: dict, broadcast_limit: int) -> 
 
 
 def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRule) -> VerifiedPairs:
-    # Sorted by the earlier text: the native side shingles a kept document once for its consecutive copies.
-    order = np.argsort(k_rows, kind="stable")
+    from lshbloom_udf import _native
+
+    # Each text once, the pairs by index into them, sorted by the later document: its shingles are built once for
+    # its candidates, and the earlier ones that recur (a template's anchors) stay cached natively.
+    rows = np.unique(np.concatenate([f_rows, k_rows]))
+    order = np.lexsort((k_rows, f_rows))
     f_rows, k_rows = f_rows[order], k_rows[order]
+    lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
     # The executors are idle meanwhile: the driver's cores are verification's.
-    sizes = overlaps([texts[r] for r in f_rows.tolist()], [texts[r] for r in k_rows.tolist()], shingling,
-                     threads=os.cpu_count() or 1)
+    sizes = _native.indexed_overlaps([texts[r] for r in rows.tolist()], lefts, rights, shingling.ngram,
+                                     shingling.normalize_mask, shingling.unit, os.cpu_count() or 1)
     passes, sim, measure = rule.judge(*sizes.T)
     return VerifiedPairs.of(f_rows[passes], k_rows[passes], sim[passes].astype(np.float64),
                             measure[passes].astype(np.int8))

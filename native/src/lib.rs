@@ -4,7 +4,7 @@
 //! (`shingles`), MinHash (`minhash`), LSH band keys (`bands`), the two Bloom
 //! filter file formats (`bloom`: pybloomfiltermmap3's, `blocked`: one cache
 //! line per key) and the band set over either (`bandset`), verification's
-//! exact overlaps (`overlap`), shingle hash sets for its template rule
+//! exact overlaps (`overlap`, and `pairoverlap` over a table of texts), shingle hash sets for its template rule
 //! (`shinglehash`) and candidate matching (`pairmatch`,
 //! `sharedpairs`), and the input check's sums of the texts (`input_sums`).
 //! `py` binds them.
@@ -24,6 +24,7 @@ pub mod error;
 mod layout_checks;
 pub mod mapped;
 pub mod overlap;
+pub mod pairoverlap;
 pub mod pairmatch;
 pub mod minhash;
 pub mod parallel;

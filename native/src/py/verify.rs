@@ -10,6 +10,7 @@ use super::input::{detach_with_texts, input_u64, Input};
 use super::settings::{positive, shingle_settings};
 use crate::overlap;
 use crate::pairmatch;
+use crate::pairoverlap;
 use crate::sharedpairs;
 use crate::shinglehash;
 
@@ -41,6 +42,52 @@ fn shingle_overlaps<'py>(
         }
         let ls: Vec<Option<&str>> = lefts.iter().map(|l| l.as_deref()).collect();
         Ok(overlap::overlaps(settings, &ls, rights, threads))
+    })?
+    .map_err(value_err)?;
+    let flat: Vec<i64> = out
+        .iter()
+        .flat_map(|o| [o.common as i64, o.left as i64, o.right as i64])
+        .collect();
+    Ok(Array2::from_shape_vec((out.len(), 3), flat)
+        .expect("shape")
+        .into_pyarray(py))
+}
+
+/// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each pair `(texts[lefts[i]], texts[rights[i]])`, shape (N, 3), int64, on
+/// `threads` threads: each text shingled once while it is among a thread's most recently used.
+#[pyfunction]
+#[pyo3(signature = (texts, lefts, rights, ngram, normalize = 0, unit = "words", threads = 1))]
+#[allow(clippy::too_many_arguments)]
+fn indexed_overlaps<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    lefts: PyReadonlyArray1<'py, u32>,
+    rights: PyReadonlyArray1<'py, u32>,
+    ngram: i64,
+    normalize: i64,
+    unit: &str,
+    threads: i64,
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let settings = shingle_settings(unit, ngram, normalize)?;
+    let threads = positive("threads", threads)?;
+    let (ls, rs) = (lefts.as_slice()?, rights.as_slice()?);
+    if ls.len() != rs.len() {
+        return Err(value_err(format!(
+            "{} lefts but {} rights",
+            ls.len(),
+            rs.len()
+        )));
+    }
+    let out = detach_with_texts(py, texts, |table| {
+        if let Some(bad) = ls.iter().chain(rs).find(|&&i| i as usize >= table.len()) {
+            return Err(format!(
+                "pair index {bad} is past the {} texts",
+                table.len()
+            ));
+        }
+        Ok(pairoverlap::indexed_overlaps(
+            settings, table, ls, rs, threads,
+        ))
     })?
     .map_err(value_err)?;
     let flat: Vec<i64> = out
@@ -190,6 +237,7 @@ type SharedPairs<'py> = (
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
+    m.add_function(wrap_pyfunction!(indexed_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(shingle_hash_sets, m)?)?;
     m.add_class::<PairIndex>()?;
     m.add_function(wrap_pyfunction!(shared_band_pairs, m)?)?;
