@@ -14,6 +14,9 @@ Points on the driver, fired with keyword arguments:
 ``output-write``
     the job starts writing its output (``path=`` the local temporary output,
     or None on another file system); ``output-written`` when it is done.
+``after-records``
+    a kept index's run wrote its records (:mod:`lshbloom_udf.index.records`) beside the staged index,
+    before the commit.
 ``before-commit``
     the output is written and the index staged, before the commit journal
     (a sharded index: before its manifest is published).
@@ -43,7 +46,7 @@ from typing import Callable, Optional
 
 Hook = Callable[..., None]
 
-POINTS = ("after-pin", "driver-pass", "output-write", "output-written", "before-commit", "mid-commit",
+POINTS = ("after-pin", "driver-pass", "after-records", "output-write", "output-written", "before-commit", "mid-commit",
           "after-commit", "generation-added", "sharded-pass", "task-start")
 
 _installed: dict[str, Hook] = {}

@@ -19,6 +19,8 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``kill-in-output-write``
     SIGKILL it while Spark writes the output (as soon as the temporary output
     directory appears).
+``kill-after-records``
+    SIGKILL it once a kept index's run wrote its records, before the commit.
 ``kill-before-commit`` / ``kill-mid-commit`` / ``kill-after-commit``
     SIGKILL it at the commit's moments (:mod:`lshbloom_udf.hooks`).
 ``kill-generation-added``
@@ -63,6 +65,7 @@ ENV = "LSHBLOOM_TEST_FAULT"
 # switch -> the hook point whose every firing kills the run
 KILL_POINTS = {
     "kill-after-pin": "after-pin",
+    "kill-after-records": "after-records",
     "kill-before-commit": "before-commit",
     "kill-mid-commit": "mid-commit",
     "kill-after-commit": "after-commit",

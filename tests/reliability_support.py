@@ -121,6 +121,14 @@ def read_flags(spark, out, fmt="parquet") -> dict:
     return flags
 
 
+def records_rows(path) -> list:
+    """A run's records (lshbloom_udf.index.records) as their sorted rows."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(str(path), columns=["row", "id", "sketch", "size"])
+    return sorted(zip(*(table.column(c).to_pylist() for c in table.column_names)))
+
+
 def index_state(path) -> dict:
     """Everything an index directory holds that must be the same after a crash and rerun as after one clean run.
 
@@ -136,6 +144,9 @@ def index_state(path) -> dict:
                 state[name] = f.read()
         elif name == "runs":
             for dname in sorted(os.listdir(full)):
+                if dname.endswith(".records"):  # a run's records (Parquet parts named by Spark): their rows
+                    state[f"runs/{dname}"] = records_rows(os.path.join(full, dname))
+                    continue
                 with open(os.path.join(full, dname), "rb") as f:
                     state[f"runs/{dname}"] = f.read()
         elif name == "manifest.json":
@@ -149,6 +160,9 @@ def index_state(path) -> dict:
             for run in manifest.get("runs", []):
                 for volatile in ("committed_at", "output", "input"):
                     run.pop(volatile, None)
+                if isinstance(run.get("records"), dict):  # its part files' names are Spark's (random); sizes too
+                    run["records"].pop("checksums", None)
+                    run["records"].pop("bytes", None)
             state[name] = manifest
         elif name != ".lock":
             state[name] = "unexpected leftover"

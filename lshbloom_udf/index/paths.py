@@ -26,7 +26,10 @@ from lshbloom_udf.index.backends import BACKENDS
 # The files a commit moves from a staging copy (``.staging-*/<name>``) onto ``<name>`` or ``runs/<name>``: every
 # backend's band files (their extensions read from the backends, so a new backend needs no change here).
 _BAND_EXTENSIONS = "|".join(re.escape(b.extension) for b in BACKENDS.values())
-STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json|[0-9]{{6}}\.dups\.i64")
+# A run's records (lshbloom_udf.index.records) are a directory: ``.staging-*/<run id>.records`` onto
+# ``runs/<run id>.records``.
+STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json|[0-9]{{6}}\.dups\.i64"
+                         r"|[0-9]{6}\.records")
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
 # What the job appends to an output path to write it before the commit (lshbloom_udf.job.io.Output).
 OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
@@ -91,10 +94,11 @@ def checked_renames(base: str, ops: object, record: str) -> list[tuple[str, str]
 
 
 def _staged_rename(base: str, src: object, dst: object, record: str) -> tuple[str, str]:
-    """A staged file onto its live name: ``.staging-*/<name>`` onto ``<name>`` (``runs/<name>`` for a run's duplicates)."""
+    """A staged file onto its live name: ``.staging-*/<name>`` onto ``<name>`` (``runs/<name>`` for a run's duplicates
+    and records)."""
     src_parts = src.split("/") if isinstance(src, str) else []
     name = src_parts[-1] if len(src_parts) == 2 else ""
-    live = f"runs/{name}" if name.endswith(".dups.i64") else name
+    live = f"runs/{name}" if name.endswith((".dups.i64", ".records")) else name
     if not (STAGING_DIR.fullmatch(src_parts[0] if src_parts else "") and STAGED_FILE.fullmatch(name) and dst == live):
         raise _refuse(record, f"the rename of {src!r} onto {dst!r}")
     return inside(base, src, record), inside(base, dst, record)

@@ -14,6 +14,7 @@ import numpy as np
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
 from lshbloom_udf.index import checksums, journal
+from lshbloom_udf.index import records as rec
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
 from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
@@ -96,10 +97,12 @@ class IndexTransaction(LockHolder):
         live = LSHBloomIndex(self.path, manifest, read_only=True)  # verifies the band files' checksums
         bands = len(live.band_paths())
         live.close()
+        kept = 0
         for run in manifest.get("runs", []):
             self.load_duplicates(run)
+            kept += self.verify_records(run) is not None
         return {"band_files": bands, "runs": len(manifest.get("runs", [])),
-                "checksums": checksums.CHECKSUMS in manifest}
+                "checksums": checksums.CHECKSUMS in manifest, "records": kept}
 
     def load_duplicates(self, run: Mapping) -> np.ndarray:
         """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
@@ -110,7 +113,41 @@ class IndexTransaction(LockHolder):
             raise IndexCorruptError(f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.get('run_id')})")
         return np.frombuffer(data, dtype="<i8").astype(np.int64)
 
+    def records_location(self, run: Mapping) -> Optional[str]:
+        """The local directory of a committed run's records (None: it has none), checked to be the name the job
+        gives them (:func:`~lshbloom_udf.index.records.local_name`)."""
+        recorded = rec.of_run(run)
+        if recorded is None:
+            return None
+        manifest_path = os.path.join(self.path, mf.MANIFEST_NAME)
+        if recorded.get("path") != rec.local_name(str(run.get("run_id"))):
+            raise IndexCorruptError(f"{manifest_path}: run {run.get('run_id')} names records at "
+                                    f"{recorded.get('path')!r}, not where the job writes them")
+        return inside(self.path, recorded["path"], manifest_path)
+
+    def verify_records(self, run: Mapping) -> Optional[str]:
+        """Check a committed run's records against their checksums (:class:`IndexCorruptError` names a damaged,
+        missing or foreign part file); their directory, or None when the run has none."""
+        where = self.records_location(run)
+        if where is None:
+            return None
+        if not os.path.isdir(where):
+            raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index from "
+                                    "a backup, or rebuild it from its runs' inputs into a new --index-dir")
+        rec.check_files(where, run, rec.local_checksums(where)[0])
+        return where
+
     # -- the run's work -------------------------------------------------------
+
+    def records_target(self) -> str:
+        """Where this run's records are written before the commit (a directory in its staging copy)."""
+        return os.path.join(self._ensure_staging(), rec.STAGED_RECORDS)
+
+    def staged_records(self) -> tuple[dict, int]:
+        """``({part name: checksum}, bytes)`` of the records this run wrote (:meth:`records_target`)."""
+        return rec.local_checksums(self.records_target())
+
+    records_algorithm = rec.LOCAL_ALGORITHM
 
     def _ensure_staging(self) -> str:
         self._check_open()
@@ -205,6 +242,11 @@ class IndexTransaction(LockHolder):
             record = self._record_run(staging, manifest, run, duplicates)
             os.makedirs(os.path.join(self.path, journal.RUNS_DIR), exist_ok=True)
             ops.append([f"{rel}/{os.path.basename(record['duplicates_file'])}", record["duplicates_file"]])
+            if rec.of_run(record) is not None:  # the run's records, renamed with it (their checksums are recorded)
+                name = os.path.basename(record[rec.RECORDS]["path"])
+                os.rename(os.path.join(staging, rec.STAGED_RECORDS), os.path.join(staging, name))
+                fsync_tree(os.path.join(staging, name))
+                ops.append([f"{rel}/{name}", record[rec.RECORDS]["path"]])
         for name in band_names:
             fsync_path(os.path.join(staging, name))
             ops.append([f"{rel}/{name}", name])
@@ -226,6 +268,8 @@ class IndexTransaction(LockHolder):
         record["duplicates_file"] = f"{journal.RUNS_DIR}/{dups_name}"
         record["duplicates_sha256"] = hashlib.sha256(data).hexdigest()
         record["inserted_total"] = manifest["inserted"]
+        if rec.of_run(record) is not None:
+            record[rec.RECORDS]["path"] = rec.local_name(run_id)
         runs.append(record)
         write_json_atomically(os.path.join(staging, mf.MANIFEST_NAME), manifest)
         return record

@@ -82,24 +82,30 @@ SOURCE_COLS = ("duplicate_of", "similarity", "similarity_measure")
 ROW_ID_COL = "row_id"
 
 
-def join_sources(pinned, columns, verified, config):
+def join_sources(pinned, columns, verified, config, crossrun=None):
     """Like :func:`join_decisions` (modes ``flag`` and ``duplicates``) for the duplicates of ``verified``
     (:class:`~lshbloom_udf.spark.verify.Verified`), with the columns ``duplicate_of``, ``similarity`` and
     ``similarity_measure`` of each (null for the rows kept, and where ``of_rows`` is -1: not verifiable).
 
     ``duplicate_of`` is the kept document's ``id_column`` value, or without
     one its row id; then the output also has a column ``row_id`` (every row's).
+    ``crossrun`` (:class:`~lshbloom_udf.spark.crossrun.CrossRun`): the earlier runs' documents that ``of_rows``
+    ``<= -2`` name (their id, or that run's row id, cast to the column's type).
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     from lshbloom_udf.spark.verify import MEASURES
 
-    of = "_lshb_of"
+    of, prior = "_lshb_of", "_lshb_prior"
     schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False), T.StructField(of, T.LongType(), True),
                            T.StructField(SOURCE_COLS[1], T.DoubleType(), True),
-                           T.StructField(SOURCE_COLS[2], T.StringType(), True)])
-    rows, known = verified.rows, verified.of_rows >= 0
+                           T.StructField(SOURCE_COLS[2], T.StringType(), True),
+                           T.StructField(prior, T.StringType(), True)])
+    rows, in_run = verified.rows, verified.of_rows >= 0
+    earlier = (crossrun.source_values(verified.of_rows) if crossrun is not None
+               else np.full(len(rows), None, dtype=object))
+    known = in_run | (earlier != None)  # noqa: E711 (element-wise)
 
     def nullable(values):  # None where the source is unknown (an object array: local_frame keeps the Nones)
         return np.where(known, np.asarray(values, dtype=object), None)
@@ -107,19 +113,23 @@ def join_sources(pinned, columns, verified, config):
     names = np.array(MEASURES, dtype=object)[np.where(known, verified.measure, 0)]
     spark = pinned.sparkSession
     small = len(rows) <= config.broadcast_limit
-    dups = local_frame(spark, {ROW_COL: rows, of: nullable(verified.of_rows.tolist()),
+    dups = local_frame(spark, {ROW_COL: rows, of: np.where(in_run, np.asarray(verified.of_rows.tolist(), dtype=object), None),
                                SOURCE_COLS[1]: nullable(verified.similarity.tolist()),
-                               SOURCE_COLS[2]: nullable(names)}, schema, small)
+                               SOURCE_COLS[2]: nullable(names), prior: earlier}, schema, small)
     hint = F.broadcast if small else (lambda d: d)
     out = [col(c) for c in columns]
     id_col = config.id_column
     if id_col is None:
-        dups = dups.withColumnRenamed(of, SOURCE_COLS[0])
+        dups = dups.select(ROW_COL, F.coalesce(F.col(of), F.col(prior).cast("long")).alias(SOURCE_COLS[0]),
+                           *SOURCE_COLS[1:])
         out.append(F.col(ROW_COL).alias(ROW_ID_COL))
     else:
         of_ids = (pinned.select(F.col(ROW_COL).alias(of), col(id_col).alias(SOURCE_COLS[0]))
                   .join(hint(dups.select(of)), of, "left_semi"))
-        dups = dups.join(hint(of_ids), of, "left").select(ROW_COL, *SOURCE_COLS)
+        id_type = pinned.schema[id_col].dataType
+        dups = dups.join(hint(of_ids), of, "left").select(
+            ROW_COL, F.coalesce(F.col(SOURCE_COLS[0]), F.col(prior).cast(id_type)).alias(SOURCE_COLS[0]),
+            *SOURCE_COLS[1:])
     joined = pinned.join(hint(dups.withColumn(DUP_COL, F.lit(True))), ROW_COL, "left" if config.mode == "flag" else "inner")
     if not small:
         joined = joined.orderBy(ROW_COL)

@@ -205,7 +205,48 @@ class ShardedTransaction:
 
         return self._spark or SparkSession.getActiveSession()
 
+    def records_location(self, run: Mapping) -> Optional[str]:
+        """The Hadoop path of a committed run's records (None: it has none): ``<its version dir>/records``
+        (:mod:`lshbloom_udf.index.records`), the only place the job writes them."""
+        from lshbloom_udf.index import records as rec
+
+        recorded = rec.of_run(run)
+        if recorded is None:
+            return None
+        data = run.get("data")
+        if not (isinstance(data, str) and _VERSION_DIR.fullmatch(data)) or recorded.get("path") != f"{data}/records":
+            raise IndexCorruptError(f"{self.path}: run {run.get('run_id')} names records at {recorded.get('path')!r}, "
+                                    "not where the job writes them (docs/reliability.md, 'threat model')")
+        return self.dir.child(recorded["path"])
+
+    def verify_records(self, run: Mapping) -> Optional[str]:
+        """Check a committed run's records against their checksums (one Spark job over their part files)."""
+        from lshbloom_udf.index import records as rec
+
+        where = self.records_location(run)
+        if where is None:
+            return None
+        if not self.dir.exists(rec.of_run(run)["path"]):
+            raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index from "
+                                    "a backup, or rebuild it from its runs' inputs into a new --index-dir")
+        rec.check_files(where, run, hadoop_checksums(self._spark_session(), where)[0])
+        return where
+
     # -- this run -----------------------------------------------------------------
+
+    records_algorithm = "xxhash64"
+
+    def records_target(self) -> str:
+        """Where this run's records are written: ``records`` in the version directory this run wrote."""
+        if self.staged is None:
+            from lshbloom_udf.errors import InternalError
+
+            raise InternalError("internal error: records before the sharded pass wrote its version")
+        return self.dir.child(f"{self.staged.data}/records")
+
+    def staged_records(self) -> tuple[dict, int]:
+        """``({part name: xxhash64 hex}, bytes)`` of the records this run wrote."""
+        return hadoop_checksums(self._spark_session(), self.records_target())
 
     def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[dict]]:
         """(the parameters this run uses: the index's own sizing unless given, the committed manifest or None)."""
@@ -295,6 +336,8 @@ class ShardedTransaction:
                 record = json.loads(json.dumps(dict(run), default=str))
                 record.update(run_id=f"{len(manifest['runs']) + 1:06d}", data=manifest["data"],
                               inserted_total=manifest["inserted"])
+                if isinstance(record.get("records"), dict):
+                    record["records"]["path"] = f"{manifest['data']}/records"
                 manifest["runs"] = manifest["runs"] + [record]
             manifest["committed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             hooks.fire("before-commit")
@@ -336,3 +379,17 @@ class ShardedTransaction:
 
     def close(self) -> None:
         self.abort()
+
+
+def hadoop_checksums(spark, where: str) -> tuple[dict, int]:
+    """``({part name: Spark's xxhash64 of its bytes, hex}, bytes)`` of the Parquet part files under the Hadoop path
+    ``where``: one Spark job (``binaryFile``), on any filesystem Spark reads."""
+    from pyspark.sql import functions as F
+
+    from lshbloom_udf.index import records as rec
+
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "part-*.parquet").load(where)
+             .select("path", F.xxhash64("content").alias("h"), "length").collect())
+    sums = {r["path"].rsplit("/", 1)[-1]: f"{int(r['h']) & 0xFFFFFFFFFFFFFFFF:016x}" for r in files}
+    sums = {n: h for n, h in sums.items() if n in rec.part_names([n])}
+    return sums, sum(int(r["length"]) for r in files)

@@ -353,13 +353,17 @@ def _chain(out: Verified, pairs: VerifiedPairs) -> None:
 
 
 def _decide(out: Verified, flagged: np.ndarray, cand_f: np.ndarray, pairs: VerifiedPairs,
-            prior_documents: bool) -> None:
-    """Fill ``out``: each verified flagged row with its earliest verified kept row; the unverifiable ones."""
+            prior_documents) -> None:
+    """Fill ``out``: each verified flagged row with its earliest verified kept row; those an earlier run's document
+    explains (``prior_documents``: :func:`lshbloom_udf.spark.crossrun.prior_sources`)."""
     first = pairs.first_of_each()
     parts = [pairs.f_rows[first], pairs.k_rows[first], pairs.similarity[first], pairs.measure[first]]
     if prior_documents:
-        # No kept document of this run shares a key: flagged by an earlier run's document, which cannot be read.
-        lone = flagged[~is_in(flagged, np.unique(cand_f))]
-        fill = (lone, np.full(len(lone), -1, np.int64), np.full(len(lone), np.nan), np.full(len(lone), -1, np.int8))
+        from lshbloom_udf.spark.crossrun import prior_sources
+
+        # Flags no document of this run verifies; "lone": no kept document of this run even shares a key.
+        unsourced = flagged[~is_in(flagged, parts[0])]
+        lone = unsourced[~is_in(unsourced, np.unique(cand_f))]
+        fill = prior_sources(prior_documents, unsourced, lone)
         parts = [np.concatenate([a, c]) for a, c in zip(parts, fill)]
     out._set(*parts)

@@ -1,0 +1,100 @@
+"""A kept index's records: what verification needs to judge a later run's document against an earlier run's.
+
+The Bloom filters forget which document made a key, so a document flagged only by an earlier run's
+documents could not be verified. Each committed run therefore keeps, beside the index, one record per
+document it kept (not flagged, with shingles), as a Parquet dataset that Spark writes (any Hadoop path):
+
+    row     long    the document's row id in that run
+    id      string  its ``id_column`` value as a string (null: the run had no id column)
+    sketch  binary  the low 8 bits of each of its ``num_perm`` MinHash values (b-bit MinHash, b = 8)
+    size    float   its shingle count ``|S|``, estimated from the full signature (docs/algorithm.md)
+
+(about 270 bytes per document). The run's band keys are not stored: band ``i``'s candidates are the records
+whose sketch bytes ``[i·r, (i+1)·r)`` equal the flagged document's, which every document sharing the band's
+``r`` MinHash values does (:mod:`lshbloom_udf.spark.crossrun`).
+
+Where the records are, committed with the run, and what the run record in the manifest says of them
+(``records``: ``path``, ``documents``, ``bytes``, ``checksums`` {``algorithm``, ``files``: part name -> hex}):
+
+- the local store (:class:`~lshbloom_udf.index.IndexTransaction`): written to ``.staging-*/records`` and
+  renamed by the commit's journal onto ``runs/<run id>.records`` with the band files and the manifest; part
+  files checksummed with xxh3-64 (as the band files). A crash before the journal leaves them in the staging
+  copy, which the next writer deletes.
+- the sharded store (:class:`~lshbloom_udf.spark.sharded_index.ShardedTransaction`): written to
+  ``<version dir>/records`` of the version the run writes, committed by its manifest; part files checksummed
+  with Spark's xxhash64 of their bytes. A killed run's version (and its records) is never named and is
+  deleted by the next commit of that version.
+
+A reproduced run commits nothing, so it writes no records; a forced new ingest is a new run with its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Mapping, Optional
+
+from lshbloom_udf.errors import IndexCorruptError
+
+# The record's field in a run record of the manifest.
+RECORDS = "records"
+# What a run's staging copy (local store) calls the records Spark wrote, and their committed name's suffix.
+STAGED_RECORDS = "records"
+RECORDS_SUFFIX = ".records"
+# The part files of a records dataset (Spark's names; its _SUCCESS and .crc files are not data).
+PART_FILE = re.compile(r"part-[A-Za-z0-9._=-]+\.parquet")
+# The sketch: the low SKETCH_BITS bits of each MinHash value.
+SKETCH_BITS = 8
+LOCAL_ALGORITHM = "xxh3-64"
+HADOOP_ALGORITHM = "xxhash64"
+
+
+def local_name(run_id: str) -> str:
+    """Where a committed run's records are in a local index directory (relative)."""
+    return f"runs/{run_id}{RECORDS_SUFFIX}"
+
+
+def entry(documents: int, size_bytes: int, algorithm: str, files: Mapping[str, str], num_perm: int) -> dict:
+    """The run record's ``records`` field (its ``path`` is set by the store's commit)."""
+    return {"documents": int(documents), "bytes": int(size_bytes), "sketch_bits": SKETCH_BITS,
+            "num_perm": int(num_perm), "checksums": {"algorithm": algorithm, "files": dict(files)}}
+
+
+def of_run(run: Mapping) -> Optional[dict]:
+    """A run record's ``records`` field, or None (a run committed before records existed, or with none)."""
+    value = run.get(RECORDS)
+    return value if isinstance(value, dict) else None
+
+
+def part_names(names) -> list:
+    """The part files among a records directory's file names, sorted."""
+    return sorted(n for n in names if PART_FILE.fullmatch(n))
+
+
+def local_checksums(path: str) -> tuple[dict, int]:
+    """``({part name: xxh3-64 hex}, bytes)`` of the part files in the local directory ``path``."""
+    from lshbloom_udf.index.checksums import file_checksums
+
+    names = part_names(os.listdir(path))
+    paths = [os.path.join(path, n) for n in names]
+    return dict(zip(names, file_checksums(paths))), sum(os.path.getsize(p) for p in paths)
+
+
+def check_files(where: str, run: Mapping, got: Mapping[str, str]) -> None:
+    """Refuse (:class:`IndexCorruptError`) records whose part files differ from what the run record says."""
+    recorded = of_run(run) or {}
+    sums = recorded.get("checksums") if isinstance(recorded.get("checksums"), dict) else {}
+    want = sums.get("files") if isinstance(sums.get("files"), dict) else None
+    if want is None:
+        raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s record of its records has no checksums")
+    advice = ("the records changed outside lshbloom (disk, copy). Restore the index from a backup, or rebuild it from "
+              "its runs' inputs into a new --index-dir (docs/reliability.md)")
+    for name in sorted(set(want) | set(got)):
+        if name not in got:
+            raise IndexCorruptError(f"{where}/{name}: missing: run {run.get('run_id')}'s records are incomplete; {advice}")
+        if name not in want:
+            raise IndexCorruptError(f"{where}/{name}: not a part of run {run.get('run_id')}'s records; {advice}")
+        if got[name] != want[name]:
+            raise IndexCorruptError(
+                f"{where}/{name}: corrupt records file (its {sums.get('algorithm')} checksum is {got[name]}, the "
+                f"manifest recorded {want[name]} when run {run.get('run_id')} was committed): {advice}")

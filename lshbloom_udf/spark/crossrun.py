@@ -1,0 +1,291 @@
+"""Verification across runs of a kept index: a flagged document judged against the earlier runs' records.
+
+A document the pass flagged but no document of this run verifies was flagged by an earlier run's document
+(or by a Bloom false positive). With records (:mod:`lshbloom_udf.index.records`) it is judged as one run
+would judge it, on estimates:
+
+1. **Candidates.** Its sketch is computed as the records' were (:func:`~lshbloom_udf.spark.records.sketch_batch`).
+   Band ``i`` of a document is its sketch bytes ``[i·r, (i+1)·r)``; every earlier document that shares the
+   band's ``r`` MinHash values (what made the pass flag it) shares these bytes, so the records sharing a band
+   with it are a superset of its band-key candidates. One scan of the records on the executors (the flagged
+   documents' ``(band, bytes)`` shipped sorted; a binary search per record band) keeps, per flagged document,
+   the records sharing the most bands: at most :data:`CANDIDATES_PER_DOCUMENT` (a true source shares many
+   bands, ``b·J^r`` expected: 14.8 of 64 at J 0.69; a distinct neighbour at J 0.3 shares 0.5), ties to the
+   earliest (run, row).
+2. **Estimates.** Matching sketch bytes ``m`` of ``k`` give ``p̂ = m / k`` and
+   ``Ĵ = (p̂ - 2^-8) / (1 - 2^-8)``, except that the ``r`` bytes of one fully matching band are left out
+   (``p̂ = (m - r) / (k - r)``): a candidate was chosen *because* a band matched, so counting it biases ``Ĵ``
+   up (+0.014 on 27,143 candidate pairs of 200,000 distinct 2.3 kB documents at J 0.02-0.25, +0.00001 left
+   out). Standard deviation ``√(J(1-J)/(k-r))``: 0.031 at J = 0.4, k = 256. Containment from ``Ĵ`` and the two
+   estimated sizes: ``|S_d ∩ S_e| = Ĵ (|S_d| + |S_e|) / (1 + Ĵ)``, ``Ĉ = |S_d ∩ S_e| / |S_d|``.
+3. **Decision.** The run's rule on the estimates (:class:`~lshbloom_udf.spark.verify.VerifyRule.judge`: ``Ĵ >=
+   T_v``, or ``Ĉ >= T_c`` and ``Ĵ >= J_c``); the template rule does not apply (it needs texts). A verified
+   document names the earliest verified record (``duplicate_of`` its id, ``similarity`` the estimate). One
+   no record verifies is unflagged (then kept, and its record is written with this run's) when every earlier
+   run has records; otherwise (an index from before records) it stays flagged unverified, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from lshbloom_udf.index import records as rec
+from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
+
+log = logging.getLogger(__name__)
+
+# Records a flagged document is compared with at most: its candidates ranked by shared bands, then by age.
+CANDIDATES_PER_DOCUMENT = 16
+MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float"
+# of_rows codes (verify.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
+UNVERIFIABLE = -1
+
+
+def band_chunks(sketch: np.ndarray, b: int, r: int) -> np.ndarray:
+    """``(n, b)`` uint64: band ``i``'s sketch bytes ``[i·r, (i+1)·r)`` (packed, or hashed past 7 bytes), with
+    ``i`` in the top byte."""
+    n = len(sketch)
+    x = sketch[:, : b * r].reshape(n, b, r).astype(np.uint64)
+    if r <= 7:
+        packed = (x << (np.uint64(8) * np.arange(r, dtype=np.uint64))).sum(axis=2, dtype=np.uint64)
+    else:
+        packed = np.zeros((n, b), np.uint64)
+        for j in range(r):
+            packed = _mix64(packed ^ x[:, :, j] ^ np.uint64(j << 8))
+        packed >>= np.uint64(8)
+    return packed | (np.arange(b, dtype=np.uint64) << np.uint64(56))[None, :]
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer (wrapping): a band's bytes folded into 64 bits when they do not fit in 7 bytes."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def estimated_jaccard(equal: np.ndarray, b: int, r: int) -> np.ndarray:
+    """``Ĵ`` of pairs from their sketches' per-byte equality ``(P, k)``, one fully matching band left out."""
+    k = equal.shape[1]
+    full = equal[:, : b * r].reshape(len(equal), b, r).all(axis=2).any(axis=1)
+    matches = equal.sum(axis=1) - r * full
+    p = matches / (k - r * full)
+    chance = 2.0 ** -rec.SKETCH_BITS
+    return np.clip((p - chance) / (1 - chance), 0.0, 1.0)
+
+
+def match_mapper(query, b: int, r: int, k: int, cap: int):
+    """The ``mapInArrow`` function over records: those sharing a band with a flagged document of ``query``
+    (shipped ``(sorted (band, bytes) keys, their owners)``), at most ``cap`` per owner and batch, with
+    ``owner`` and ``shared`` (:data:`MATCH_SCHEMA`)."""
+    from lshbloom_udf.spark.keys import shipped_value
+
+    def compute(batches):
+        import pyarrow as pa
+
+        keys, owners = shipped_value(query)
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            chunks = band_chunks(binary_matrix(batch.column(batch.schema.get_field_index("sketch")), k), b, r).ravel()
+            lo, hi = np.searchsorted(keys, chunks, "left"), np.searchsorted(keys, chunks, "right")
+            count = hi - lo
+            hit = np.flatnonzero(count)
+            if not len(hit):
+                continue
+            c = count[hit]
+            at = np.repeat(lo[hit], c) + np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+            pair = (owners[at].astype(np.int64) << 32) | np.repeat(hit // b, c).astype(np.int64)
+            pair, shared = np.unique(pair, return_counts=True)
+            owner, record = pair >> 32, pair & 0xFFFFFFFF
+            order = np.lexsort((record, -shared, owner))
+            owner, record, shared = owner[order], record[order], shared[order]
+            starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+            rank = np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
+            keep = rank < cap
+            picked = batch.take(pa.array(record[keep]))
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(owner[keep].astype(np.int32)), pa.array(shared[keep].astype(np.int32)),
+                 picked.column(picked.schema.get_field_index("run")), picked.column(picked.schema.get_field_index("row")),
+                 picked.column(picked.schema.get_field_index("id")), picked.column(picked.schema.get_field_index("sketch")),
+                 picked.column(picked.schema.get_field_index("size"))],
+                names=["owner", "shared", "run", "row", "id", "sketch", "size"])
+
+    return compute
+
+
+@dataclass
+class CrossRun:
+    """What verification needs to judge flags against the earlier runs' records (truthy: the index held documents
+    before this run), and what it did: ``sources`` the earlier documents it named (``of_rows`` ``-2 - j``)."""
+
+    runs: PriorRuns
+    pinned: object
+    text_col: str
+    spec: object
+    rule: object
+    id_column: Optional[str] = None
+    sources: list = field(default_factory=list)  # (run id, row, id or None) of each named earlier document
+    stats: dict = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def fill(self, unsourced: np.ndarray, lone: np.ndarray) -> tuple:
+        """``(rows, of_rows, similarity, measure)`` of the flags to keep among ``unsourced`` (flagged rows no document
+        of this run verifies; ``lone``: those with no candidate of this run at all)."""
+        t0 = time.monotonic()
+        rows, of, sim, measure = self._judge(unsourced)
+        unverified = lone[~np.isin(lone, rows)]
+        self.stats.update(looked_up=int(len(unsourced)), verified=int(len(rows)))
+        if self.runs.complete:
+            self.stats["unflagged"] = int(len(unverified))
+        else:  # an earlier run kept no records: its documents may be the source; flagged unverified as before
+            self.stats["unflagged"] = 0
+            rows, of, sim, measure = (np.concatenate([a, c]) for a, c in zip(
+                (rows, of, sim, measure), unverifiable(unverified)))
+        self.stats["seconds"] = round(time.monotonic() - t0, 3)
+        log.info("verify across runs: %d flags looked up in %d records of %d run(s), %d candidates, %d verified, "
+                 "%d unflagged%s", len(unsourced), self.runs.documents, len(self.runs.with_records),
+                 self.stats.get("candidates", 0), self.stats["verified"], self.stats["unflagged"],
+                 "" if self.runs.complete else f" (runs {', '.join(self.runs.without)} kept no records: flags "
+                 "none verifies stay flagged, unverified)")
+        return rows, of, sim, measure
+
+    def _judge(self, flagged: np.ndarray) -> tuple:
+        none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int8))
+        self.stats["candidates"] = 0
+        if not len(flagged) or not self.runs.with_records:
+            return none
+        spark = self.pinned.sparkSession
+        mine = _sorted_table(sketch_frame(self.pinned, self.text_col, None, self.spec, flagged, inside=True), "row")
+        f_rows = np.asarray(mine.column("row").to_numpy(), np.int64)
+        k, b, r = self.spec.num_perm, self.spec.b, self.spec.r
+        f_sketch = binary_matrix(mine.column("sketch"), k)
+        f_size = mine.column("size").to_numpy().astype(np.float64)
+        chunks = band_chunks(f_sketch, b, r).ravel()
+        order = np.argsort(chunks, kind="stable")
+        from lshbloom_udf.spark.keys import ship
+
+        query = ship(spark, (chunks[order], (order // b).astype(np.int32)))
+        found = self.runs.frame(spark).mapInArrow(match_mapper(query, b, r, k, CANDIDATES_PER_DOCUMENT), MATCH_SCHEMA)
+        cand = _best(_collect(found))
+        self.stats["candidates"] = int(cand.num_rows)
+        if not cand.num_rows:
+            return none
+        owner = cand.column("owner").to_numpy().astype(np.int64)
+        e_sketch = binary_matrix(cand.column("sketch"), k)
+        e_size = cand.column("size").to_numpy().astype(np.float64)
+        j = estimated_jaccard(f_sketch[owner] == e_sketch, b, r)
+        d_size = f_size[owner]
+        common = j * (d_size + e_size) / (1.0 + j)
+        ok, sim, measure = self.rule.judge(common, d_size, e_size)
+        first = _first_per_owner(owner, ok)  # candidates are sorted by (owner, run, row) within the cut
+        base = len(self.sources)
+        ids = cand.column("id").to_pylist()
+        runs, rows = cand.column("run").to_pylist(), cand.column("row").to_numpy()
+        self.sources += [(runs[i], int(rows[i]), ids[i]) for i in first.tolist()]
+        return (f_rows[owner[first]], -2 - (base + np.arange(len(first), dtype=np.int64)),
+                sim[first].astype(np.float64), measure[first].astype(np.int8))
+
+    def source_values(self, of_rows: np.ndarray) -> np.ndarray:
+        """``duplicate_of`` of earlier-run sources (``of_rows <= -2``) as strings: the id (the row id when that run
+        had no id column); None elsewhere."""
+        out = np.full(len(of_rows), None, dtype=object)
+        for i in np.flatnonzero(of_rows <= -2).tolist():
+            run, row, ident = self.sources[-2 - int(of_rows[i])]
+            out[i] = ident if (ident is not None and self.id_column is not None) else str(row)
+        return out
+
+    def summary(self, records: Optional[dict]) -> dict:
+        """The summary's ``verify.cross_run`` part (docs/summary.md)."""
+        return {"records_runs": len(self.runs.with_records), "runs_without_records": list(self.runs.without),
+                "records_read": self.runs.documents, "looked_up": self.stats.get("looked_up", 0),
+                "candidates": self.stats.get("candidates", 0), "verified": self.stats.get("verified", 0),
+                "unflagged": self.stats.get("unflagged", 0), "seconds": self.stats.get("seconds", 0.0),
+                **_written(records)}
+
+
+def _written(records: Optional[dict]) -> dict:
+    if records is None:
+        return {"records_written": 0, "record_bytes": 0}
+    return {"records_written": records["documents"], "record_bytes": records["bytes"]}
+
+
+def unverifiable(rows: np.ndarray) -> tuple:
+    """``(rows, of_rows, similarity, measure)`` of flags kept without a source (an earlier run's, unreadable)."""
+    n = len(rows)
+    return rows, np.full(n, UNVERIFIABLE, np.int64), np.full(n, np.nan), np.full(n, -1, np.int8)
+
+
+def prior_sources(prior_documents, unsourced: np.ndarray, lone: np.ndarray) -> tuple:
+    """What verification keeps of the flags no document of this run verifies: judged against the earlier runs'
+    records (``prior_documents`` a :class:`CrossRun`), or, with no records (``True``), the ``lone`` ones (no
+    candidate in this run) kept unverifiable, as before records existed."""
+    if isinstance(prior_documents, CrossRun):
+        return prior_documents.fill(unsourced, lone)
+    return unverifiable(lone)
+
+
+def _collect(frame):
+    from lshbloom_udf.common import collect_arrow
+
+    return collect_arrow(frame)
+
+
+def _sorted_table(frame, by: str):
+    table = _collect(frame)
+    return table.sort_by(by) if table.num_rows else table
+
+
+def _best(table):
+    """At most :data:`CANDIDATES_PER_DOCUMENT` per owner (most shared bands, then earliest run and row), sorted by
+    (owner, run, row)."""
+    import pyarrow as pa
+
+    if not table.num_rows:
+        return table
+    owner = table.column("owner").to_numpy().astype(np.int64)
+    shared = table.column("shared").to_numpy().astype(np.int64)
+    runs = np.asarray(table.column("run").to_pylist(), dtype=object)
+    rows = table.column("row").to_numpy()
+    _, run_rank = np.unique(runs, return_inverse=True)
+    order = np.lexsort((rows, run_rank, -shared, owner))
+    owner = owner[order]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    rank = np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
+    kept = order[rank < CANDIDATES_PER_DOCUMENT]
+    by_owner = table.column("owner").to_numpy().astype(np.int64)
+    kept = kept[np.lexsort((rows[kept], run_rank[kept], by_owner[kept]))]
+    return table.take(pa.array(kept))
+
+
+def _first_per_owner(owner: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The index of each owner's first verified candidate (candidates sorted by owner, then age)."""
+    at = np.flatnonzero(ok)
+    if not len(at):
+        return at
+    return at[np.r_[True, owner[at][1:] != owner[at][:-1]]]
+
+
+def crossrun_for(txn, index_info: dict, pinned, config, params, rule):
+    """``prior_documents`` for verification: False (no earlier document), a :class:`CrossRun` over the earlier
+    runs' records, or True (earlier documents, but no run kept records: flags they made stay unverifiable)."""
+    from lshbloom_udf.spark.records import prior_runs
+
+    if not index_info.get("inserted_before"):
+        return False
+    if txn is None:
+        return True
+    runs = prior_runs(txn, index_info.get("reproduced_from"))
+    if not runs.with_records:
+        log.warning("%s: no earlier run kept records (an index from before them): a flag only an earlier run's "
+                    "document explains stays flagged, unverified (docs/algorithm.md, 'A kept index across runs')",
+                    txn.path)
+        return True
+    return CrossRun(runs, pinned, config.text_column, params.key_spec, rule, config.id_column)
