@@ -4,7 +4,7 @@
 //! family with every sibling).
 //!
 //! Each text's shingle set is built once while it stays among a thread's
-//! [`CACHED_SETS`] most recently used, as a [`ShingleList`]: the distinct
+//! most recently used (within [`CACHE_BYTES`]), as a [`ShingleList`]: the distinct
 //! shingles sorted by (xxh3-64, bytes), in an arena. Two lists intersect by a
 //! merge on the hash; equal hashes are then compared by their bytes, so the
 //! count is exact (a hash only orders). A pair then costs a merge of the two
@@ -12,25 +12,40 @@
 //! [`crate::overlap::overlaps`] does for each pair.
 
 use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::overlap::Overlap;
 use crate::shingles::{ShingleSettings, Shingler};
 
-/// The sets a thread keeps: the later texts of consecutive pairs repeat, and
-/// the anchors of a family recur across the whole range.
-pub const CACHED_SETS: usize = 64;
+/// The bytes of lists a thread keeps: the later texts of consecutive pairs
+/// repeat, and the anchors of a template family (up to `b · anchors` texts)
+/// recur across the whole range; 64 MiB holds ~800 lists of 3 kB pages.
+pub const CACHE_BYTES: usize = 64 << 20;
 
 /// Fewer pairs than this per thread cost more in thread start-up than they save.
 const MIN_PAIRS_PER_THREAD: usize = 256;
 
-/// A text's distinct shingles, sorted by (hash, bytes).
+/// Bytes of a shingle kept in its entry: a shorter shingle (a mixed or
+/// character 11-gram: 11-12 bytes) is compared without reading the arena.
+const HEAD: usize = 16;
+
+/// One distinct shingle of a [`ShingleList`]: its hash, length, first
+/// [`HEAD`] bytes (zero-padded) and where the whole is in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    hash: u64,
+    head: [u64; 2],
+    start: u32,
+    len: u32,
+}
+
+/// A text's distinct shingles, sorted by (hash, length, bytes).
 #[derive(Debug, Default)]
 pub struct ShingleList {
     arena: Vec<u8>,
-    /// (hash, start, end) in `arena`.
-    entries: Vec<(u64, u32, u32)>,
+    entries: Vec<Entry>,
 }
 
 impl ShingleList {
@@ -38,16 +53,25 @@ impl ShingleList {
         let mut list = ShingleList::default();
         shingler.for_each_span(text.unwrap_or(""), |buf, start, end| {
             let s = &buf[start..end];
-            let at = list.arena.len() as u32;
+            let mut head = [0u8; HEAD];
+            head[..s.len().min(HEAD)].copy_from_slice(&s[..s.len().min(HEAD)]);
+            let (a, b) = head.split_at(8);
+            list.entries.push(Entry {
+                hash: xxh3_64(s),
+                head: [
+                    u64::from_be_bytes(a.try_into().expect("8")),
+                    u64::from_be_bytes(b.try_into().expect("8")),
+                ],
+                start: list.arena.len() as u32,
+                len: s.len() as u32,
+            });
             list.arena.extend_from_slice(s);
-            list.entries.push((xxh3_64(s), at, list.arena.len() as u32));
         });
         let arena = &list.arena;
-        let bytes = |e: &(u64, u32, u32)| &arena[e.1 as usize..e.2 as usize];
         list.entries
-            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| bytes(a).cmp(bytes(b))));
+            .sort_unstable_by(|a, b| order(a, b, arena, arena));
         list.entries
-            .dedup_by(|a, b| a.0 == b.0 && bytes(a) == bytes(b));
+            .dedup_by(|a, b| order(a, b, arena, arena) == Ordering::Equal);
         list
     }
 
@@ -59,20 +83,21 @@ impl ShingleList {
         self.entries.is_empty()
     }
 
-    fn bytes(&self, i: usize) -> &[u8] {
-        let (_, start, end) = self.entries[i];
-        &self.arena[start as usize..end as usize]
+    /// The memory the list holds.
+    pub fn memory(&self) -> usize {
+        self.arena.capacity() + self.entries.capacity() * std::mem::size_of::<Entry>()
     }
 
-    /// `|self ∩ other|`, by a merge on (hash, bytes): both are sorted that way and distinct.
+    /// `|self ∩ other|`, by a merge: both are sorted by [`order`] and distinct.
     pub fn common(&self, other: &ShingleList) -> u64 {
         let (mut i, mut j, mut n) = (0, 0, 0u64);
         while i < self.entries.len() && j < other.entries.len() {
-            let order = self.entries[i]
-                .0
-                .cmp(&other.entries[j].0)
-                .then_with(|| self.bytes(i).cmp(other.bytes(j)));
-            match order {
+            match order(
+                &self.entries[i],
+                &other.entries[j],
+                &self.arena,
+                &other.arena,
+            ) {
                 Ordering::Less => i += 1,
                 Ordering::Greater => j += 1,
                 Ordering::Equal => {
@@ -86,44 +111,92 @@ impl ShingleList {
     }
 }
 
-/// A thread's most recently used lists, by text index.
+/// By hash, then length, then bytes: the head in the entry, the rest (of a
+/// shingle longer than [`HEAD`]) in its arena. Equal means equal bytes.
+#[inline]
+fn order(a: &Entry, b: &Entry, arena_a: &[u8], arena_b: &[u8]) -> Ordering {
+    (a.hash, a.len, a.head)
+        .cmp(&(b.hash, b.len, b.head))
+        .then_with(|| {
+            if (a.len as usize) <= HEAD {
+                return Ordering::Equal;
+            }
+            let tail_a = &arena_a[a.start as usize + HEAD..(a.start + a.len) as usize];
+            let tail_b = &arena_b[b.start as usize + HEAD..(b.start + b.len) as usize];
+            tail_a.cmp(tail_b)
+        })
+}
+
+/// A thread's most recently used lists, by text index, within a budget of bytes.
 struct ListCache {
     shingler: Shingler,
+    /// Slot of a cached text.
+    at: HashMap<u32, usize>,
+    /// (text, last use, list); a freed slot keeps an empty list.
     slots: Vec<(u32, u64, ShingleList)>,
+    free: Vec<usize>,
+    /// Last use -> slot: the least recently used first.
+    order: BTreeMap<u64, usize>,
+    bytes: usize,
+    budget: usize,
     clock: u64,
 }
 
 impl ListCache {
-    fn new(settings: ShingleSettings) -> Self {
+    fn new(settings: ShingleSettings, budget: usize) -> Self {
         ListCache {
+            budget,
             shingler: Shingler::with_settings(settings),
+            at: HashMap::new(),
             slots: Vec::new(),
+            free: Vec::new(),
+            order: BTreeMap::new(),
+            bytes: 0,
             clock: 0,
         }
     }
 
-    /// The slot of text `id`'s list, built (into the least recently used slot once full) if missing.
-    fn slot(&mut self, id: u32, texts: &[Option<&str>]) -> usize {
+    /// The slot of text `id`'s list, built if missing; the least recently used
+    /// lists make room for it, except `keep` (the pair's other list).
+    fn slot(&mut self, id: u32, texts: &[Option<&str>], keep: Option<usize>) -> usize {
         self.clock += 1;
-        if let Some(at) = self.slots.iter().position(|s| s.0 == id) {
+        if let Some(&at) = self.at.get(&id) {
+            self.order.remove(&self.slots[at].1);
             self.slots[at].1 = self.clock;
+            self.order.insert(self.clock, at);
             return at;
         }
         let list = ShingleList::new(&mut self.shingler, texts[id as usize]);
-        if self.slots.len() < CACHED_SETS {
-            self.slots.push((id, self.clock, list));
-            return self.slots.len() - 1;
+        while self.bytes + list.memory() > self.budget {
+            let Some((&stamp, &old)) = self.order.iter().find(|(_, &at)| Some(at) != keep) else {
+                break;
+            };
+            self.order.remove(&stamp);
+            self.at.remove(&self.slots[old].0);
+            self.bytes -= self.slots[old].2.memory();
+            self.slots[old].2 = ShingleList::default();
+            self.free.push(old);
         }
-        let oldest = (0..self.slots.len())
-            .min_by_key(|&at| self.slots[at].1)
-            .expect("a full cache has slots");
-        self.slots[oldest] = (id, self.clock, list);
-        oldest
+        self.bytes += list.memory();
+        let entry = (id, self.clock, list);
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.slots[at] = entry;
+                at
+            }
+            None => {
+                self.slots.push(entry);
+                self.slots.len() - 1
+            }
+        };
+        self.at.insert(id, at);
+        self.order.insert(self.clock, at);
+        at
     }
 
     fn overlap(&mut self, left: u32, right: u32, texts: &[Option<&str>]) -> Overlap {
-        let l = self.slot(left, texts);
-        let r = self.slot(right, texts); // the left one was used last: not the one evicted
+        let l = self.slot(left, texts, None);
+        let r = self.slot(right, texts, Some(l));
         let (a, b) = (&self.slots[l].2, &self.slots[r].2);
         Overlap {
             common: a.common(b),
@@ -142,6 +215,17 @@ pub fn indexed_overlaps(
     lefts: &[u32],
     rights: &[u32],
     threads: usize,
+) -> Vec<Overlap> {
+    overlaps_within(settings, texts, (lefts, rights), threads, CACHE_BYTES)
+}
+
+/// [`indexed_overlaps`] with `cache_bytes` of lists per thread.
+fn overlaps_within(
+    settings: ShingleSettings,
+    texts: &[Option<&str>],
+    (lefts, rights): (&[u32], &[u32]),
+    threads: usize,
+    cache_bytes: usize,
 ) -> Vec<Overlap> {
     assert_eq!(lefts.len(), rights.len(), "pairs must be aligned");
     assert!(
@@ -162,7 +246,7 @@ pub fn indexed_overlaps(
             .zip(rights.chunks(per))
         {
             scope.spawn(move || {
-                let mut cache = ListCache::new(settings);
+                let mut cache = ListCache::new(settings, cache_bytes);
                 for ((o, &l), &r) in part.iter_mut().zip(ls).zip(rs) {
                     *o = cache.overlap(l, r, texts);
                 }
@@ -212,7 +296,6 @@ mod tests {
         let mut table: Vec<Option<&str>> = owned.iter().map(|t| Some(t.as_str())).collect();
         table.push(None);
         let m = 3000;
-        // Past CACHED_SETS distinct texts: lists are evicted and built again.
         let lefts: Vec<u32> = (0..m)
             .map(|_| (splitmix(&mut seed) % table.len() as u64) as u32)
             .collect();
@@ -248,16 +331,34 @@ mod tests {
 
     #[test]
     fn equal_hashes_are_compared_by_their_bytes() {
-        // Two lists whose entries carry the same (forged) hash but different bytes share nothing.
+        // Entries with the same (forged) hash, length and head but other bytes past the head share nothing.
+        let entry = Entry {
+            hash: 7,
+            head: [1, 2],
+            start: 0,
+            len: 18,
+        };
         let a = ShingleList {
-            arena: b"ab".to_vec(),
-            entries: vec![(7, 0, 2)],
+            arena: b"0123456789abcdefXY".to_vec(),
+            entries: vec![entry],
         };
         let b = ShingleList {
-            arena: b"cd".to_vec(),
-            entries: vec![(7, 0, 2)],
+            arena: b"0123456789abcdefXZ".to_vec(),
+            entries: vec![entry],
         };
         assert_eq!(a.common(&b), 0);
         assert_eq!(a.common(&a), 1);
+        // Short shingles are decided by the head alone.
+        let short = |head| ShingleList {
+            arena: Vec::new(),
+            entries: vec![Entry {
+                hash: 7,
+                head,
+                start: 0,
+                len: 2,
+            }],
+        };
+        assert_eq!(short([1, 0]).common(&short([2, 0])), 0);
+        assert_eq!(short([1, 0]).common(&short([1, 0])), 1);
     }
 }
