@@ -282,7 +282,7 @@ def seed_rows(split, cand, seeds, rule: Optional[PositionRule] = None) -> list[d
     a stream's F1 is the bands' luck. Per seed and stream: the confusion counts under the counts' rule (and
     ``rule``), and the duplicates no earlier copy of their source shares a band with."""
     from evaluation.shingling import shingles
-    from evaluation.study.candidates import colliding_pairs, pass_decisions, shingle_split
+    from evaluation.study.candidates import pass_decisions, shares_bucket, shingle_split, split_band_keys
     from lshbloom_udf.minhash import signatures
 
     base = shingle_split(split.texts, cand.shingling, cand.num_perm)
@@ -292,13 +292,13 @@ def seed_rows(split, cand, seeds, rule: Optional[PositionRule] = None) -> list[d
     for seed in seeds:
         sigs = signatures(tokens, num_perm=cand.num_perm, ngram=1, normalize=False, seed=seed)
         sh = ShingledSplit(cand.shingling, sigs, base.has, base.sets, base.sizes)
-        nbrs = colliding_pairs(sh, cand.num_perm, b, r)
+        keys = split_band_keys(sh, cand.num_perm, b, r)
         signals = PairSignals(split.texts, sh)
         for st, idx in zip(split.streams, split.index):
-            res = pass_decisions(idx, nbrs, sh.has)
+            res = pass_decisions(idx, keys, sh.has)
             labels = np.array(st.labels)
             unproposed = sum(1 for p in np.flatnonzero(labels) if not any(
-                st.docs[q].source == st.docs[p].source and int(idx[q]) in nbrs.get(int(idx[p]), ())
+                st.docs[q].source == st.docs[p].source and shares_bucket(keys, sh.has, int(idx[p]), int(idx[q]))
                 for q in range(p)))
             row = {"split": split.name, "seed": seed, "level": st.level, "unproposed": unproposed}
             for name, rl in (("counts", None), ("rule", rule)):

@@ -40,7 +40,9 @@ from evaluation.generator.sources import Source, char_five_grams, id_split, near
 from evaluation.generator.streams import ORIGINAL, VariantCache, _rng, make_stream
 from evaluation.scoring import score
 from evaluation.shingling import Shingling
-from evaluation.study.candidates import ShingledSplit, colliding_pairs, pass_decisions, shingle_split, verify
+from evaluation.study.candidates import (
+    BOUNDED, ShingledSplit, pass_decisions, shingle_split, split_band_keys, verify,
+)
 from evaluation.study.grid import Split, load_pool
 from lshbloom_udf.lsh import optimal_params
 
@@ -73,13 +75,21 @@ class Candidate:
     # None: the grid's shared signatures (affine32, seed 1, at the largest k: one draw for every row); a scheme: the
     # product's own signatures under it (seed 1, exactly num_perm permutations), as the job computes them.
     scheme: Optional[str] = None
+    # verification's candidates bounded as the job bounds them (evaluation.study.candidates.Bounds); False: all
+    bounded: bool = True
 
     def label(self) -> str:
         v = "unverified" if self.tj is None else f"Tj {self.tj:g}" + (f" / Tc {self.tc:g}" if self.tc else "")
         v += f" (J >= {self.floor:g})" if self.tc and self.floor else ""
         v += f", templates df >= {self.template_max_df}" if self.tj is not None and self.template_max_df else ""
+        v += ", unbounded candidates" if self.tj is not None and not self.bounded else ""
         k = f"k {self.num_perm}" + (f" {self.scheme}" if self.scheme else "")
         return f"{self.shingling.label()} T {self.threshold:g} {k} {v}"
+
+    @property
+    def bounds(self):
+        """The verification bounds this row decides with (None: unbounded)."""
+        return BOUNDED if self.bounded else None
 
     @property
     def bands(self) -> tuple[int, int]:
@@ -164,13 +174,16 @@ def build_split(name: str, sources: Sequence[Source], num_docs: int, seed: int) 
     return split
 
 
-def build_splits(corpus_dir: str, docs: int, english_docs: int, seed: int, log=print) -> tuple[dict, dict]:
-    """``{language: (tune Split, held-out Split)}`` and what was skipped."""
+def build_splits(corpus_dir: str, docs: int, english_docs: int, seed: int, log=print,
+                 languages: Optional[Sequence[str]] = None) -> tuple[dict, dict]:
+    """``{language: (tune Split, held-out Split)}`` (of ``languages``, or all) and what was skipped."""
     splits, skipped = {}, {}
     english = [("en", load_pool(os.path.join(corpus_dir, f"{c}.jsonl.gz"))[0]) for c in ("linux-docs", "man-pages")]
     splits["en"] = (build_split("en-tune", english[0][1], english_docs, seed),
                     build_split("en-heldout", english[1][1], english_docs, seed + 1))
     for lang, sources in sorted(read_languages(os.path.join(corpus_dir, "multilingual-docs.jsonl.gz")).items()):
+        if languages is not None and lang not in languages:
+            continue
         pool = prepare_multilingual(sources)
         halves = [[s for s in pool if (id_split(s.id) < 0.5) == first] for first in (True, False)]
         if min(len(h) for h in halves) < MIN_SOURCES:
@@ -184,7 +197,7 @@ def build_splits(corpus_dir: str, docs: int, english_docs: int, seed: int, log=p
 
 
 class Scorer:
-    """Scores candidates on splits, caching shingled splits, colliding pairs and pass decisions."""
+    """Scores candidates on splits, caching shingled splits, band keys and pass decisions."""
 
     def __init__(self, splits: Sequence[Split], max_perm: int = max(PERMS)):
         self.splits = list(splits)
@@ -213,14 +226,14 @@ class Scorer:
             del self._passes[key]
 
     def passes(self, split: Split, cand: Candidate) -> list:
-        band = replace(cand, tj=None, tc=None, floor=None)
+        band = replace(cand, tj=None, tc=None, floor=None, bounded=True)
         key = (split.name, band)
         if key not in self._passes:
             t = time.perf_counter()
             sh = self.shingled(split, cand.shingling, cand.scheme, cand.num_perm)
             b, r = cand.bands
-            nbrs = colliding_pairs(sh, cand.num_perm, b, r)
-            self._passes[key] = [pass_decisions(idx, nbrs, sh.has) for idx in split.index]
+            keys = split_band_keys(sh, cand.num_perm, b, r)
+            self._passes[key] = [pass_decisions(idx, keys, sh.has) for idx in split.index]
             self.seconds["band+pass"] += time.perf_counter() - t
         return self._passes[key]
 
@@ -232,7 +245,7 @@ class Scorer:
             for st, idx, res in zip(split.streams, split.index, self.passes(split, cand)):
                 t = time.perf_counter()
                 flags = res.flags if cand.tj is None else verify(idx, res, sh, cand.tj, cand.tc, cand.floor,
-                                                                    cand.template_max_df)
+                                                                    cand.template_max_df, cand.bounds)
                 self.seconds["verify"] += time.perf_counter() - t
                 labels = np.array(st.labels)
                 s = score(labels, flags)

@@ -23,7 +23,7 @@ import numpy as np
 
 from evaluation.scoring import score
 from evaluation.shingling import shingle_hashes
-from evaluation.study.candidates import PassResult, ShingledSplit, verify_with
+from evaluation.study.candidates import BOUNDED, PassResult, ShingledSplit, verify_with
 
 
 def document_frequencies(texts, shingling) -> tuple[np.ndarray, np.ndarray]:
@@ -40,9 +40,10 @@ def rare(hashes: np.ndarray, df: tuple[np.ndarray, np.ndarray], max_df: int) -> 
     return hashes[~found | (counts[at] < max_df)]
 
 
-def verify_df(idx: np.ndarray, result: PassResult, split: ShingledSplit, df, cand, rule) -> np.ndarray:
+def verify_df(idx: np.ndarray, result: PassResult, split: ShingledSplit, df, cand, rule,
+              bounds=BOUNDED, stats=None) -> np.ndarray:
     """:func:`evaluation.study.candidates.verify` with ``rule = (max_df, bound, j_high)`` on Jaccard-branch
-    matches (None: the counts' rule)."""
+    matches (None: the counts' rule), among the candidates ``bounds`` chooses (None: all)."""
 
     def accepts(p, later, earlier, inter, union, kept) -> bool:
         by_c = cand.tc is not None and inter >= cand.tc * split.sizes[later] and (
@@ -55,7 +56,7 @@ def verify_df(idx: np.ndarray, result: PassResult, split: ShingledSplit, df, can
             by_j = rest > 0 and common >= rule[1] * rest
         return by_j or by_c
 
-    return verify_with(idx, result, split, accepts)
+    return verify_with(idx, result, split, accepts, bounds, stats)
 
 
 def pool_pairs(sources, df, rules) -> dict:
@@ -92,7 +93,7 @@ def seed_rows(split, sources, cand, seeds, rule, df_from: str = "pool", scheme: 
     ``affine32``'s; the product's defaults use ``poisson``, seed 1), the counts' rule and ``rule`` (its frequencies
     counted as ``--df-from`` says)."""
     from evaluation.shingling import shingles
-    from evaluation.study.candidates import colliding_pairs, pass_decisions, shingle_split
+    from evaluation.study.candidates import pass_decisions, shingle_split, split_band_keys
     from lshbloom_udf.minhash import signatures
 
     pool_df = document_frequencies([s.text for s in sources], cand.shingling)
@@ -102,9 +103,9 @@ def seed_rows(split, sources, cand, seeds, rule, df_from: str = "pool", scheme: 
     for seed in seeds:
         sigs = signatures(tokens, num_perm=cand.num_perm, ngram=1, normalize=False, seed=seed, scheme=scheme)
         sh = ShingledSplit(cand.shingling, sigs, base.has, base.sets, base.sizes)
-        nbrs = colliding_pairs(sh, cand.num_perm, *cand.bands)
+        keys = split_band_keys(sh, cand.num_perm, *cand.bands)
         for st, idx in zip(split.streams, split.index):
-            res = pass_decisions(idx, nbrs, sh.has)
+            res = pass_decisions(idx, keys, sh.has)
             df = pool_df if df_from == "pool" else counted_df(sh, idx, res, df_from)
             row = {"seed": seed, "level": st.level}
             for name, rl in (("counts", None), ("df", rule)):

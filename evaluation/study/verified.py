@@ -33,6 +33,7 @@ from lshbloom_udf import _native
 from evaluation import baselines as B
 from evaluation.generator import DEFAULT_LEVELS
 from evaluation.scoring import score
+from evaluation.study.candidates import BOUNDED, Bounds, PassResult, bucket_ids, decide
 from evaluation.study.configs import P_EFFECTIVE, MinHashConfig
 from evaluation.study.grid import SignatureCache, Split, load_pool
 from lshbloom_udf.index import CapacityWarning, IndexParams
@@ -41,7 +42,7 @@ from lshbloom_udf.minhash import band_keys, normalization_mask
 
 def verify_decisions(keys: np.ndarray, has: np.ndarray, flags: np.ndarray, shingles: Sequence[frozenset],
                      threshold: float, chained: bool = True, containment: Optional[float] = None,
-                     floor: Optional[float] = None) -> np.ndarray:
+                     floor: Optional[float] = None, bounds: Optional[Bounds] = BOUNDED) -> np.ndarray:
     """The pass's ``flags`` that an earlier kept document sharing a (band, key) verifies.
 
     A pair verifies when its exact Jaccard is ``>= threshold`` or, given
@@ -49,31 +50,20 @@ def verify_decisions(keys: np.ndarray, has: np.ndarray, flags: np.ndarray, shing
     (a partial copy: a truncation or an excerpt of the earlier document) and, given ``floor``, the
     Jaccard is ``>= floor`` too (``containment_min_jaccard``).
     Kept documents: those the pass kept and (``chained``) those verification
-    unflagged before (in processing order); without ``chained`` only the pass's.
+    unflagged before (in processing order: the job's round 2); without ``chained`` only the pass's.
+    Each round looks at the candidates ``bounds`` chooses (the job's, by default; None: all of them):
+    :func:`evaluation.study.candidates.decide`.
     """
-    owner: dict = {}
 
-    def own(i):
-        for band, k in enumerate(keys[i].tolist()):
-            owner.setdefault((band, k), []).append(i)
+    def verifies(p: int, q: int, kept) -> bool:
+        a, s = shingles[p], shingles[q]
+        inter = len(a & s)
+        union = len(a | s)
+        return inter >= threshold * union or (containment is not None and inter >= containment * len(a)
+                                              and (floor is None or inter >= floor * union))
 
-    for i in np.flatnonzero(has & ~flags):
-        own(i)
-    out = np.zeros(len(flags), dtype=bool)
-    for i in np.flatnonzero(flags):
-        cands = sorted({e for band, k in enumerate(keys[i].tolist()) for e in owner.get((band, k), ()) if e < i})
-        a = shingles[i]
-        for c in cands:
-            s = shingles[c]
-            inter = len(a & s)
-            union = len(a | s)
-            if inter >= threshold * union or (containment is not None and inter >= containment * len(a)
-                                              and (floor is None or inter >= floor * union)):
-                out[i] = True
-                break
-        if not out[i] and chained:
-            own(i)
-    return out
+    result = PassResult.of(np.asarray(flags, dtype=bool), bucket_ids(keys), np.asarray(has, dtype=bool))
+    return decide(result, verifies, bounds, chained)
 
 
 @dataclass(frozen=True)

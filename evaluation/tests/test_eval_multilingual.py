@@ -17,7 +17,7 @@ from evaluation.shingling import (
     shingles,
     word_shingles,
 )
-from evaluation.study.candidates import colliding_pairs, pass_decisions, shingle_split, verify
+from evaluation.study.candidates import pass_decisions, shingle_split, split_band_keys, verify
 from evaluation.study.multilingual import CrawlVariantCache, build_split
 from evaluation.study.verified import verify_decisions
 from evaluation.synthetic import synthetic_sources
@@ -136,14 +136,14 @@ def test_the_fast_rule_is_the_products_rule(tj, tc, floor):
     sh = Shingling("words", 3)
     shingled = shingle_split(split.texts, sh, 128)
     b, r = 16, 8
-    nbrs = colliding_pairs(shingled, 128, b, r)
+    bucket_keys = split_band_keys(shingled, 128, b, r)
     keys = band_keys(shingled.sigs[:, :128], b, r, "mix")
     sets = [frozenset(shingles(t, sh)) for t in split.texts]
     for idx in split.index:
         params = IndexParams(b=b, r=r, capacity=4 * len(idx), num_perm=128, threshold=0.3, ngram=3,
                              normalize="nfkc,lower,punct", p_effective=1e-9, band_key="mix")
         expected = B.lshbloom_decisions(keys[idx], shingled.has[idx], params).duplicate
-        got = pass_decisions(idx, nbrs, shingled.has)
+        got = pass_decisions(idx, bucket_keys, shingled.has)
         assert expected.any() and np.array_equal(got.flags, expected)
         want = verify_decisions(keys[idx], shingled.has[idx], expected, [sets[j] for j in idx], tj,
                                 containment=tc, floor=floor)

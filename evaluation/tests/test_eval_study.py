@@ -143,8 +143,10 @@ def test_product_defaults_are_the_studys_choice():
 
 def test_the_studys_shipped_row_is_the_products_defaults():
     """The row the study reports as shipped decides with the defaults' every setting: shingles, bands, signatures
-    (scheme and permutations), verification and the template rule."""
+    (scheme and permutations), verification, the template rule and verification's bounded candidates."""
+    from evaluation.study.candidates import Bounds
     from evaluation.study.multilingual import SHIPPED
+    from lshbloom_udf.spark.verify_sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
     from lshbloom_udf.minhash import normalization_name
 
     sh = SHIPPED.shingling
@@ -156,6 +158,7 @@ def test_the_studys_shipped_row_is_the_products_defaults():
         DEFAULTS["verify_threshold"], DEFAULTS["containment_threshold"], DEFAULTS["containment_min_jaccard"],
         DEFAULTS["template_max_df"])
     assert DEFAULTS["seed"] == 1  # the study's signatures use seed 1
+    assert SHIPPED.bounds == Bounds(anchors=ANCHORS_PER_BUCKET, per_document=CANDIDATES_PER_DOCUMENT)
 
 
 def test_default_configuration_decides_as_datasketch_in_spark(spark):
