@@ -12,6 +12,7 @@ from lshbloom_udf import sample
 from lshbloom_udf.advice import advice_text, advise
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.job.cli import add_setting_flag
+from lshbloom_udf.memory import run_needs, run_needs_text
 from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
 
 
@@ -41,6 +42,10 @@ def plan_parser() -> argparse.ArgumentParser:
     parser.add_argument("--executor-memory", default="8g", help="sharded: memory per executor (default %(default)s)")
     parser.add_argument("--driver-memory", default=None,
                         help="the driver's memory for the pass advice, e.g. 64g (default: this machine's RAM)")
+    parser.add_argument("--flagged-share", type=float, default=0.05,
+                        help="driver memory: the share of documents the pass flags (default %(default)s)")
+    parser.add_argument("--text-bytes", type=float, default=2400,
+                        help="driver memory: the documents' mean UTF-8 bytes (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
@@ -65,13 +70,15 @@ def _plan(argv: list[str]) -> None:
         sharded = _sharded(args, result) if args.pass_mode == "sharded" else None
         driver_memory = parse_bytes(args.driver_memory) if args.driver_memory else result.ram_bytes
         advice = advise(result, driver_memory, args.executors, args.executor_cores)
+        needs = run_needs(result.docs, args.flagged_share, args.text_bytes)
     except ValueError as e:
         parser.error(str(e))
     if args.json:
-        print(json.dumps({**result.to_dict(), **advice, **({"sharded": sharded} if sharded else {})}, indent=2))
+        print(json.dumps({**result.to_dict(), **advice, **({"sharded": sharded} if sharded else {}),
+                          "driver_needs": needs}, indent=2))
     else:
         print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else "")
-              + "\n" + advice_text(advice))
+              + "\n" + advice_text(advice) + "\n" + run_needs_text(needs))
 
 
 def _sharded(args, result) -> dict:

@@ -174,11 +174,13 @@ class DedupConfig:
         "when fewer; ~0.5 % of them at scale). It refuses pages made from one template (a man page family, a "
         "site's product pages) whose shared shingles are the template's; a noisy copy shares its source's own "
         "(docs/algorithm.md section 8, templated siblings). 0: off", _max_df, "verify", cli={"type": int})
-    verify_driver_bytes: int = setting(
-        2 << 30, "with verify, the candidate pairs' texts (UTF-8 bytes in all) the driver takes in to compute their "
-        "similarities itself, every core of it; past this they are joined with the pairs on the executors instead, "
-        "a shuffle of two texts per candidate pair, several times slower (on the command line also 512m, 4g)",
-        _integer(0), "verify", cli={"type": _memory, "metavar": "BYTES"})
+    verify_driver_bytes: Optional[int] = setting(
+        None, "with verify, the memory the candidate pairs' texts may take on the driver (as Python strings) for it "
+        "to compute their similarities itself, every core of it; past this they are joined with the pairs on the "
+        "executors instead, a shuffle of two texts per candidate pair, several times slower. Default: a quarter of "
+        "the memory the driver's Python process has available (cgroup limit included) when verification starts; a "
+        "value given is capped at half of it, with a warning (docs/reliability.md, Memory; also 512m, 4g)",
+        _optional(_integer(0)), "verify", cli={"type": _memory, "metavar": "BYTES"})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document), similarity (the value of the measure that verified it) and "
                                  "similarity_measure (jaccard or containment) (needs verify; flag and duplicates modes)",

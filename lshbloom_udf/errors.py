@@ -105,6 +105,11 @@ class SparkSessionRequiredError(UsageError, RuntimeError):
     """An operation needs an active Spark session and none is running."""
 
 
+class DriverMemoryError(UsageError, MemoryError):
+    """The run cannot proceed within the driver's memory (:mod:`lshbloom_udf.memory`): said at the start, naming
+    the setting to change (exit 2)."""
+
+
 class CapacityWarning(UserWarning):
     """The index is close to its capacity: its false-positive rate is about to rise past the promise."""
 
@@ -126,6 +131,7 @@ __all__ = [
     "CapacityWarning",
     "ConfigError",
     "DedupInputError",
+    "DriverMemoryError",
     "EXIT_CODES",
     "IndexCorruptError",
     "IndexDirectoryError",

@@ -36,6 +36,7 @@ from lshbloom_udf.common import col
 from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import run_params
 from lshbloom_udf.log import console_progress, ensure_visible, step
+from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, check_ids, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, keys_mapper, row_id
@@ -85,6 +86,7 @@ class DedupRun:
         self.measure_later = False  # the pass measures the input (or the run does, after it)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
         self.candidates = None
+        self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
 
     def _lap(self, stage: str) -> None:
         now = time.monotonic()
@@ -110,6 +112,7 @@ class DedupRun:
                 self.pin()
             with self.step("check input"):
                 self.check_input()
+            DriverMemory.of_session(self.df.sparkSession).require(self.documents)  # said now, not as a JVM OOM later
             given = self.pass_input()
             pass_ = select_pass(given)
             with self.step(pass_.title):
@@ -139,7 +142,8 @@ class DedupRun:
             self.config, decided.params, self.documents,
             decided.duplicates if verified is None else len(verified.rows), decided.empty, index,
             {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}, pass_.name,
-            decided.outcome.first_keys_seconds, verified.summary(self.verify_rule) if verified is not None else None,
+            decided.outcome.first_keys_seconds,
+            {**verified.summary(self.verify_rule), "memory": self.verify_memory} if verified is not None else None,
             self.warnings,
         )
         return DedupResult(result_df, report, _run=record, _duplicates=dup_rows if record is not None else None,
@@ -166,12 +170,16 @@ class DedupRun:
         c, p = self.config, self.params
         source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         self.candidates = None  # this stage owns it now
+        memory = DriverMemory.of_session(self.pinned.sparkSession)  # now: what the pass left available
+        texts = texts_source(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory)
+        budget = memory.texts_budget(c.verify_driver_bytes)
+        self.verify_memory = {**memory.summary(budget), "similarities": texts.places}
         try:
             verified = verify_flags(
-                source, texts_source(self.pinned, c.text_column, *self.measured.text_sizes, self.documents), dup_rows,
+                source, texts, dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
-                driver_text_bytes=c.verify_driver_bytes, sample_rows=sample_rows,
+                driver_text_bytes=budget, sample_rows=sample_rows,
             )
         finally:
             source.close()

@@ -4,10 +4,11 @@
 Only the texts of the documents in a candidate pair are read (a semi-join of
 the pinned input with their row ids), and with round 1's those of every flagged
 document (round 2's documents), so that round 2 reads none. When they are few enough
-(``verify_driver_bytes`` in all, a setting) they come to the driver and every pair is
-computed there: one Spark job, one collect when a bound of their bytes (from
-the sizes the input check measured) is small. Otherwise the pairs are joined with the texts
-on the executors and computed there (:func:`similarity_mapper`).
+(``verify_driver_bytes``, derived from the driver's memory unless given: :mod:`lshbloom_udf.memory`) they come
+to the driver and every pair is computed there: one Spark job, one collect when a bound of their bytes (from
+the sizes the input check measured) fits the one-collect budget, else a stream of partitions each within half of
+it. Otherwise the pairs are joined with the texts on the executors and computed there (:func:`similarity_mapper`).
+The texts held are counted as the Python ``str`` objects they become (:func:`~lshbloom_udf.memory.str_cost`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from lshbloom_udf.memory import DriverMemory, str_cost
 from lshbloom_udf.spark.keys import ROW_COL, is_in
 from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
 from lshbloom_udf.common import collect_arrow, iter_arrow
@@ -68,48 +70,47 @@ def _decoded(raw):
 
 
 def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broadcast_limit: int,
-                 driver_text_bytes: int, held: Optional[dict] = None, also=None) -> VerifiedPairs:
+                 driver_text_bytes: Optional[int], held: Optional[dict] = None, also=None) -> VerifiedPairs:
     """The candidate pairs ``rule`` verifies, with their similarity and measure (the module's docs).
 
-    ``driver_text_bytes``: the texts' budget on the driver (``verify_driver_bytes``); past it the pairs are
-    computed on the executors. ``held``: texts an earlier call brought to the driver (``{row id: text}``), reused and added to: round 2's
-    documents were round 1's flagged ones, so its texts are mostly there already. ``also``: rows whose texts
+    ``driver_text_bytes``: the texts' budget on the driver (``verify_driver_bytes``, their
+    :func:`~lshbloom_udf.memory.str_cost`; None: ``texts_of.memory``'s); past it the pairs are computed on the
+    executors. Where they were computed is appended to ``texts_of.places``. ``held``: texts an earlier call
+    brought to the driver (``{row id: text}``), reused and added to: round 2's documents were round 1's flagged
+    ones, so its texts are mostly there already. ``also``: rows whose texts
     come to the driver with these (round 1 brings every flagged row's: round 2 then reads nothing).
     """
     f_rows, k_rows = cand
+    budget = texts_of.memory.texts if driver_text_bytes is None else driver_text_bytes
     if not len(f_rows):
         return VerifiedPairs(f_rows, k_rows, np.zeros(0, np.float64), np.zeros(0, np.int8))
     held = {} if held is None else held
     involved = np.unique(np.concatenate([f_rows, k_rows]))
     wanted = involved if also is None else np.union1d(involved, np.asarray(also, np.int64))
     missing = np.fromiter((r for r in wanted.tolist() if r not in held), np.int64)
-    if not len(missing) or _driver_texts(texts_of, missing, broadcast_limit, driver_text_bytes, held):
+    if texts_of.longest is not None and texts_of.longest > texts_of.memory.partition:
+        budget = 0  # a text longer than a streamed partition may be: the driver's JVM cannot take it in bounds
+    if not len(missing) or budget and _driver_texts(texts_of, missing, broadcast_limit, budget, held):
         log.debug("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
+        texts_of.places.append("driver")
         return _on_driver(f_rows, k_rows, held, shingling, rule)
-    log.info("verification: the candidates' texts pass verify_driver_bytes (%s): similarities on the executors "
-             "(a larger budget keeps them on the driver, several times faster)", driver_text_bytes)
+    log.info("verification: the candidates' texts pass the driver's budget for them (verify_driver_bytes %s, as "
+             "Python strings): similarities on the executors (more driver memory keeps them on the driver, several "
+             "times faster)", budget)
     held.clear()  # over the budget: the texts stay on the executors, every one of them
+    texts_of.places.append("executors")
     texts, text_col = _texts_frame(texts_of, involved, broadcast_limit)
-    return _on_executors(texts_of.spark, f_rows, k_rows, texts, text_col, shingling, rule)
+    return _on_executors(texts_of, f_rows, k_rows, texts, text_col, shingling, rule)
 
 
-# Texts whose bound (:meth:`texts_source.at_most`) is at most this share of spark.driver.maxResultSize come in one
-# collect: the driver's JVM then holds them all at once, and a collect past maxResultSize fails. More stream a
-# partition at a time, the budget checked as they come. One collect skips the Python workers that re-pack a stream
-# (~2x faster at 10^6 documents).
-COLLECT_SHARE_OF_MAX_RESULT = 0.5
-
-
-def _collect_limit(spark) -> int:
-    """The most bytes of texts one collect may bring: :data:`COLLECT_SHARE_OF_MAX_RESULT` of
-    spark.driver.maxResultSize (0: stream them always)."""
-    from lshbloom_udf.sizing import parse_bytes
-
-    try:
-        limit = parse_bytes(spark.conf.get("spark.driver.maxResultSize", "1g"))
-    except Exception:  # a session that does not show its conf, or a size we do not read: stream
-        return 0
-    return int(limit * COLLECT_SHARE_OF_MAX_RESULT) if limit else 1 << 62  # 0: Spark sets no limit
+# The UTF-8 bytes of texts decoded at a time: the held texts' budget is checked before each slice is kept, so it is
+# passed by at most one slice's strings (a collect's batch can be a whole partition).
+DECODE_SLICE_BYTES = 8 << 20
+# A stream's partitions: round-robin rows split a bound of B bytes into ceil(SPREAD * B / partition budget) of them,
+# SPREAD leaving room for rows of unequal lengths (a partition's expected bytes are then 2/3 of its budget).
+SPREAD = 1.5
+# A verified pair as the executors return it: two int64 row ids, a float64 similarity, an int8 measure.
+PAIR_RESULT_BYTES = 25
 
 
 def _texts_frame(texts_of, rows: np.ndarray, broadcast_limit: int):
@@ -122,31 +123,40 @@ def _texts_frame(texts_of, rows: np.ndarray, broadcast_limit: int):
 
 
 def _driver_texts(texts_of, rows: np.ndarray, broadcast_limit: int, budget: int, held: dict) -> bool:
-    """Add ``{row id: text}`` of ``rows`` to ``held`` on the driver; False once ``held`` passes ``budget`` bytes
-    (UTF-8). The rows arrive as Arrow batches, not one by one: in one collect when their bound is small
-    (:func:`_collect_limit`), else a partition at a time (:func:`~lshbloom_udf.common.iter_arrow`)."""
+    """Add ``{row id: text}`` of ``rows`` to ``held`` on the driver; False once ``held`` would pass ``budget``
+    (:func:`~lshbloom_udf.memory.str_cost` of each text). The rows arrive as Arrow batches, not one by one (:func:`_arrow_batches`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    memory = texts_of.memory
     texts, text_col = _texts_frame(texts_of, rows, broadcast_limit)
-    size = sum(0 if t is None else len(t.encode("utf-8", "replace")) for t in held.values())
+    size = sum(map(str_cost, held.values()))
     bound = texts_of.at_most(len(rows))
-    batches = _arrow_batches(texts, bound if bound is None or size + bound <= budget else None)
+    batches = _arrow_batches(texts, bound, memory)
     for batch in batches:
         raw = batch.column(text_col).cast(pa.binary())
-        size += int(pc.sum(pc.binary_length(raw)).as_py() or 0)
-        if size > budget:
-            getattr(batches, "close", lambda: None)()  # ends a stream's transfer of the remaining partitions
-            return False
-        held.update(zip(batch.column(ROW_COL).to_pylist(), map(_decoded, raw.to_pylist())))
+        lengths = pc.fill_null(pc.binary_length(raw), 0).to_numpy(zero_copy_only=False)
+        cuts = np.flatnonzero(np.diff(np.cumsum(lengths) // DECODE_SLICE_BYTES)) + 1
+        for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(lengths)].tolist()):
+            decoded = list(map(_decoded, raw.slice(lo, hi - lo).to_pylist()))
+            size += sum(map(str_cost, decoded))
+            if size > budget:
+                getattr(batches, "close", lambda: None)()  # ends a stream's transfer of the remaining partitions
+                return False
+            held.update(zip(batch.column(ROW_COL).slice(lo, hi - lo).to_pylist(), decoded))
     return True
 
 
-def _arrow_batches(frame, bound: Optional[int]):
+def _arrow_batches(frame, bound: Optional[int], memory: DriverMemory):
     """``frame``'s rows on the driver as Arrow batches: in one collect when ``bound`` (of their bytes) is known and
-    small (:func:`_collect_limit`), else a partition at a time (:func:`~lshbloom_udf.common.iter_arrow`)."""
-    if bound is not None and bound <= _collect_limit(frame.sparkSession):
+    within the one-collect budget (``memory.collect``), else a partition at a time
+    (:func:`~lshbloom_udf.common.iter_arrow`), ``frame`` first spread over partitions of at most ``memory.partition``
+    bytes each (:data:`SPREAD`) when ``bound`` is known and passes it. One collect skips the Python workers
+    that re-pack a stream (~2x faster at 10^6 documents)."""
+    if bound is not None and bound <= memory.collect:
         return iter(collect_arrow(frame).to_batches())
+    if bound is not None and bound > memory.partition:
+        frame = frame.repartition(max(2, -(-int(SPREAD * bound) // max(1, memory.partition))))
     return iter_arrow(frame)
 
 
@@ -155,7 +165,7 @@ def held_texts(texts_of, rows: np.ndarray, held: dict, broadcast_limit: int) -> 
     read even past ``verify_driver_bytes`` when round 1 left every text on the executors)."""
     missing = np.fromiter((r for r in rows.tolist() if r not in held), np.int64)
     if len(missing):
-        _driver_texts(texts_of, missing, broadcast_limit, 1 << 62, held)
+        _driver_texts(texts_of, missing, broadcast_limit, 1 << 62, held)  # a few pairs' texts: past the budget
     return held
 
 
@@ -176,12 +186,17 @@ def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRu
                             measure[passes].astype(np.int8))
 
 
-def _on_executors(spark, f_rows, k_rows, texts, text_col: str, shingling: Shingling, rule: VerifyRule) -> VerifiedPairs:
+def _on_executors(texts_of, f_rows, k_rows, texts, text_col: str, shingling: Shingling,
+                  rule: VerifyRule) -> VerifiedPairs:
+    """The verified pairs, computed on the executors; brought in one collect while every candidate pair's result
+    fits the one-collect budget, else streamed a partition at a time."""
+    import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     from lshbloom_udf.spark.join import local_frame
 
+    spark = texts_of.spark
     schema = T.StructType([T.StructField(F_ROW, T.LongType(), False), T.StructField(K_ROW, T.LongType(), False)])
     pairs = local_frame(spark, {F_ROW: f_rows, K_ROW: k_rows}, schema)
     tf = texts.select(F.col(ROW_COL).alias(F_ROW), F.col(text_col).alias(TEXT_F))
@@ -189,7 +204,11 @@ def _on_executors(spark, f_rows, k_rows, texts, text_col: str, shingling: Shingl
     joined = pairs.join(tf, F_ROW).join(tk, K_ROW).select(F_ROW, K_ROW, TEXT_F, TEXT_K)
     sims = joined.mapInArrow(similarity_mapper(shingling, rule),
                              f"{F_ROW} long, {K_ROW} long, {SIM} double, {MEASURE} byte")
-    table = collect_arrow(sims)
+    if len(f_rows) * PAIR_RESULT_BYTES <= texts_of.memory.collect:
+        table = collect_arrow(sims)
+    else:
+        table = pa.Table.from_batches(list(iter_arrow(sims)), schema=pa.schema(
+            [(F_ROW, pa.int64()), (K_ROW, pa.int64()), (SIM, pa.float64()), (MEASURE, pa.int8())]))
     return VerifiedPairs.of(*(table.column(c).to_numpy().astype(t) for c, t in
                               ((F_ROW, np.int64), (K_ROW, np.int64), (SIM, np.float64), (MEASURE, np.int8))))
 
@@ -197,12 +216,16 @@ def _on_executors(spark, f_rows, k_rows, texts, text_col: str, shingling: Shingl
 class texts_source:
     """``texts_of`` for :func:`verify_flags`: the (row id, text) of some rows of the pinned input, read without
     shuffling every text (a broadcast semi-join when ``small``); ``spark`` its session. ``longest``, ``total``: the
-    longest text's and all texts' UTF-8 bytes (the input check measures them), None if unknown."""
+    longest text's and all texts' UTF-8 bytes (the input check measures them), None if unknown. ``memory``: the
+    driver's (:class:`~lshbloom_udf.memory.DriverMemory`; default: derived from the session now). ``places``: where
+    each call of :func:`similarities` computed them (``driver`` or ``executors``), for the summary."""
 
     def __init__(self, pinned, text_col: str, longest: Optional[int] = None, total: Optional[int] = None,
-                 documents: Optional[int] = None):
+                 documents: Optional[int] = None, memory: Optional[DriverMemory] = None):
         self.pinned, self.text_col, self.spark = pinned, text_col, pinned.sparkSession
         self.longest, self.total, self.documents = longest, total, documents
+        self.memory = DriverMemory.of_session(self.spark) if memory is None else memory
+        self.places: list = []
 
     def at_most(self, rows: int) -> Optional[int]:
         """An upper bound of the UTF-8 bytes of ``rows`` of the texts (None: unknown)."""
@@ -235,7 +258,8 @@ class texts_source:
             frame = frame.where(F.xxhash64(F.col(ROW_COL)).bitwiseAND(F.lit(SAMPLE_MASK).cast("long")) < below)
         frame = frame.select(ROW_COL, col(self.text_col))
         texts: dict = {}
-        for batch in _arrow_batches(frame, self.at_most(int(below / (SAMPLE_MASK + 1) * documents * 1.5) + 64)):
+        bound = self.at_most(int(below / (SAMPLE_MASK + 1) * documents * 1.5) + 64)
+        for batch in _arrow_batches(frame, bound, self.memory):
             rows = batch.column(0).to_numpy(zero_copy_only=False)
             keep = pa.array(~is_in(rows, flagged))
             texts.update(zip(rows[keep.to_numpy(zero_copy_only=False)].tolist(),
