@@ -58,7 +58,7 @@ def test_the_spool_and_the_spark_path_verify_alike(spark, docs, settings):
     keyed, s_keyed = _verified(spark, docs, "spark", **settings)
     assert "bloom" not in s_spool["stages"] and "bloom" in s_keyed["stages"]  # each took its own source
     assert spool == keyed
-    for key in ("pass_flagged", "kept_flagged", "candidate_pairs", "unflagged", "by_containment"):
+    for key in ("pass_flagged", "kept_flagged", "candidate_pairs", "unflagged", "by_containment", "candidates_beyond_bound"):
         assert s_spool[key] == s_keyed[key], key
     assert s_spool["kept_flagged"] > 10 and s_spool["unflagged"] > 0
     if settings:
@@ -153,8 +153,9 @@ def test_the_in_memory_self_join_equals_the_quadratic_reference():
     for n, b, values in ((0, 4, 5), (1, 4, 5), (60, 4, 6), (200, 8, 40), (50, 1, 3), (300, 64, 3)):
         rows = np.sort(rng.choice(10**6, n, replace=False)).astype(np.int64)
         keys = rng.integers(0, values, (n, b), dtype=np.uint64)
-        f, k = shared_key_pairs(rows, keys)
+        f, k, beyond = shared_key_pairs(rows, keys)
         assert list(zip(f.tolist(), k.tolist())) == _reference_pairs(rows, keys)
+        assert beyond == len(_reference_pairs(rows, keys, per_document=n + 1)) - len(f)
 
 
 def test_round_two_pairs_grow_linearly_on_one_bucket():
@@ -162,7 +163,7 @@ def test_round_two_pairs_grow_linearly_on_one_bucket():
     2·10^8 pairs; with them each document gets at most CANDIDATES_PER_DOCUMENT, the earliest."""
     n = 20_000
     keys = np.tile(np.arange(8, dtype=np.uint64), (n, 1))
-    f, k = shared_key_pairs(np.arange(n, dtype=np.int64), keys)
+    f, k, _ = shared_key_pairs(np.arange(n, dtype=np.int64), keys)
     per = np.bincount(f, minlength=n)
     assert per.max() == min(ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT) and len(f) < ANCHORS_PER_BUCKET * n
     assert set(k.tolist()) == set(range(ANCHORS_PER_BUCKET))
@@ -197,8 +198,8 @@ def test_strongest_ranks_by_bands_then_bucket_then_earliest():
     k = np.array([1, 2, 3, 4, 1, 2])
     bands = np.array([1, 1, 5, 1, 2, 2])
     bucket = np.array([50, 2, 2, 2, 3, 3])
-    got = strongest(f, k, bands, bucket, per_document=2)
-    assert list(zip(*(a.tolist() for a in got))) == [(7, 1), (7, 2), (9, 2), (9, 3)]
+    got_f, got_k, beyond = strongest(f, k, bands, bucket, per_document=2)
+    assert list(zip(got_f.tolist(), got_k.tolist())) == [(7, 1), (7, 2), (9, 2), (9, 3)] and beyond == 2
 
 
 def test_the_native_pair_index_finds_every_shared_band_key():

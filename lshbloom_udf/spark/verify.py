@@ -161,7 +161,8 @@ class Verified:
     ``measure`` (int8: the index in :data:`MEASURES` of the measure that
     verified, -1 where ``of_rows`` is -1) are aligned; ``pass_flagged`` the
     pass's flags, ``candidate_pairs`` the (flagged, earlier kept) pairs whose
-    similarity was computed.
+    similarity was computed, ``candidates_beyond_bound`` those found but left out (past a document's
+    strongest :data:`~lshbloom_udf.spark.verify_sources.CANDIDATES_PER_DOCUMENT`).
     """
 
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -170,6 +171,7 @@ class Verified:
     measure: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     pass_flagged: int = 0
     candidate_pairs: int = 0
+    candidates_beyond_bound: int = 0
     seconds: float = 0.0
     stages: dict = field(default_factory=dict)
     template: Optional[dict] = None
@@ -185,6 +187,7 @@ class Verified:
             "unflagged": self.pass_flagged - int(len(self.rows)),
             "unverifiable": int(np.count_nonzero(self.of_rows < 0)),
             "candidate_pairs": self.candidate_pairs,
+            "candidates_beyond_bound": self.candidates_beyond_bound,
             "template": self.template,
             "seconds": round(self.seconds, 3),
             "stages": dict(self.stages),
@@ -260,6 +263,7 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
         out.candidate_pairs += len(cand[0])
         _chain(out, refine(similar(cand)))
         lap("round2")
+    out.candidates_beyond_bound = source.beyond
     out.seconds = time.monotonic() - t0
     return out
 

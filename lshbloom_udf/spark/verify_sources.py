@@ -72,7 +72,11 @@ ANCHORS_PER_BUCKET = 4
 
 
 class CandidateSource(Protocol):
-    """Verification's candidate pairs: (later row, earlier row) sharing a (band, key), distinct, as int64 arrays."""
+    """Verification's candidate pairs: (later row, earlier row) sharing a (band, key), distinct, as int64 arrays,
+    at most :data:`CANDIDATES_PER_DOCUMENT` per later row; ``beyond``: the pairs found but left out by that bound
+    so far."""
+
+    beyond: int
 
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
         """(flagged row, earlier row the pass kept) pairs; ``flagged``: the pass's flags, sorted. ``lap(name)``
@@ -100,9 +104,10 @@ def count_pairs(f: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 def strongest(f: np.ndarray, k: np.ndarray, bands: np.ndarray, smallest_bucket: np.ndarray,
-              per_document: int = CANDIDATES_PER_DOCUMENT) -> tuple[np.ndarray, np.ndarray]:
+              per_document: int = CANDIDATES_PER_DOCUMENT) -> tuple[np.ndarray, np.ndarray, int]:
     """Of distinct candidate pairs (later ``f``, earlier ``k``), each later document's ``per_document`` strongest:
-    the most ``bands`` shared, then the smallest bucket shared in, then the earliest ``k``; sorted by (f, k)."""
+    the most ``bands`` shared, then the smallest bucket shared in, then the earliest ``k``; sorted by (f, k); and
+    how many pairs that left out."""
     f, k = np.asarray(f, np.int64), np.asarray(k, np.int64)
     order = np.lexsort((k, np.asarray(smallest_bucket, np.int64), -np.asarray(bands, np.int64), f))
     f, k = f[order], k[order]
@@ -111,13 +116,14 @@ def strongest(f: np.ndarray, k: np.ndarray, bands: np.ndarray, smallest_bucket: 
         rank = np.arange(len(f)) - np.repeat(starts, np.diff(np.r_[starts, len(f)]))
         f, k = f[rank < per_document], k[rank < per_document]
     order = np.lexsort((k, f))
-    return f[order], k[order]
+    return f[order], k[order], int(len(bands) - len(f))
 
 
-def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """(later, earlier) pairs of ``rows`` (sorted) whose ``keys`` rows ((n, b)) share a (band, key), the earlier
     one among the bucket's first :data:`ANCHORS_PER_BUCKET`, the :func:`strongest` of each later row, sorted by
-    (later, earlier); matched natively on the driver's cores (the executors are idle meanwhile)."""
+    (later, earlier), and how many the bound left out; matched natively on the driver's cores (the executors are
+    idle meanwhile)."""
     from lshbloom_udf import _native
 
     rows = np.asarray(rows, np.int64)
@@ -127,7 +133,18 @@ def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np
     return strongest(rows[later.astype(np.intp)], rows[earlier.astype(np.intp)], bands, smallest)
 
 
-class SpoolCandidates:
+class _Counting:
+    """``beyond``, summed over the rounds (:class:`CandidateSource`)."""
+
+    beyond = 0
+
+    def _count(self, bounded: tuple[np.ndarray, np.ndarray, int]) -> tuple[np.ndarray, np.ndarray]:
+        f, k, beyond = bounded
+        self.beyond += beyond
+        return f, k
+
+
+class SpoolCandidates(_Counting):
     """Candidates on the driver from the kept key spool (see the module's docs); owns ``stream`` and closes it."""
 
     def __init__(self, stream, partitions: int, flagged_rows: np.ndarray, flagged_keys: np.ndarray):
@@ -173,16 +190,16 @@ class SpoolCandidates:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         # One entry per shared band; a bucket holds one kept document (their keys are unique per band).
         f, k, bands = count_pairs(np.concatenate([f for f, _ in found]), np.concatenate([k for _, k in found]))
-        return strongest(f, k, bands, np.ones(len(f), np.int64))
+        return self._count(strongest(f, k, bands, np.ones(len(f), np.int64)))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return shared_key_pairs(unflagged, self._keys_of(unflagged))
+        return self._count(shared_key_pairs(unflagged, self._keys_of(unflagged)))
 
     def close(self) -> None:
         self.stream.close()
 
 
-class SparkCandidates:
+class SparkCandidates(_Counting):
     """Candidates by Spark joins of keys computed again on the executors (see the module's docs).
 
     ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row``, ``_lshb_keys``
@@ -218,7 +235,8 @@ class SparkCandidates:
         lap("bloom")
         mine = self._ship(flagged)
         kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
-        return strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA), kept_pairs))
+        return self._count(strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA),
+                                                 kept_pairs)))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from lshbloom_udf.spark.verify_candidates import PAIRS_SCHEMA, candidates, pairs_mapper
@@ -227,7 +245,7 @@ class SparkCandidates:
             raise InternalError("internal error: round 2 before round 1")
         pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
                                               PAIRS_SCHEMA)
-        return strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET))
+        return self._count(strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET)))
 
     def close(self) -> None:
         if self._flagged_keys is not None:
