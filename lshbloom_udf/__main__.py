@@ -70,7 +70,7 @@ def _plan(argv: list[str]) -> None:
         sharded = _sharded(args, result) if args.pass_mode == "sharded" else None
         driver_memory = parse_bytes(args.driver_memory) if args.driver_memory else result.ram_bytes
         advice = advise(result, driver_memory, args.executors, args.executor_cores)
-        needs = run_needs(result.docs, args.flagged_share, args.text_bytes)
+        needs = run_needs(result.docs, args.flagged_share, args.text_bytes, result.b)
     except ValueError as e:
         parser.error(str(e))
     if args.json:

@@ -67,9 +67,10 @@ PARTITIONS_IN_FLIGHT = 2
 MIN_COLLECT = 8 << 20
 # The driver's Python needs this much besides any per-document arrays (interpreter, pyarrow, py4j, the native module).
 PYTHON_FLOOR = 256 << 20
-# Bytes per document the driver's Python keeps whatever the budgets: the pass's flags and row ids (int64), a few
-# arrays of them in verification.
-BYTES_PER_DOCUMENT = 32
+# Bytes per *flagged* document the driver's Python keeps whatever the budgets: its row id (int64) and its band keys
+# (b x uint64, the pass keeps them for verification's candidates), plus a few verification arrays of row ids. Not
+# counted at the start (how many the pass flags is not known then): ``plan`` shows them for a flagged share.
+BYTES_PER_FLAGGED = 32
 # A held text's entry beside its str: the int row id (28-36 B) and its dict slot (~40 B at dict's 2/3 load).
 HELD_ENTRY_BYTES = 72
 
@@ -262,8 +263,10 @@ class DriverMemory:
         return explicit
 
     def require(self, documents: int) -> None:
-        """Refuse a run that cannot proceed within this memory, before any of its work (:class:`DriverMemoryError`,
-        naming the setting to change)."""
+        """Refuse a run of ``documents`` that cannot proceed within this memory, before any of its work
+        (:class:`DriverMemoryError`, naming the setting to change): a one-collect budget under :data:`MIN_COLLECT`,
+        or less than :data:`PYTHON_FLOOR` available. What grows with the documents the pass flags (not known yet)
+        is not refused here: ``plan`` shows it (:func:`run_needs`)."""
         if self.collect < MIN_COLLECT:
             limit = ("spark.driver.maxResultSize" if self.max_result and self.max_result * COLLECT_SHARE_OF_MAX_RESULT
                      < self.user_heap * COLLECT_SHARE_OF_USER_HEAP else "--driver-memory (spark.driver.memory)")
@@ -271,15 +274,14 @@ class DriverMemory:
                 f"the driver can bring only {_human(self.collect)} per collect (heap {_human(self.heap)}, "
                 f"spark.driver.maxResultSize {_human(self.max_result)}); a run needs {_human(MIN_COLLECT)}: "
                 f"raise {limit}")
-        need = PYTHON_FLOOR + documents * BYTES_PER_DOCUMENT
         # Refused on what is free now: the JVM's growth is only possible, and the budgets already set it aside.
         free = self.python if self.available is None else self.available
-        if free < need:
+        if free < PYTHON_FLOOR:
             raise DriverMemoryError(
                 f"the driver's Python process has {_human(free)} of memory available (the machine's or its "
-                f"cgroup's) and {documents:,} documents need "
-                f"{_human(need)}: free memory on the driver's host, raise its container's memory limit, or lower "
-                "--driver-memory (spark.driver.memory) so that the JVM leaves room for Python")
+                f"cgroup's) and a run of {documents:,} documents needs at least {_human(PYTHON_FLOOR)}: free memory "
+                "on the driver's host, raise its container's memory limit, or lower --driver-memory "
+                "(spark.driver.memory) so that the JVM leaves room for Python")
 
     def summary(self, texts_budget: Optional[int] = None) -> dict:
         """What the run's summary reports (``verify.memory``); ``texts_budget``: the one used, if not derived."""
@@ -308,19 +310,20 @@ def min_heap() -> int:
     return max(SPARK_MIN_HEAP, int(RESERVED_HEAP + user) + 1)
 
 
-def run_needs(documents: int, flagged_share: float, text_bytes: float) -> dict:
+def run_needs(documents: int, flagged_share: float, text_bytes: float, b: int = 64) -> dict:
     """The driver memory a run of ``documents`` needs (bytes), for ``plan``.
 
     - ``heap``: the least ``--driver-memory`` (:func:`min_heap`): verification streams texts in partitions its
       one-collect budget holds, whatever ``documents``; Spark's default 1 GiB is more;
-    - ``python``: what the driver's Python process needs whatever the budgets (:meth:`DriverMemory.require`);
+    - ``python``: what the driver's Python process needs whatever the budgets: :data:`PYTHON_FLOOR`, and per
+      flagged document its row id, its ``b`` band keys and verification's arrays (:data:`BYTES_PER_FLAGGED`);
     - ``python_for_driver_similarities``: the available memory at which verification keeps the texts of
       ``flagged_share`` of the documents and one candidate each (``text_bytes`` each, ASCII) on the driver
       (:data:`TEXTS_SHARE` of it); with less they go to the executors (slower, same decisions).
     """
     flagged = int(documents * flagged_share)
     texts = 2 * flagged * (text_bytes + STR_HEADER_BYTES + HELD_ENTRY_BYTES)
-    return {"heap": min_heap(), "python": PYTHON_FLOOR + documents * BYTES_PER_DOCUMENT,
+    return {"heap": min_heap(), "python": PYTHON_FLOOR + flagged * (8 * b + BYTES_PER_FLAGGED),
             "python_for_driver_similarities": int(texts / TEXTS_SHARE), "flagged_share": flagged_share,
             "text_bytes": text_bytes}
 
@@ -329,7 +332,8 @@ def run_needs_text(needs: dict) -> str:
     return "\n".join([
         f"driver JVM heap          at least {_human(needs['heap'])} (--driver-memory; Spark's default 1g is more)",
         "  = verification streams the candidates' texts in pieces a share of the heap holds, whatever the documents",
-        f"driver Python            at least {_human(needs['python'])} available, besides the index's pages",
+        f"driver Python            at least {_human(needs['python'])} available, besides the index's pages "
+        f"(the flagged documents' row ids and band keys)",
         f"  similarities on driver {_human(needs['python_for_driver_similarities'])} available keeps them there "
         f"({needs['flagged_share']:.0%} flagged, {needs['text_bytes']:,.0f} B per text; less: on the executors, "
         "slower, the same decisions)",

@@ -53,9 +53,11 @@ def checks(spark, inp: str, work: str) -> dict:
     out["index_dir_again"] = flags(again.df)
     out["index_reproduced"] = bool(again.summary["index"].get("reproduced"))
     out["filter_rows"] = deduplicate(df, id_col="id", mode="filter", progress=False).count()
-    verified = deduplicate(df, id_col="id", verify=True, duplicate_of=True, progress=False)
+    result = deduplicate(df, id_col="id", verify=True, duplicate_of=True, progress=False, return_summary=True)
+    verified = result.df
     out["verified"] = {r["id"]: [r["is_duplicate"], r["duplicate_of"], r["similarity"]]
                        for r in verified.select("id", "is_duplicate", "duplicate_of", "similarity").collect()}
+    out["verify_memory"] = result.summary["verify"]["memory"]
     out["sharded"] = flags(deduplicate(df, id_col="id", pass_mode="sharded", progress=False))
     try:
         deduplicate(df, id_col="id", pass_mode="sharded", index_dir=f"{work}/sharded-index", progress=False)

@@ -104,8 +104,17 @@ def test_require_names_the_setting_to_change():
     assert isinstance(e.value, UsageError) and exit_code(e.value) == 2
     with pytest.raises(DriverMemoryError, match="--driver-memory"):
         M.DriverMemory(heap=350 * MIB, max_result=GIB, python=4 * GIB).require(10)
-    with pytest.raises(DriverMemoryError, match="available.*10,000,000,000 documents"):
-        M.DriverMemory(heap=GIB, max_result=GIB, python=4 * GIB).require(10**10)
+    with pytest.raises(DriverMemoryError, match="100 MB of memory available.*10,000 documents.*--driver-memory"):
+        M.DriverMemory(heap=GIB, max_result=GIB, python=100 * 10**6).require(10**4)
     # refused on what is free now: the JVM's possible growth narrows the budgets, not the refusal
-    M.DriverMemory(heap=8 * GIB, max_result=GIB, python=0, available=2 * GIB).require(10**6)
+    M.DriverMemory(heap=8 * GIB, max_result=GIB, python=0, available=2 * GIB).require(10**9)
+
+
+def test_plan_needs_grow_with_the_flagged_documents():
+    few, many = M.run_needs(10**6, 0.01, 2400), M.run_needs(10**6, 0.10, 2400)
+    assert few["heap"] == many["heap"] == M.min_heap() <= 1 << 30  # Spark's default driver is enough
+    assert many["python"] - M.PYTHON_FLOOR == 10 * (few["python"] - M.PYTHON_FLOOR) == 10**5 * (8 * 64 + 32)
+    assert many["python_for_driver_similarities"] == 2 * 10**5 * (2400 + 49 + 72) / M.TEXTS_SHARE
+    d = M.DriverMemory(heap=M.min_heap(), max_result=1 << 30, python=8 * GIB)
+    assert d.collect >= M.MIN_COLLECT
 

@@ -83,6 +83,10 @@ def test_verify_and_the_sharded_pass_over_spark_connect_give_the_classic_results
                for r in verified.select("id", "is_duplicate", "duplicate_of", "similarity").collect()}
     assert any(flag for flag, _, _ in classic.values())
     assert got["verified"] == classic
+    # No JVM on this side: the driver's memory is read from its confs (lshbloom_udf.memory), the budgets from it.
+    memory = got["verify_memory"]
+    assert memory["heap_source"] == "conf" and memory["heap"] >= 1 << 30 and 0 < memory["collect_bytes"] < 1 << 30
+    assert set(memory["similarities"]) == {"driver"}  # each round
     sharded = deduplicate(df, id_col="id", pass_mode="sharded", progress=False).select("id", "is_duplicate").collect()
     assert got["sharded"] == {r["id"]: r["is_duplicate"] for r in sharded}
     # A kept sharded index commits through the driver's Hadoop filesystem, which Connect does not expose.
