@@ -83,18 +83,20 @@ def test_texts_past_the_budget_are_verified_on_the_executors(spark):
     rule = VerifyRule(0.4, 0.7)
     longest, total = max(len(t) for t in texts), sum(len(t) for t in texts)
     results = {}
-    for name, python in (("driver", 1 << 30), ("executors", 64 << 10)):
+    # the third: the executors' results past the one-collect budget too (80 pairs x 25 B > 512 B): streamed back
+    for name, python, max_result in (("driver", 1 << 30, 1 << 30), ("executors", 64 << 10, 1 << 30),
+                                     ("executors", 64 << 10, 1 << 10)):
         source = texts_source(frame, "text", longest, total, len(texts),
-                              memory=M.DriverMemory(heap=1 << 30, max_result=1 << 30, python=python))
+                              memory=M.DriverMemory(heap=1 << 30, max_result=max_result, python=python))
         got = similarities((f_rows, k_rows), texts_of=source, shingling=shingling, rule=rule, broadcast_limit=1000,
                            driver_text_bytes=None)
         assert source.places == [name]
-        results[name] = set(zip(got.f_rows.tolist(), got.k_rows.tolist()))
+        results[name, max_result] = set(zip(got.f_rows.tolist(), got.k_rows.tolist()))
     sets = [shingle_set(t, shingling) for t in texts]
     expected = {(f, k) for f, k in zip(f_rows.tolist(), k_rows.tolist())
                 if len(sets[f] & sets[k]) >= 0.4 * len(sets[f] | sets[k])}
     assert expected == {(40 + i, i) for i in range(20)}
-    assert results["driver"] == results["executors"] == expected
+    assert all(got == expected for got in results.values()) and len(results) == 3
 
 
 def _six_copies(path, distinct: int, words: int, seed: int = 7) -> list[str]:
