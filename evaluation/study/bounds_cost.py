@@ -18,17 +18,16 @@ import json
 import os
 import time
 import warnings
-from dataclasses import replace
 
 import numpy as np
 
 from evaluation.scoring import score
-from evaluation.study.candidates import verify
+from evaluation.study.candidates import BOUNDED, Bounds, verify
 from evaluation.study.multilingual import SHIPPED, Scorer, build_splits
 
 
-def stream_rows(scorer: Scorer, splits, cand=SHIPPED) -> list[dict]:
-    """One row per stream: bounded and unbounded scores, the decisions that differ, the cuts."""
+def stream_rows(scorer: Scorer, splits, cand=SHIPPED, bounds: Bounds = BOUNDED) -> list[dict]:
+    """One row per stream: scores under ``bounds`` and unbounded, the decisions that differ, the cuts."""
     rows = []
     for split in splits:
         sh = scorer.shingled(split, cand.shingling)
@@ -37,9 +36,9 @@ def stream_rows(scorer: Scorer, splits, cand=SHIPPED) -> list[dict]:
             labels = np.array(st.labels)
             stats: dict = {}
             flags = {}
-            for name, c in (("bounded", cand), ("unbounded", replace(cand, bounded=False))):
-                flags[name] = verify(idx, res, sh, c.tj, c.tc, c.floor, c.template_max_df, c.bounds,
-                                     stats if c.bounded else None)
+            for name, b in (("bounded", bounds), ("unbounded", None)):
+                flags[name] = verify(idx, res, sh, cand.tj, cand.tc, cand.floor, cand.template_max_df, b,
+                                     stats if b else None)
             row = {"lang": lang, "split": part, "level": st.level, "docs": len(idx), "duplicates": int(labels.sum()),
                    "pass_flags": int(res.flags.sum()), "round1_cut": stats.get("round1_cut", 0),
                    "round2_cut": stats.get("round2_cut", 0),
@@ -73,6 +72,9 @@ def main(argv=None) -> int:
     p.add_argument("--english-docs", type=int, default=300, help="documents per English stream")
     p.add_argument("--english-only", action="store_true", help="only the English streams")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--anchors", type=int, default=BOUNDED.anchors, help="bounds other than the job's: anchors")
+    p.add_argument("--per-document", type=int, default=BOUNDED.per_document,
+                   help="bounds other than the job's: candidates a document and round")
     p.add_argument("--out", default="docs/evaluation/multilingual")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", CapacityWarning)
@@ -80,16 +82,19 @@ def main(argv=None) -> int:
     splits, _ = build_splits(args.corpus_dir, args.docs, args.english_docs, args.seed, log=lambda *a: None,
                              languages=("en",) if args.english_only else None)
     ordered = [s for pair in splits.values() for s in pair]
-    rows = stream_rows(Scorer(ordered), ordered)
+    bounds = Bounds(args.anchors, args.per_document)
+    rows = stream_rows(Scorer(ordered), ordered, bounds=bounds)
     for part in ("tune", "heldout"):
         print(f"#### {part}\n\n{table(rows, part)}\n")
     os.makedirs(args.out, exist_ok=True)
-    default = (args.docs, args.english_docs, args.english_only) == (200, 300, False)
+    default = (args.docs, args.english_docs, args.english_only, bounds) == (200, 300, False, BOUNDED)
     variant = f"_{args.docs}_{args.english_docs}" + ("_en" if args.english_only else "")
+    variant += "" if bounds == BOUNDED else f"_a{bounds.anchors}_k{bounds.per_document}"
     name = "bounds_cost" + ("" if default else variant)
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
-        json.dump({"candidate": SHIPPED.label(), "docs": args.docs, "english_docs": args.english_docs,
-                   "seconds": round(time.monotonic() - t0, 1), "streams": rows}, f, indent=1)
+        json.dump({"candidate": SHIPPED.label(), "bounds": [bounds.anchors, bounds.per_document], "docs": args.docs,
+                   "english_docs": args.english_docs, "seconds": round(time.monotonic() - t0, 1), "streams": rows},
+                  f, indent=1)
     print(f"{time.monotonic() - t0:.0f} s; changed decisions: {sum(r['changed'] for r in rows)} "
           f"of {sum(r['pass_flags'] for r in rows)} flags")
     return 0
