@@ -49,6 +49,7 @@ from lshbloom_udf.advice import measured_costs
 from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, BLOOM_PREAMBLE_BYTES, backend
 from lshbloom_udf.index.fs import human_bytes
+from lshbloom_udf.index.records import record_bytes
 from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
 from lshbloom_udf.lsh import (
     false_negative_probability,
@@ -113,9 +114,16 @@ class Plan:
     growth: str = _D["growth"]
     # A growing index: one row per generation (see growth_table); empty for a fixed index.
     growth_table: list = field(default_factory=list)
+    # A kept index's records beside its filters (lshbloom_udf.index.records): at most one per document.
+    records_bytes: int = 0
+
+    @property
+    def kept_index_bytes(self) -> int:
+        """What a kept index of ``docs`` documents takes: the filters and the records."""
+        return self.index_bytes + self.records_bytes
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "kept_index_bytes": self.kept_index_bytes}
 
     def to_text(self) -> str:
         where = "/dev/shm" if self.fits_in_shm else ("RAM (not /dev/shm)" if self.fits_in_ram else "disk only")
@@ -134,6 +142,9 @@ class Plan:
                 "  = size of one band's filter; the formula is an optimal Bloom filter's, -n ln p / (ln 2)^2",
                 f"index size               {human_bytes(self.index_bytes)}  ({self.index_bytes:,} bytes, "
                 f"{self.index_bytes / self.formula_index_bytes:.2f}x a classic Bloom filter's bits)",
+                f"records (kept index)     {human_bytes(self.records_bytes)}  (<= {self.records_bytes // max(self.docs, 1)}"
+                f" bytes per kept document); with the filters {human_bytes(self.kept_index_bytes)}",
+                "  = what --index-dir keeps beside the filters so later runs verify against this run's documents",
                 f"LSH FP / FN (integrals)  {self.lsh_false_positive:.6g} / {self.lsh_false_negative:.6g}",
                 "  = the bands' errors: share of pairs below the threshold flagged / above it missed (S-curve areas)",
                 f"LSHBloom FP / FN         {self.lshbloom_false_positive:.6g} / {self.lshbloom_false_negative:.6g}",
@@ -232,6 +243,7 @@ def plan(
         fits_in_ram=index_bytes < ram,
         growth=growth,
         growth_table=growth_table(sized, bloom, generations) if growth == "grow" else [],
+        records_bytes=docs * record_bytes(num_perm),
     )
 
 

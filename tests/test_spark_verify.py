@@ -173,30 +173,33 @@ def test_without_an_id_column_duplicate_of_is_a_row_id(spark, pool):
     assert sorted((r["pos"], r["duplicate_of"]) for r in dups) == sorted((r["pos"], r["duplicate_of"]) for r in flagged)
 
 
-def test_an_earlier_runs_duplicates_stay_flagged_without_a_source(spark, pool, tmp_path):
-    """Keys and texts of an earlier run are not stored: its duplicates cannot be verified (duplicate_of null)."""
+def test_an_earlier_runs_duplicates_name_their_source_from_its_records(spark, pool, tmp_path):
+    """An earlier run's texts are not stored, but its records are (docs/algorithm.md, "A kept index across runs"):
+    a flag only an earlier run's document explains is verified on the records' estimates and names it."""
     st = G.make_stream(pool, 200, 0.5, seed=9)
     first = [d for d in st.docs[:100]]
     second = [d for d in st.docs[100:]]
     idx = str(tmp_path / "index")
     frame = lambda docs, off: spark.createDataFrame(  # noqa: E731
         [(off + i, d.id, d.text, d.source) for i, d in enumerate(docs)], SCHEMA).coalesce(1)
-    dedup(frame(first, 0), id_col="id", index_dir=idx, progress=False).collect()
+    kept_first = {r["id"] for r in dedup(frame(first, 0), id_col="id", index_dir=idx, progress=False).collect()
+                  if not r["is_duplicate"]}
+    source_of = {d.id: d.source for d in first}
     settings = dict(id_col="id", index_dir=idx, progress=False, verify=True, duplicate_of=True)
     out, summary = dedup(frame(second, 100), return_summary=True, **settings)
     got = out.orderBy("pos").collect()
-    earlier = {d.source for d in first}
     this_run_kept: set = set()
-    lone = 0
+    earlier = 0
     for r in got:
-        if r["is_duplicate"] and r["duplicate_of"] is None:
-            lone += 1
-            assert r["similarity"] is None and r["source"] in earlier
+        if r["is_duplicate"] and r["duplicate_of"] in kept_first:  # an earlier run's document, from its records
+            earlier += 1
+            assert source_of[r["duplicate_of"]] == r["source"] and r["similarity"] >= WORDS["threshold"]
         elif r["is_duplicate"]:
             assert r["duplicate_of"] in this_run_kept and r["similarity"] >= WORDS["threshold"]
         else:
             this_run_kept.add(r["id"])
-    assert lone > 0 and summary["verify"]["unverifiable"] == lone
+    assert earlier > 0 and summary["verify"]["unverifiable"] == 0
+    assert summary["verify"]["cross_run"]["verified"] == earlier
     # The same input again reproduces the run (its pass's flags are stored) and verifies them the same way.
     again = dedup(frame(second, 100), **settings).orderBy("pos").collect()
     assert again == got

@@ -50,6 +50,10 @@ def band_chunks(sketch: np.ndarray, b: int, r: int) -> np.ndarray:
     """``(n, b)`` uint64: band ``i``'s sketch bytes ``[i·r, (i+1)·r)`` (packed, or hashed past 7 bytes), with
     ``i`` in the top byte."""
     n = len(sketch)
+    bands = np.arange(b, dtype=np.uint64) << np.uint64(56)
+    if r in (1, 2, 4):  # the bytes as little-endian integers: a view, no arithmetic per byte
+        packed = np.ascontiguousarray(sketch[:, : b * r]).view(f"<u{r}").astype(np.uint64)
+        return packed | bands[None, :]
     x = sketch[:, : b * r].reshape(n, b, r).astype(np.uint64)
     if r <= 7:
         packed = (x << (np.uint64(8) * np.arange(r, dtype=np.uint64))).sum(axis=2, dtype=np.uint64)
@@ -58,7 +62,26 @@ def band_chunks(sketch: np.ndarray, b: int, r: int) -> np.ndarray:
         for j in range(r):
             packed = _mix64(packed ^ x[:, :, j] ^ np.uint64(j << 8))
         packed >>= np.uint64(8)
-    return packed | (np.arange(b, dtype=np.uint64) << np.uint64(56))[None, :]
+    return packed | bands[None, :]
+
+
+# A bitmap over the flags' (band, bytes) keys (2^24 bits, 2 MiB): a record band whose bit is clear is no match, so
+# only the few others are searched in the sorted keys (measured: 1.3 s -> 0.1 s per 10,000 records, 4,666 flags).
+FILTER_BITS = 24
+
+
+def _slot(chunks: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((chunks * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - FILTER_BITS)).astype(np.int64)
+
+
+def query_of(chunks: np.ndarray, b: int) -> tuple:
+    """What the records' scan is shipped: the flags' ``(band, bytes)`` keys sorted, their owners (flag index),
+    and the bitmap of their slots."""
+    order = np.argsort(chunks, kind="stable")
+    bitmap = np.zeros(1 << FILTER_BITS, np.bool_)
+    bitmap[_slot(chunks)] = True
+    return chunks[order], (order // b).astype(np.int32), np.packbits(bitmap)
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -88,18 +111,20 @@ def match_mapper(query, b: int, r: int, k: int, cap: int):
     def compute(batches):
         import pyarrow as pa
 
-        keys, owners = shipped_value(query)
+        keys, owners, packed = shipped_value(query)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             chunks = band_chunks(binary_matrix(batch.column(batch.schema.get_field_index("sketch")), k), b, r).ravel()
-            lo, hi = np.searchsorted(keys, chunks, "left"), np.searchsorted(keys, chunks, "right")
+            slot = _slot(chunks)
+            maybe = np.flatnonzero((packed[slot >> 3] >> (7 - (slot & 7)).astype(np.uint8)) & 1)
+            lo, hi = np.searchsorted(keys, chunks[maybe], "left"), np.searchsorted(keys, chunks[maybe], "right")
             count = hi - lo
-            hit = np.flatnonzero(count)
-            if not len(hit):
+            found = np.flatnonzero(count)
+            if not len(found):
                 continue
-            c = count[hit]
-            at = np.repeat(lo[hit], c) + np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+            hit, c = maybe[found], count[found]
+            at = np.repeat(lo[found], c) + np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
             pair = (owners[at].astype(np.int64) << 32) | np.repeat(hit // b, c).astype(np.int64)
             pair, shared = np.unique(pair, return_counts=True)
             owner, record = pair >> 32, pair & 0xFFFFFFFF
@@ -168,11 +193,9 @@ class CrossRun:
         k, b, r = self.spec.num_perm, self.spec.b, self.spec.r
         f_sketch = binary_matrix(mine.column("sketch"), k)
         f_size = mine.column("size").to_numpy().astype(np.float64)
-        chunks = band_chunks(f_sketch, b, r).ravel()
-        order = np.argsort(chunks, kind="stable")
         from lshbloom_udf.spark.keys import ship
 
-        query = ship(spark, (chunks[order], (order // b).astype(np.int32)))
+        query = ship(spark, query_of(band_chunks(f_sketch, b, r).ravel(), b))
         found = self.runs.frame(spark).mapInArrow(match_mapper(query, b, r, k, CANDIDATES_PER_DOCUMENT), MATCH_SCHEMA)
         cand = _best(_collect(found))
         self.stats["candidates"] = int(cand.num_rows)

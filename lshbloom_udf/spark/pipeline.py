@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from lshbloom_udf import hooks
 from lshbloom_udf.common import col
 from lshbloom_udf.errors import DedupInputError, InternalError
@@ -86,6 +88,9 @@ class DedupRun:
         self.measure_later = False  # the pass measures the input (or the run does, after it)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
         self.candidates = None
+        # Verification against the earlier runs' records (lshbloom_udf.spark.crossrun), and this run's records.
+        self.crossrun = None
+        self.records: Optional[dict] = None
         self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
 
     def _lap(self, stage: str) -> None:
@@ -125,6 +130,9 @@ class DedupRun:
                 with self.step("verify"):
                     verified = self.verify(dup_rows, decided.index.to_dict(),
                                            getattr(decided.outcome, "sampled", lambda: None)())
+            if self.index_dir is not None and decided.stats is not None:  # a run the index will record
+                with self.step("records"):
+                    self.write_records(verified.rows if verified is not None else dup_rows)
             result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
@@ -142,8 +150,7 @@ class DedupRun:
             self.config, decided.params, self.documents,
             decided.duplicates if verified is None else len(verified.rows), decided.empty, index,
             {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}, pass_.name,
-            decided.outcome.first_keys_seconds,
-            {**verified.summary(self.verify_rule), "memory": self.verify_memory} if verified is not None else None,
+            decided.outcome.first_keys_seconds, self.verify_summary(verified) if verified is not None else None,
             self.warnings,
         )
         return DedupResult(result_df, report, _run=record, _duplicates=dup_rows if record is not None else None,
@@ -167,7 +174,11 @@ class DedupRun:
         from lshbloom_udf.spark.verify_similarity import texts_source
         from lshbloom_udf.spark.verify_sources import SparkCandidates
 
+        from lshbloom_udf.spark.crossrun import crossrun_for
+
         c, p = self.config, self.params
+        prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule)
+        self.crossrun = prior if prior not in (True, False) else None
         source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         self.candidates = None  # this stage owns it now
         memory = DriverMemory.of_session(self.pinned.sparkSession)  # now: what the pass left available
@@ -178,13 +189,32 @@ class DedupRun:
             verified = verify_flags(
                 source, texts, dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
-                prior_documents=bool(index_info.get("inserted_before")), broadcast_limit=c.broadcast_limit,
+                prior_documents=prior, broadcast_limit=c.broadcast_limit,
                 driver_text_bytes=budget, sample_rows=sample_rows,
             )
         finally:
             source.close()
         self._lap("verify")
         return verified
+
+    def verify_summary(self, verified) -> dict:
+        """Verification's summary part, with what it did across runs (``cross_run``; None: no earlier run)."""
+        from lshbloom_udf.spark.crossrun import UNVERIFIABLE
+
+        out = verified.summary(self.verify_rule)
+        out["unverifiable"] = int(np.count_nonzero(verified.of_rows == UNVERIFIABLE))
+        out["cross_run"] = self.crossrun.summary(self.records) if self.crossrun is not None else None
+        out["memory"] = self.verify_memory
+        return out
+
+    def write_records(self, flagged_rows) -> None:
+        """This run's records: a sketch of each document it kept, beside the index (lshbloom_udf.index.records)."""
+        from lshbloom_udf.spark.records import write_records
+
+        c = self.config
+        self.records = write_records(self.txn, self.pinned, c.text_column, c.id_column, self.params.key_spec,
+                                     flagged_rows)
+        self._lap("records")
 
     def join(self, dup_rows, verified):
         from lshbloom_udf.spark.join import join_sources
@@ -194,7 +224,7 @@ class DedupRun:
             return join_decisions(self.pinned, columns, dup_rows, self.config)
         if not self.config.duplicate_of:
             return join_decisions(self.pinned, columns, verified.rows, self.config)
-        return join_sources(self.pinned, columns, verified, self.config)
+        return join_sources(self.pinned, columns, verified, self.config, self.crossrun)
 
     # -- stage 1 -------------------------------------------------------------------
 
@@ -314,4 +344,5 @@ class DedupRun:
             "order_by": [str(o) for o in c.order_by] if c.order_by else None,
             "forced_new_ingest": bool(c.force_new_ingest and self.prior is not None),
             "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"records": {k: v for k, v in self.records.items() if k != "seconds"}} if self.records else {}),
         }

@@ -289,7 +289,8 @@ class ShardedTransaction:
                 f"{where}: corrupt filter part (band {b['band']}, shard {b['shard']}, generation {b['generation']}, "
                 f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. Restore the "
                 "index from a backup, or rebuild it from its runs' inputs into a new --index-dir (docs/reliability.md)")
-        return {"filter_parts": int(row["parts"]), "checksums": True}
+        records = sum(self.verify_records(run) is not None for run in manifest.get("runs", []))
+        return {"filter_parts": int(row["parts"]), "checksums": True, "records": records}
 
     def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
         """Write ``decided`` (the sharded pass's output) as the next version; (its directory, hit rows, fill)."""

@@ -68,7 +68,9 @@ class DriverPass(KeyedPass):
             return f"{index_dir}: no index here yet (nothing to check)"
         sums = ("checksums match" if done["checksums"]
                 else "no checksums yet (written before them; its next commit records them)")
-        return f"{index_dir}: ok: {done['band_files']} band files ({sums}), {done['runs']} run record(s) verified"
+        records = f"; {done['records']} run(s)' records match their checksums" if done.get("records") else ""
+        return (f"{index_dir}: ok: {done['band_files']} band files ({sums}), {done['runs']} run record(s) "
+                f"verified{records}")
 
     def decide_keys(self, given: PassInput) -> PassResult:
         c = given.config

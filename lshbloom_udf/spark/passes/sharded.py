@@ -48,7 +48,8 @@ class ShardedPass(KeyedPass):
         done = ShardedTransaction(index_dir, spark).verify()
         if not done.get("checksums", True):
             return f"{index_dir}: filter parts written before checksums: not verified (the next run records them)"
-        return f"{index_dir}: ok: {done['filter_parts']} filter part(s) match their checksums"
+        records = f"; {done['records']} run(s)' records match theirs" if done.get("records") else ""
+        return f"{index_dir}: ok: {done['filter_parts']} filter part(s) match their checksums{records}"
 
     def decide_keys(self, given: PassInput) -> PassResult:
         from pyspark import StorageLevel

@@ -1,0 +1,158 @@
+"""Verification across runs of a kept index (issue 33, item 3): the earlier runs' records judge a later run's flags.
+
+Batches of distinct documents (tests/crossrun_support.py: each shares 45 % of its words with one document of the
+previous batch, exact Jaccard ≈ 0.29, so the defaults' permissive bands flag some of them against the previous
+run's documents), the last batch with near-copies of the first's. Without records those flags stayed flagged,
+unverified; with them no distinct document is flagged and every copy names its source in the first batch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+
+import pytest
+
+from crossrun_support import batches
+from lshbloom_udf.errors import IndexCorruptError
+from lshbloom_udf.index import IndexTransaction
+from lshbloom_udf.spark import deduplicate
+from reliability_support import index_state, read_flags, records_rows, submit, write_jsonl
+from verify_support import jaccard
+
+
+def shingles(text: str) -> set:
+    """The defaults' shingles of these documents (lowercase ASCII words: normalization changes nothing): the
+    11-character windows of the text with its whitespace deleted (docs/algorithm.md, shingle unit "mixed")."""
+    s = "".join(text.split())
+    return {s[i:i + 11] for i in range(len(s) - 10)}
+
+
+def _run(spark, batch, index, **kw):
+    df = spark.createDataFrame([(i, t) for i, t, _ in batch], "id string, text string")
+    out, summary = deduplicate(df, id_col="id", index_dir=str(index), duplicate_of=True, progress=False,
+                               return_summary=True, **kw)
+    return {r["id"]: r for r in out.collect()}, summary
+
+
+def _check_batch(rows, batch, texts) -> list:
+    """Every distinct document kept; every planted copy flagged, naming its source with the right similarity."""
+    wrong = [i for i, _, kind in batch if kind == "distinct" and rows[i]["is_duplicate"]]
+    assert not wrong, f"distinct documents flagged: {wrong}"
+    copies = [(i, kind[5:]) for i, _, kind in batch if kind.startswith("copy:")]
+    for i, source in copies:
+        r = rows[i]
+        assert r["is_duplicate"] and r["duplicate_of"] == source and r["similarity_measure"] == "jaccard", r
+        exact = jaccard(shingles(texts[i]), shingles(texts[source]))
+        assert abs(r["similarity"] - exact) < 0.12, (r, exact)  # the estimate: sd ~0.02 at J ~0.8, k = 252
+    return copies
+
+
+@pytest.mark.parametrize("pass_mode", ["driver", "sharded"])
+def test_batches_flag_no_distinct_document_and_copies_name_the_first_batch(spark, tmp_path, pass_mode):
+    data = batches(3 if pass_mode == "sharded" else 4, 40, 8)
+    texts = {i: t for batch in data for i, t, _ in batch}
+    index = tmp_path / "index"
+    looked_up = unflagged = 0
+    for t, batch in enumerate(data):
+        rows, summary = _run(spark, batch, index, pass_mode=pass_mode)
+        copies = _check_batch(rows, batch, texts)
+        cross = summary["verify"]["cross_run"]
+        assert summary["verify"]["unverifiable"] == 0
+        if t == 0:
+            assert cross is None
+            continue
+        assert cross["records_runs"] == t and cross["runs_without_records"] == [] and cross["records_read"] > 0
+        assert cross["verified"] == len(copies) and cross["candidates"] >= cross["verified"]
+        assert cross["records_written"] == sum(not r["is_duplicate"] for r in rows.values()) and cross["record_bytes"] > 0
+        looked_up += cross["looked_up"]
+        unflagged += cross["unflagged"]
+    # The test proves something: the bands did flag distinct documents against earlier runs' documents.
+    assert unflagged >= 5 and looked_up >= unflagged + 8
+
+
+def test_records_are_committed_with_the_run_and_checksummed(spark, tmp_path):
+    data = batches(2, 30, 0)
+    index = tmp_path / "index"
+    outputs = [_run(spark, batch, index)[0] for batch in data]
+    runs = json.loads((index / "manifest.json").read_text())["runs"]
+    for run, rows in zip(runs, outputs):
+        entry = run["records"]
+        assert entry["path"] == f"runs/{run['run_id']}.records" and entry["sketch_bits"] == 8
+        # One record per document the run kept (the pass's flags that verification removed included).
+        ids = {r[1] for r in records_rows(index / entry["path"])}
+        assert entry["documents"] == len(ids) and ids == {i for i, r in rows.items() if not r["is_duplicate"]}
+        assert sorted(entry["checksums"]["files"]) == sorted(p.name for p in (index / entry["path"]).glob("part-*"))
+    with IndexTransaction(str(index)) as txn:
+        assert txn.verify()["records"] == 2
+    part = sorted((index / runs[0]["records"]["path"]).glob("part-*.parquet"))[0]
+    damaged = bytearray(part.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x10
+    part.write_bytes(bytes(damaged))
+    with pytest.raises(IndexCorruptError, match=r"000001\.records/part-[^:]*: corrupt records file"):
+        _run(spark, batches(3, 30, 0)[2], index)
+    with IndexTransaction(str(index)) as txn, pytest.raises(IndexCorruptError, match="corrupt records file"):
+        txn.verify()
+    part.unlink()
+    with pytest.raises(IndexCorruptError, match=r"part-[^:]*: missing: run 000001's records are incomplete"):
+        _run(spark, batches(3, 30, 0)[2], index)
+
+
+def test_an_index_without_records_keeps_the_earlier_behaviour_and_says_so(spark, tmp_path, caplog):
+    data = batches(2, 40, 0)
+    index = tmp_path / "index"
+    _run(spark, data[0], index)
+    manifest = json.loads((index / "manifest.json").read_text())
+    shutil.rmtree(index / manifest["runs"][0].pop("records")["path"])  # as an index written before records
+    (index / "manifest.json").write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING, logger="lshbloom_udf"):
+        rows, summary = _run(spark, data[1], index)
+    assert "no earlier run kept records" in caplog.text
+    verify = summary["verify"]
+    assert verify["cross_run"] is None and verify["unverifiable"] > 0
+    lone = [r for r in rows.values() if r["is_duplicate"]]
+    assert len(lone) == verify["unverifiable"] and all(r["duplicate_of"] is None for r in lone)
+    # This run's records are written: the next run judges against them (and knows run 1 kept none).
+    _, summary = _run(spark, batches(3, 40, 0)[2], index)
+    assert summary["verify"]["cross_run"]["runs_without_records"] == ["000001"]
+
+
+def test_a_reproduced_run_writes_no_second_records(spark, tmp_path):
+    data = batches(2, 40, 0)
+    index = tmp_path / "index"
+    _run(spark, data[0], index)
+    first_rows, first = _run(spark, data[1], index)
+    state = index_state(index)
+    rows, again = _run(spark, data[1], index)
+    assert again["index"]["reproduced_from"] == "000002" and index_state(index) == state
+    assert sorted(os.listdir(index / "runs")) == ["000001.dups.i64", "000001.records", "000002.dups.i64",
+                                                  "000002.records"]
+    # Judged against the runs before the one it reproduces, as that run was: the same decisions.
+    assert again["verify"]["cross_run"]["records_runs"] == 1
+    assert {i: r["is_duplicate"] for i, r in rows.items()} == {i: r["is_duplicate"] for i, r in first_rows.items()}
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_writing_its_records_leaves_the_index_as_it_was(spark, tmp_path):
+    data = batches(2, 40, 0)
+    index, clean = tmp_path / "index", tmp_path / "clean"
+    inputs = [write_jsonl(tmp_path / f"b{t}.jsonl", [{"id": i, "text": x} for i, x, _ in b]) for t, b in enumerate(data)]
+
+    def args(t, out, where):
+        return ["--input", inputs[t], "--output", str(tmp_path / out), "--id-column", "id", "--index-dir", str(where),
+                "--quiet"]
+
+    assert submit(args(0, "o0", index)).returncode == 0
+    shutil.copytree(index, clean)
+    before = index_state(index)
+    log = tmp_path / "fault.log"
+    killed = submit(args(1, "o1", index), fault=f"kill-after-records,fault-log={log}")
+    assert killed.returncode != 0 and "kill-after-records" in log.read_text()
+    staged = [n for n in os.listdir(index) if n.startswith(".staging-")]
+    assert staged and os.path.isdir(index / staged[0] / "records"), "the kill came before the records: proves nothing"
+    assert submit(args(1, "o1", index)).returncode == 0  # recovers (drops the orphan records), then runs
+    assert submit(args(1, "o1-clean", clean)).returncode == 0
+    assert index_state(index) == index_state(clean) != before
+    assert read_flags(spark, tmp_path / "o1") == read_flags(spark, tmp_path / "o1-clean")
