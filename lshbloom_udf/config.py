@@ -102,7 +102,8 @@ class DedupConfig:
     # documents that grows with N: 6.2 % at 10^5 against 2.0 %, docs/benchmarks-history.md "The study's defaults at scale") and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
     threshold: float = setting(0.3, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
                                "becomes a candidate with probability ~1/2; with verify, the decision is then "
-                               "verify_threshold / containment_threshold", _threshold, "minhash", cli={"type": float})
+                               "verify_threshold / containment_threshold; without verify, unless given, the bands "
+                               "are for verify_threshold's value (docs/algorithm.md section 3b)", _threshold, "minhash", cli={"type": float})
     num_perm: int = setting(256, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
     bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
                                      _optional(_bands), "minhash",
@@ -318,15 +319,24 @@ class DedupConfig:
         """The backend of a new index: ``bloom`` if given, else cuckoo with the mix key, datasketch's files with sum."""
         return self.bloom or ("cuckoo" if self.band_key == "mix" else "pybloomfiltermmap3")
 
+    @property
+    def bands_for(self):
+        """The threshold the bands serve and why (:mod:`lshbloom_udf.bands`): ``threshold``, except without
+        verification when it was not given (nor set by a preset): then ``verify_threshold``."""
+        from lshbloom_udf.bands import bands_for
+
+        return bands_for(self)
+
     def index_params(self, capacity: Optional[int] = None):
-        """The :class:`~lshbloom_udf.index.IndexParams` these settings imply (capacity: ``expected_docs`` or 1)."""
+        """The :class:`~lshbloom_udf.index.IndexParams` these settings imply (capacity: ``expected_docs`` or 1), banded
+        for :attr:`bands_for`'s threshold."""
         from lshbloom_udf.index import IndexParams
 
         if capacity is None:
             capacity = self.expected_docs or 1
         try:
             return IndexParams.for_threshold(
-                capacity, self.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,
+                capacity, self.bands_for.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,
                 ngram=self.ngram, normalize=self.normalize, p_effective=self.p_effective, band_key=self.band_key,
                 growth=self.growth, shingle=self.shingle,
             )

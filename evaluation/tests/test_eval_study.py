@@ -179,10 +179,12 @@ def test_default_configuration_decides_as_datasketch_in_spark(spark):
         flags = {r["id"]: r["is_duplicate"] for r in out}
         return [flags[d.id] for d in st.docs]  # ids sort in stream order
 
-    # The defaults' shingles and bands with datasketch's own permutations, decided by the pass alone (scheme
-    # poisson and verification are the product's own: datasketch has neither).
+    # The defaults' shingles with datasketch's own permutations, decided by the pass alone (scheme poisson and
+    # verification are the product's own: datasketch has neither); without verification the bands are those for
+    # verify_threshold (lshbloom_udf/bands.py).
     datasketch_like = dict(scheme="affine32", verify=False)
     ours = run(band_key="sum", **datasketch_like)
-    assert ours == datasketch_flags(st.texts, config={**DEFAULTS, **datasketch_like})
+    assert ours == datasketch_flags(st.texts, config={**DEFAULTS, **datasketch_like,
+                                                      "threshold": DEFAULTS["verify_threshold"]})
     assert run(**datasketch_like) == ours
     assert sum(ours) >= 30  # most of the 40 duplicates are found

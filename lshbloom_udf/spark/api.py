@@ -6,6 +6,7 @@ import os
 import time
 from typing import Optional
 
+from lshbloom_udf.bands import check_kept_bands
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import IndexTransaction
@@ -105,6 +106,7 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
                                                        if index_dir is not None else None)
     try:
         if txn is not None:
+            check_kept_bands(txn.path, txn.manifest(), config, params)  # says which threshold each set of bands is for
             txn.check_compatible(params, config.sizing_given, config.bloom)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
         result.transaction, result._owns_transaction = txn, transaction is None

@@ -132,7 +132,7 @@ def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Opti
         "text_column": config.text_column,
         "id_column": config.id_column,
         "order_by": [str(c) for c in config.order_by] if config.order_by else None,
-        "params": _params_part(params),
+        "params": {**_params_part(params), "bands_for": config.bands_for.text},
         "index": index.to_dict(),
         "seconds": {k: round(v, 3) for k, v in {**seconds, **(job.seconds if job else {})}.items()},
         # Over the decision stage only (the documents it decided), not the run's start-up.
@@ -190,6 +190,12 @@ def check_bands(config, params) -> list[str]:
 _WARNED: set = set()
 
 
+def _bands_for_text(params: Mapping) -> str:
+    """The summary text's note of which setting's threshold the bands serve, and why."""
+    bands_for = params.get("bands_for")
+    return f" for {bands_for}" if bands_for else ""
+
+
 def bands_threshold(b: int, r: int) -> float:
     """Where the S-curve ``1 - (1 - s^r)^b`` of ``b`` bands of ``r`` rows rises: ``(1/b)^(1/r)``."""
     return round((1.0 / b) ** (1.0 / r), 4)
@@ -219,7 +225,7 @@ def format_summary(summary: dict) -> str:
         f"kept               {summary['kept']:,}",
         f"run                {_run_text(summary)}",
         f"pass               {_PASS_TEXT.get(summary.get('pass', 'driver'), summary.get('pass'))}",
-        f"parameters         threshold {p.get('threshold')}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
+        f"parameters         threshold {p.get('threshold')}{_bands_for_text(p)}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
         f"ngram {p.get('ngram')} {p.get('shingle', 'words')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, band key {p.get('band_key', 'sum')}",
         f"index              {_index_text(idx)}",
         "seconds            " + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("seconds", {}).items()),
