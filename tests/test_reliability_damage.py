@@ -144,6 +144,40 @@ def test_check_index_and_verify_index_name_the_damaged_file(job, capsys, tmp_pat
     assert _check_index(index).returncode == 2
 
 
+def _one_error_line(done: subprocess.CompletedProcess, pattern: str) -> None:
+    """A spark-submit refused with exit 2 and one ``error:`` line, and nothing else failing: no Python traceback
+    from the driver, the key stream or the executors (spark-submit forwards the driver's stderr to its stdout)."""
+    out = done.stdout + done.stderr
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert done.returncode == 2, out[-3000:]
+    assert len(errors) == 1 and re.search(pattern, errors[0]), out[-3000:]
+    assert "Traceback" not in out and "ConnectionRefused" not in out and " ERROR " not in out, out[-5000:]
+
+
+@pytest.mark.slow
+def test_a_corrupt_band_file_and_duplicate_ids_are_one_error_line_in_a_real_job(job, capsys, tmp_path):
+    """issue 33, item 5: the corrupt band file is found as the index opens, while the keys stage (the socket stream,
+    over many partitions) is starting: the job stops it before closing the stream, and says one line."""
+    docs = list(sample_docs())[:200]
+    first, second = write_jsonl(tmp_path / "a.jsonl", docs[:60]), write_jsonl(tmp_path / "b.jsonl", docs[60:])
+    index = tmp_path / "index"
+    code, _, err = run_job(job, ["--input", first, "--output", str(tmp_path / "o1"), "--index-dir", str(index),
+                                 "--quiet"], capsys)
+    assert code == 0, err
+    band = index / "band-7.cbf"
+    data = bytearray(band.read_bytes())
+    data[len(data) * 2 // 3] ^= 0x80
+    band.write_bytes(bytes(data))
+    many = ["spark.sql.files.maxPartitionBytes=4096", "spark.sql.files.openCostInBytes=0"]
+    done = submit(["--input", second, "--output", str(tmp_path / "o2"), "--index-dir", str(index), "--quiet"],
+                  conf=many)
+    _one_error_line(done, r"band-7\.cbf: corrupt band file")
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"id": "a", "text": "one two"}\n{"id": "a", "text": "three four"}\n{"id": "b", "text": "x"}\n')
+    done = submit(["--input", str(dup), "--output", str(tmp_path / "o3"), "--id-column", "id", "--quiet"])
+    _one_error_line(done, r"not unique.*'a' \(2 rows\)")
+
+
 def test_a_corrupt_sharded_filter_part_is_named_by_verify_index(job, capsys, tmp_path):
     docs = list(sample_docs())[:120]
     first, second = write_jsonl(tmp_path / "a.jsonl", docs[:80]), write_jsonl(tmp_path / "b.jsonl", docs[80:])

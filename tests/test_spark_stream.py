@@ -108,3 +108,23 @@ def test_a_run_recorded_with_key_fingerprints_is_reproduced_not_ingested_again(s
     assert again.summary["index"].get("reproduced_from") == run["run_id"]
     assert _flags(again.df) == _flags(first) and sum(_flags(first).values()) > 10
     assert ROW_COL not in again.df.columns
+
+
+def test_a_stream_closed_while_its_keys_job_starts_cancels_the_job_before_closing_the_server(spark, docs):
+    """The driver failing just after the keys stage started (a corrupt index is found as it opens): the stream stops
+    the job first, so no task connects to a closed server (``ConnectionRefusedError``, whose Python traceback the
+    executors would log after the run's one-line error; issue 33, item 5)."""
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.spark.keys import row_id
+    from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+
+    spec = DedupConfig().replace(**REF_KW).index_params().key_spec
+    df = _frame(spark, docs, 6)
+    pinned = df.select("text", row_id()).localCheckpoint()
+    for _ in range(2):
+        stream = KeyStream(spark, spec.b)
+        mapper = stream_mapper("text", spec, 7, stream.address, stream.token)
+        stream.start(pinned.select(ROW_COL, "text").mapInArrow(mapper, SENT_SCHEMA))
+        stream.close()  # at once: before the job is even submitted, as the failing pass does
+        assert not stream._job.is_alive()
+        assert stream.job_error is None or "ConnectionRefused" not in str(stream.job_error), stream.job_error

@@ -306,23 +306,33 @@ class KeyStream:
                     pass
 
     def close(self) -> None:
-        """Stop the keys job if it still runs, close every connection and delete the spool."""
+        """Stop the keys job if it still runs, then close the server and delete the spool.
+
+        In that order: a task that starts after the server closed fails with ``ConnectionRefusedError``, and its
+        Python traceback would print on the executors' log after the run's own one-line error (a run that fails
+        while the keys stage runs, e.g. on a corrupt index)."""
         try:
-            self.server.close()
-        finally:
             if self._job is not None and self._job.is_alive():
                 self._stop_job()
+        finally:
+            self.server.close()
             shutil.rmtree(self.spool, ignore_errors=True)
 
-
-    def _stop_job(self) -> None:
-        """Cancel the keys job only while it has active jobs: cancelling a group whose jobs all ended makes Spark's
-        DAGScheduler warn "Failed to cancel job group" (the pass read every key while the job was finishing)."""
+    def _stop_job(self, timeout: float = 60.0) -> None:
+        """Cancel the keys job and wait for its thread to end. The group is cancelled only while it has an active
+        job: cancelling a group whose jobs all ended makes Spark's DAGScheduler warn "Failed to cancel job group"
+        (the pass read every key while the job was finishing), and one not submitted yet is cancelled once it is."""
         sc = self.spark.sparkContext
         tracker = sc.statusTracker()
-        if not self.job_done and set(tracker.getJobIdsForGroup(self.group)) & set(tracker.getActiveJobsIds()):
-            sc.cancelJobGroup(self.group)
-        self._job.join(timeout=60)
+        deadline = time.monotonic() + timeout
+        while self._job.is_alive() and time.monotonic() < deadline:
+            with self.cond:
+                done = self.job_done or self.job_error is not None
+            if not done and set(tracker.getJobIdsForGroup(self.group)) & set(tracker.getActiveJobsIds()):
+                sc.cancelJobGroup(self.group)
+                self._job.join(timeout=max(0.0, deadline - time.monotonic()))
+                return
+            self._job.join(timeout=0.1)
 
 
 class _Reader:
