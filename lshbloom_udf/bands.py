@@ -56,7 +56,7 @@ def bands_for(config) -> BandsFor:
     if config.verify:
         source = "given" if given else "preset" if meant else "default"
         return BandsFor(config.threshold, "threshold", f"{source}: candidates, verification decides")
-    if config.bands is not None and config.is_given("bands"):
+    if config.bands is not None:
         return BandsFor(config.threshold if meant else _decision(config), "bands", "given")
     if meant:
         return BandsFor(config.threshold, "threshold", "given" if given else "preset")

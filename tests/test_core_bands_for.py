@@ -11,7 +11,7 @@ import pytest
 from lshbloom_udf.bands import check_kept_bands
 from lshbloom_udf.config import DEFAULTS, PRESETS, DedupConfig
 from lshbloom_udf.errors import IndexMismatchError
-from lshbloom_udf.index import IndexParams, LSHBloomIndex
+from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.lsh import optimal_params
 
 NUM_PERM = DEFAULTS["num_perm"]
