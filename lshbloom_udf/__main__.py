@@ -35,6 +35,7 @@ def plan_parser() -> argparse.ArgumentParser:
     parser.add_argument("--docs", type=float, required=True, help="expected documents, e.g. 1e10")
     for name, default in plan_defaults().items():
         add_setting_flag(parser, name, default=default)
+    add_setting_flag(parser, "verify", default=DEFAULTS["verify"])  # which threshold the bands serve (below)
     parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
     parser.add_argument("--executors", type=int, default=1,
                         help="executors computing the keys (both passes) and the shards (default %(default)s)")
@@ -58,7 +59,7 @@ def _plan(argv: list[str]) -> None:
     try:
         result = plan(
             int(args.docs),
-            threshold=args.threshold,
+            threshold=_bands_threshold(argv),
             num_perm=args.num_perm,
             p_effective=args.p_effective,
             ngram=args.ngram,
@@ -79,6 +80,16 @@ def _plan(argv: list[str]) -> None:
     else:
         print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else "")
               + "\n" + advice_text(advice) + "\n" + run_needs_text(needs))
+
+
+def _bands_threshold(argv: list[str]) -> float:
+    """The threshold the bands of a run with these flags serve (lshbloom_udf/bands.py: without verification,
+    verify_threshold's unless --threshold is given), from the flags given only."""
+    given = argparse.ArgumentParser(add_help=False)
+    for name in ("threshold", "verify"):
+        add_setting_flag(given, name)  # left out of the namespace when not given
+    known, _ = given.parse_known_args(argv)
+    return DedupConfig().replace(**vars(known)).bands_for.threshold
 
 
 def _sharded(args, result) -> dict:

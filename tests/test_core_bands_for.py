@@ -87,3 +87,16 @@ def test_a_verified_run_against_an_index_made_without_verification_names_its_thr
     off = DedupConfig().replace(verify=False)
     check_kept_bands("ix", manifest, off, off.index_params())  # the same bands: the index's own decision
     check_kept_bands("ix", None, off, off.index_params())  # no index yet
+
+
+@pytest.mark.parametrize("flags, threshold", [([], 0.3), (["--no-verify"], 0.4), (["--no-verify", "--threshold", "0.3"], 0.3),
+                                              (["--threshold", "0.5"], 0.5)])
+def test_plan_sizes_the_bands_a_run_with_the_same_flags_would_use(capsys, flags, threshold):
+    from lshbloom_udf.__main__ import _plan
+
+    _plan(["--docs", "1000", "--json", *flags])
+    got = json.loads(capsys.readouterr().out)
+    config = DedupConfig().replace(**{"verify": "--no-verify" not in flags,
+                                      **({"threshold": threshold} if "--threshold" in flags else {})})
+    p = config.index_params(1000)
+    assert (got["threshold"], got["b"], got["r"]) == (threshold, p.b, p.r) == (threshold, *optimal_params(threshold, NUM_PERM))
