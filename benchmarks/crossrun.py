@@ -107,7 +107,7 @@ def batches(args) -> dict:
            "record_bytes_per_document": sum(r["bytes"] for r in rec) / sum(r["documents"] for r in rec),
            "records_documents": sum(r["documents"] for r in rec),
            "index_band_bytes": sum(os.path.getsize(os.path.join(index, f)) for f in os.listdir(index)
-                                   if f.startswith("band-")),
+                                   if "band-" in f),
            "seconds_per_batch": round((time.monotonic() - t_all) / args.batches, 1), "per_batch_detail": per_batch}
     spark.stop()
     return out

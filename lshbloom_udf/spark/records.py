@@ -17,7 +17,6 @@ documents of 2.3 kB); under ``affine32``/``legacy`` the values are minima of ``n
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import time
@@ -31,7 +30,6 @@ from lshbloom_udf.common import col
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.keys import ROW_COL, _replace_invalid_utf8, _selected, ship, task_start, task_threads
 
-log = logging.getLogger(__name__)
 
 ID_COL = "_lshb_id"
 RECORD_SCHEMA = "row long, id string, sketch binary, size float"

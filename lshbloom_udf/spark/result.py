@@ -297,7 +297,13 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
     if v.get("by_containment"):
         text += f"; {v['by_containment']:,} kept flagged by containment"
     if v.get("unverifiable"):
-        text += f"; {v['unverifiable']:,} stay flagged unverified (matched only earlier runs' documents)"
+        text += f"; {v['unverifiable']:,} stay flagged unverified (only earlier runs without records explain them)"
+    cross = v.get("cross_run")
+    if cross:
+        text += (f"\n                   across runs: {cross['looked_up']:,} flags judged against {cross['records_read']:,} "
+                 f"records of {cross['records_runs']} earlier run(s): {cross['verified']:,} name an earlier run's "
+                 f"document, {cross['unflagged']:,} unflagged ({cross['seconds']:.1f} s); this run's records: "
+                 f"{cross['records_written']:,} ({human_bytes(cross['record_bytes'])})")
     if idx.get("inserted_total") is not None and not idx.get("reproduced"):
         inserted = idx.get("inserted_total", 0) - idx.get("inserted_before", 0)
         if summary.get("insert") == "all":
