@@ -10,12 +10,10 @@ flagged; and the bound binds: without it round 2 would pair many times more docu
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 from pyspark.sql import types as T
-from verify_support import Bounds, Template, band_keys, pass_flags, reference_verify
+from verify_support import Bounds, Template, band_keys, pass_flags, reference_verify, template_family
 
 from evaluation.shingling import Shingling, shingles
 from lshbloom_udf import deduplicate
@@ -25,30 +23,6 @@ from lshbloom_udf.spark.verify_sources import CANDIDATES_PER_DOCUMENT
 SCHEMA = T.StructType([T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
                        T.StructField("text", T.StringType()), T.StructField("kind", T.StringType())])
 DEFAULT_SHINGLES = Shingling("mixed", 11, ("dehyphen", "nfkc", "lower", "punct"))
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def template_family(pages: int, planted: int, seed: int) -> list[tuple[str, str]]:
-    """(text, kind): ``pages`` pages of one template (a 60-word header and footer around 100-140 words of their
-    own), then ``planted`` near-copies of random pages (two words in a hundred replaced), with an unrelated
-    document every tenth page."""
-    rng = random.Random(seed)
-    vocab = ["".join(rng.choice(LETTERS) for _ in range(rng.randint(3, 9))) for _ in range(20000)]
-
-    def words(n: int) -> list[str]:
-        return [rng.choice(vocab) for _ in range(n)]
-
-    head, foot = " ".join(words(60)), " ".join(words(60))
-    bodies = [words(rng.randint(100, 140)) for _ in range(pages)]
-    docs = []
-    for i, body in enumerate(bodies):
-        docs.append((f"{head}\n{' '.join(body)}\n{foot}", "page"))
-        if i % 10 == 9:
-            docs.append((" ".join(words(150)), "unrelated"))
-    for i in rng.sample(range(pages), planted):
-        body = [w if rng.random() > 0.02 else rng.choice(vocab) for w in bodies[i]]
-        docs.append((f"{head}\n{' '.join(body)}\n{foot}", "copy"))
-    return docs
 
 
 @pytest.fixture(scope="module")

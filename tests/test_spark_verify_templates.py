@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 from pyspark.sql import types as T
-from verify_support import Template, band_keys, jaccard, pass_flags, reference_verify
+from verify_support import Template, band_keys, jaccard, pass_flags, reference_verify, template_family
 
 from evaluation.shingling import Shingling, shingles
 from lshbloom_udf import _native, deduplicate
@@ -150,15 +150,16 @@ def test_a_run_keeping_more_than_the_sample_samples_its_kept_documents(spark, mo
     assert vt.row_hashes(ids).view(np.int64).tolist() == [r[1] for r in got]
     flagged = np.sort(ids)[::3]
     source = texts_source(pinned, "text", documents=600)
-    first = source.kept_sample(flagged)
-    again = source.kept_sample(flagged)
-    assert first == again and len(first) == 60
+    first, top_up = source.sample_texts(flagged, 10)
+    assert (first, top_up) == source.sample_texts(flagged, 10) and len(first) == 60 and len(top_up) == 10
     text_of = {r[0]: r[2] for r in got}
     noted = vt.sample_candidates(np.sort(ids), vt.sample_below(600))  # what a driver pass notes, chunk by chunk
     assert first == [text_of[r] for r in vt.kept_sample(noted, flagged).tolist()]
+    assert top_up == [text_of[r] for r in vt.flagged_sample(noted, flagged, 10).tolist()]
     assert not set(first) & {text_of[r] for r in flagged.tolist()}
+    assert set(top_up) <= {text_of[r] for r in flagged.tolist()}
     monkeypatch.setattr(vt, "SAMPLE", 600)
-    assert sorted(source.kept_sample(np.zeros(0, np.int64))) == sorted(d for d, _ in docs)
+    assert sorted(source.sample_texts(np.zeros(0, np.int64), 10)[0]) == sorted(d for d, _ in docs)
 
 
 def test_hash_sets_count_what_the_shingle_sets_hold():
@@ -204,3 +205,24 @@ def test_the_sample_stops_at_its_hash_budget(spark, stream, monkeypatch):
     _, capped, _ = run(spark, stream)
     whole, part = (s["verify"]["template"] for s in (full, capped))
     assert 1 <= part["sampled"] < whole["sampled"]
+
+
+def test_a_run_that_is_one_template_family_tops_the_sample_up(spark, monkeypatch):
+    """The pass keeps almost nothing of a family whose siblings match at J 0.4-0.6 (the template is two thirds of
+    each page): fewer kept documents than 2 * max_df. The sample is topped up with flagged siblings, the template
+    is found, and only the planted copies stay flagged; without the top-up siblings are flagged."""
+    from lshbloom_udf.spark import verify_templates
+
+    docs = template_family(40, 3, seed=2, frame=75, body=(90, 110))
+    sets = [shingles(t, DEFAULT_SHINGLES) for t, _ in docs]
+    pages = [i for i, (_, k) in enumerate(docs) if k == "page"]
+    assert max(jaccard(sets[pages[0]], sets[i]) for i in pages[1:]) >= 0.4  # siblings verify by Jaccard alone
+    got, summary, _ = run(spark, docs)
+    template = summary["verify"]["template"]
+    assert template["sampled"] <= 20 and template["topped_up"] > 0 and template["refused_pairs"] > 0
+    copies = {i for i, (_, k) in enumerate(docs) if k == "copy"}
+    assert {i for i, r in got.items() if r["is_duplicate"]} == copies
+    monkeypatch.setattr(verify_templates, "TOP_UP_BELOW", 0)
+    without, summary, _ = run(spark, docs)
+    assert summary["verify"]["template"]["topped_up"] == 0
+    assert {i for i, r in without.items() if r["is_duplicate"]} > copies

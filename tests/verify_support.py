@@ -218,3 +218,28 @@ def partial_copy_stream(sources: int, seed: int) -> list[tuple[str, str]]:
             docs += [original, *chosen]
         docs.append((" ".join(rng.choice(vocab) for _ in range(rng.randint(30, 90))), "unrelated"))
     return docs
+
+
+def template_family(pages: int, planted: int, seed: int, frame: int = 60,
+                    body: tuple[int, int] = (100, 140)) -> list[tuple[str, str]]:
+    """(text, kind): ``pages`` pages of one template (a ``frame``-word header and footer around ``body`` words of
+    their own), then ``planted`` near-copies of random pages (two words in a hundred replaced), with an unrelated
+    document every tenth page."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(20000)]
+
+    def words(n: int) -> list[str]:
+        return [rng.choice(vocab) for _ in range(n)]
+
+    head, foot = " ".join(words(frame)), " ".join(words(frame))
+    bodies = [words(rng.randint(*body)) for _ in range(pages)]
+    docs = []
+    for i, own in enumerate(bodies):
+        docs.append((f"{head}\n{' '.join(own)}\n{foot}", "page"))
+        if i % 10 == 9:
+            docs.append((" ".join(words(150)), "unrelated"))
+    for i in rng.sample(range(pages), planted):
+        own = [w if rng.random() > 0.02 else rng.choice(vocab) for w in bodies[i]]
+        docs.append((f"{head}\n{' '.join(own)}\n{foot}", "copy"))
+    return docs

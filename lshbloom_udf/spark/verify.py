@@ -277,14 +277,16 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
     if rule.template is None:
         return (lambda pairs: pairs), none
     from lshbloom_udf.spark.verify_similarity import held_texts
-    from lshbloom_udf.spark.verify_templates import kept_sample
+    from lshbloom_udf.spark.verify_templates import flagged_sample, kept_sample, top_up_size
 
     rows = none if sample_rows is None else kept_sample(sample_rows, flagged)
+    top_up = none if sample_rows is None else flagged_sample(sample_rows, flagged, top_up_size(rule.template))
 
     def sample():
-        if sample_rows is not None and all(r in held for r in rows.tolist()):
-            return [held[r] for r in rows.tolist()]  # came with round 1's texts
-        return texts_of.kept_sample(flagged)  # the same rows, found by a scan
+        if sample_rows is not None and all(r in held for r in np.union1d(rows, top_up).tolist()):
+            # came with round 1's texts (every flagged row's does)
+            return [held[r] for r in rows.tolist()], [held[r] for r in top_up.tolist()]
+        return texts_of.sample_texts(flagged, top_up_size(rule.template))  # the same rows, found by a scan
 
     templates = Templates(rule.template, rule, shingling, sample=sample,
                           texts=lambda rows: held_texts(texts_of, rows, held, broadcast_limit))

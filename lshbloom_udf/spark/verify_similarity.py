@@ -241,15 +241,15 @@ class texts_source:
         return self.pinned.join(F.broadcast(rows) if small else rows, ROW_COL, "left_semi").select(
             ROW_COL, col(self.text_col))
 
-    def kept_sample(self, flagged: np.ndarray):
-        """The texts of the template rule's sample
-        (:func:`~lshbloom_udf.spark.verify_templates.kept_sample`), its candidates found by a scan of the pinned rows
-        with Spark's ``xxhash64``: the rows a driver pass would have noted."""
+    def sample_texts(self, flagged: np.ndarray, top_up: int) -> tuple[list, list]:
+        """The texts of the template rule's sample (:func:`~lshbloom_udf.spark.verify_templates.kept_sample`) and of
+        its ``top_up`` flagged candidates (:func:`~lshbloom_udf.spark.verify_templates.flagged_sample`), the candidates
+        found by a scan of the pinned rows with Spark's ``xxhash64``: the rows a driver pass would have noted."""
         import pyarrow as pa
         from pyspark.sql import functions as F
 
         from lshbloom_udf.common import col
-        from lshbloom_udf.spark.verify_templates import SAMPLE_MASK, kept_sample, sample_below
+        from lshbloom_udf.spark.verify_templates import SAMPLE_MASK, flagged_sample, kept_sample, sample_below
 
         documents = self.pinned.count() if self.documents is None else self.documents
         below = sample_below(documents)
@@ -260,9 +260,7 @@ class texts_source:
         texts: dict = {}
         bound = self.at_most(int(below / (SAMPLE_MASK + 1) * documents * 1.5) + 64)
         for batch in _arrow_batches(frame, bound, self.memory):
-            rows = batch.column(0).to_numpy(zero_copy_only=False)
-            keep = pa.array(~is_in(rows, flagged))
-            texts.update(zip(rows[keep.to_numpy(zero_copy_only=False)].tolist(),
-                             map(_decoded, batch.column(1).cast(pa.binary()).filter(keep).to_pylist())))
-        rows = kept_sample(np.fromiter(texts, np.int64, len(texts)), flagged)
-        return [texts[r] for r in rows.tolist()]
+            texts.update(zip(batch.column(0).to_pylist(), map(_decoded, batch.column(1).cast(pa.binary()).to_pylist())))
+        candidates = np.fromiter(texts, np.int64, len(texts))
+        return ([texts[r] for r in kept_sample(candidates, flagged).tolist()],
+                [texts[r] for r in flagged_sample(candidates, flagged, top_up).tolist()])

@@ -18,7 +18,9 @@ The sample: every kept document when the run keeps at most :data:`SAMPLE` (then 
 measured, max_df 5 over each stream's kept documents), else :data:`SAMPLE` of them: those whose row id has the
 smallest hash (Spark's ``xxhash64``; a bottom-k sample: uniform, and the same rows on every run of the same input),
 so that ``T`` is the shingles held by about ``max_df / SAMPLE`` of the kept documents (0.5 % at the default): a
-share, not a count, so that at scale ordinary phrases do not become a template's. The driver pass notes the rows
+share, not a count, so that at scale ordinary phrases do not become a template's. A run that is mostly one template
+family keeps almost nothing (its siblings are flagged): with fewer than ``TOP_UP_BELOW · max_df`` kept documents in
+the sample it is topped up with flagged candidates, copies of one source entering once (:data:`TOP_UP_BELOW`). The driver pass notes the rows
 whose hash is small enough to be candidates (:func:`sample_candidates`, about ``2·SAMPLE``) and round 1 brings
 their texts with its own; without a driver pass (the sharded pass), or when round 1's texts stay on the executors,
 one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify_similarity.texts_source.kept_sample`), only
@@ -44,6 +46,11 @@ log = logging.getLogger(__name__)
 SAMPLE = 1024
 # The sample's shingles held at once (8 bytes each): documents past it are not added (long texts).
 SAMPLE_HASHES = 1 << 25
+# Fewer sampled kept documents than TOP_UP_BELOW · max_df cannot show a shingle held by max_df of them: the pass kept
+# almost nothing (a run that is mostly one template family: its siblings are all flagged). The sample is then topped
+# up to TOP_UP_TO · max_df documents with flagged candidates, each taken only if its Jaccard with every document
+# already in is below the rule's ``below`` (copies of one source enter once; siblings of a template, at 0.3-0.5, do).
+TOP_UP_BELOW, TOP_UP_TO = 2, 4
 # A row is a sample candidate when the low 30 bits of its row id's hash fall under a share of 2^30 (twice the
 # sample's share of the documents, so that the kept ones among them are enough when up to half are flagged).
 SAMPLE_MASK = (1 << 30) - 1
@@ -78,6 +85,19 @@ def sample_below(documents: int) -> int:
 def sample_candidates(rows: np.ndarray, below: int) -> np.ndarray:
     """The ``rows`` whose hash is under ``below`` (:func:`sample_below`)."""
     return rows[(row_hashes(rows) & np.uint64(SAMPLE_MASK)) < np.uint64(below)]
+
+
+def flagged_sample(candidates: np.ndarray, flagged: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` ``flagged`` candidates whose row hashes are smallest, in that order (the top-up's: the module's
+    docs)."""
+    rows = np.unique(np.asarray(candidates, np.int64))
+    rows = rows[is_in(rows, flagged)]
+    return rows[np.argsort(row_hashes(rows) & np.uint64(SAMPLE_MASK), kind="stable")[:n]]
+
+
+def top_up_size(rule: "TemplateRule") -> int:
+    """The flagged candidates read for a top-up: twice the most it may take (some are copies, and skipped)."""
+    return 2 * TOP_UP_TO * rule.max_df
 
 
 def kept_sample(candidates: np.ndarray, flagged: np.ndarray) -> np.ndarray:
@@ -118,30 +138,35 @@ def template_shingles(sets: list[np.ndarray], max_df: int) -> np.ndarray:
     return every[counts >= max_df]
 
 
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    common = len(np.intersect1d(a, b, assume_unique=True))
+    union = len(a) + len(b) - common
+    return common / union if union else 0.0
+
+
 def rare_jaccard(a: np.ndarray, b: np.ndarray, templates: np.ndarray) -> float:
     """``J'``: the Jaccard of two sorted hash sets without the ``templates`` (0 when nothing is left)."""
-    a, b = a[~is_in(a, templates)], b[~is_in(b, templates)]
-    common = len(np.intersect1d(a, b, assume_unique=True))
-    rest = len(a) + len(b) - common
-    return common / rest if rest else 0.0
+    return _jaccard(a[~is_in(a, templates)], b[~is_in(b, templates)])
 
 
 class Templates:
     """Applies a :class:`TemplateRule` to verified pairs; reads its sample the first time a pair is a suspect.
 
-    ``sample()``: the sampled kept documents' texts; ``texts(rows)``: ``{row id: text}`` of
-    the suspects' rows; ``verify_rule``: the rule the pairs passed (its containment branch exempts a pair).
+    ``sample()``: the sampled kept documents' texts and the flagged candidates' (the top-up's, in hash order);
+    ``texts(rows)``: ``{row id: text}`` of the suspects' rows; ``verify_rule``: the rule the pairs passed (its
+    containment branch exempts a pair).
     """
 
     def __init__(self, rule: TemplateRule, verify_rule, shingling, sample: Callable, texts: Callable):
         self.rule, self.verify_rule, self.shingling = rule, verify_rule, shingling
         self._sample, self._texts = sample, texts
         self.templates: Optional[np.ndarray] = None
-        self.sampled = self.refused = 0
+        self.sampled = self.refused = self.topped_up = 0
         self.seconds = 0.0
 
     def summary(self) -> dict:
-        return {"max_df": self.rule.max_df, "sampled": self.sampled, "refused_pairs": self.refused,
+        return {"max_df": self.rule.max_df, "sampled": self.sampled, "topped_up": self.topped_up,
+                "refused_pairs": self.refused,
                 "template_shingles": None if self.templates is None else int(len(self.templates)),
                 "seconds": round(self.seconds, 3)}
 
@@ -155,13 +180,24 @@ class Templates:
         return self.templates
 
     def _sample_sets(self) -> list[np.ndarray]:
-        """The sampled documents' hash sets, in the order read, until :data:`SAMPLE_HASHES` hashes are held."""
+        """The sampled documents' hash sets, in the order read, until :data:`SAMPLE_HASHES` hashes are held; topped
+        up with flagged candidates when the kept ones are too few (:data:`TOP_UP_BELOW`)."""
+        kept, flagged = self._sample()
         sets, held = [], 0
-        for s in hash_sets(self._sample(), self.shingling):
+        for s in hash_sets(kept, self.shingling):
             if held + len(s) > SAMPLE_HASHES:
                 break
             sets.append(s)
             held += len(s)
+        if len(sets) >= TOP_UP_BELOW * self.rule.max_df or not flagged:
+            return sets
+        for s in hash_sets(flagged, self.shingling):
+            if len(sets) >= TOP_UP_TO * self.rule.max_df or held + len(s) > SAMPLE_HASHES:
+                break
+            if all(_jaccard(s, t) < self.rule.below for t in sets):
+                sets.append(s)
+                held += len(s)
+                self.topped_up += 1
         return sets
 
     def refuse(self, pairs):
