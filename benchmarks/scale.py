@@ -90,6 +90,8 @@ JOBS = {
     "mix-spark": ("defaults", ["--band-key", "mix", "--key-transfer", "spark"]),
     # the defaults without verification's template rule (issue 20): its cost side by side
     "mix-no-template": ("defaults", ["--band-key", "mix", "--template-max-df", "0"]),
+    # the defaults' permissive bands without verification (issue 33's yardstick: the defaults within 1.5x of it)
+    "mix-no-verify": ("defaults", ["--band-key", "mix", "--no-verify", "--threshold", "0.3"]),
     # the defaults with verified flags (issue 14): a candidate below T is not a duplicate
     "mix-verify": ("defaults", ["--band-key", "mix", "--verify"]),
     # the defaults before the multilingual study (word 4-grams, T 0.45, 512 affine32 permutations, no verification):
