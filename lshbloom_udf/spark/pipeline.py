@@ -132,7 +132,8 @@ class DedupRun:
                                            getattr(decided.outcome, "sampled", lambda: None)())
             if self.index_dir is not None and decided.stats is not None:  # a run the index will record
                 with self.step("records"):
-                    self.write_records(verified.rows if verified is not None else dup_rows)
+                    final = verified.rows if verified is not None else dup_rows
+                    self.write_records(final, kept=self.documents - len(final) - decided.empty)
             result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
@@ -207,13 +208,14 @@ class DedupRun:
         out["memory"] = self.verify_memory
         return out
 
-    def write_records(self, flagged_rows) -> None:
-        """This run's records: a sketch of each document it kept, beside the index (lshbloom_udf.index.records)."""
+    def write_records(self, flagged_rows, kept: int) -> None:
+        """This run's records: a sketch of each of the ``kept`` documents it kept, beside the index
+        (lshbloom_udf.index.records)."""
         from lshbloom_udf.spark.records import write_records
 
         c = self.config
         self.records = write_records(self.txn, self.pinned, c.text_column, c.id_column, self.params.key_spec,
-                                     flagged_rows)
+                                     flagged_rows, kept)
         self._lap("records")
 
     def join(self, dup_rows, verified):

@@ -134,9 +134,12 @@ def hadoop_uri(path: str) -> str:
     return path if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path) else "file://" + os.path.abspath(path)
 
 
-def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagged_rows: np.ndarray) -> dict:
+def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagged_rows: np.ndarray,
+                  kept: Optional[int] = None) -> dict:
     """Write the records of the pinned documents this run kept (not in ``flagged_rows``, with shingles) where the
-    store says (``txn.records_target()``), as one Spark job; the run record's ``records`` entry."""
+    store says (``txn.records_target()``), as one Spark job; the run record's ``records`` entry. ``kept``: how many
+    that is (checked: the executors write the files, and a local index directory they do not share with the
+    driver would lose them)."""
     t0 = time.monotonic()
     target = hadoop_uri(txn.records_target())
     flagged = np.unique(np.asarray(flagged_rows, np.int64))
@@ -144,6 +147,13 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
     hooks.fire("after-records")
     files, size_bytes = txn.staged_records()
     documents = pinned.sparkSession.read.parquet(target).count()  # Parquet footers: nothing is scanned
+    if kept is not None and documents != kept:
+        from lshbloom_udf.errors import IndexStorageError
+
+        raise IndexStorageError(
+            f"{target}: the executors wrote {documents:,} of the run's {kept:,} records where the driver reads them: "
+            "on a cluster a local --index-dir must be on a filesystem the executors share (NFS), or use "
+            "--pass sharded with an HDFS/object-store --index-dir")
     out = rec.entry(documents, size_bytes, txn.records_algorithm, files, spec.num_perm)
     out["seconds"] = round(time.monotonic() - t0, 3)
     return out
