@@ -137,6 +137,11 @@ class IndexTransaction(LockHolder):
         rec.check_files(where, run, rec.local_checksums(where)[0])
         return where
 
+    def verify_records_many(self, runs) -> dict:
+        """``{run id: records directory}`` of the runs with records, each checked (:meth:`verify_records`)."""
+        checked = {str(run.get("run_id")): self.verify_records(run) for run in runs}
+        return {k: v for k, v in checked.items() if v is not None}
+
     # -- the run's work -------------------------------------------------------
 
     def records_target(self) -> str:

@@ -185,15 +185,33 @@ class PriorRuns:
         return out
 
 
+def hadoop_checksums(spark, wheres: list) -> dict:
+    """``{directory: ({part name: Spark's xxhash64 of its bytes, hex}, bytes)}`` of the Parquet part files in each
+    of the Hadoop directories ``wheres`` (qualified, as the store names them): one Spark job (``binaryFile``), on
+    any filesystem Spark reads."""
+    from pyspark.sql import functions as F
+
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "part-*.parquet").load(list(wheres))
+             .select("path", F.xxhash64("content").alias("h"), "length").collect())
+    out: dict = {where: ({}, 0) for where in wheres}
+    for r in files:
+        parent, name = r["path"].rsplit("/", 1)
+        if parent in out and rec.PART_FILE.fullmatch(name):
+            sums, size = out[parent]
+            sums[name] = f"{int(r['h']) & 0xFFFFFFFFFFFFFFFF:016x}"
+            out[parent] = (sums, size + int(r["length"]))
+    return out
+
+
 def prior_runs(txn, before: Optional[str] = None) -> PriorRuns:
     """The committed runs of ``txn``'s index before run ``before`` (None: all), their records verified
     (:class:`IndexCorruptError` names a damaged file)."""
     out = PriorRuns()
-    for run in txn.runs():
+    runs = [run for run in txn.runs() if before is None or str(run.get("run_id")) < before]
+    checked = txn.verify_records_many(runs)
+    for run in runs:
         run_id = str(run.get("run_id"))
-        if before is not None and run_id >= before:
-            break
-        where = txn.verify_records(run)
+        where = checked.get(run_id)
         if where is not None:
             out.with_records.append((run_id, hadoop_uri(where)))
             out.documents += int(rec.of_run(run).get("documents", 0))

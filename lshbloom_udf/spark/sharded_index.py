@@ -220,17 +220,25 @@ class ShardedTransaction:
         return self.dir.child(recorded["path"])
 
     def verify_records(self, run: Mapping) -> Optional[str]:
-        """Check a committed run's records against their checksums (one Spark job over their part files)."""
-        from lshbloom_udf.index import records as rec
+        """Check a committed run's records against their checksums; their path, or None when it has none."""
+        return self.verify_records_many([run]).get(str(run.get("run_id")))
 
-        where = self.records_location(run)
-        if where is None:
-            return None
-        if not self.dir.exists(rec.of_run(run)["path"]):
-            raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index from "
-                                    "a backup, or rebuild it from its runs' inputs into a new --index-dir")
-        rec.check_files(where, run, hadoop_checksums(self._spark_session(), where)[0])
-        return where
+    def verify_records_many(self, runs) -> dict:
+        """``{run id: records path}`` of the runs with records, every part file checked against its checksum in one
+        Spark job (``binaryFile``): :class:`IndexCorruptError` names a damaged, missing or foreign one."""
+        from lshbloom_udf.index import records as rec
+        from lshbloom_udf.spark.records import hadoop_checksums
+
+        found = {str(run.get("run_id")): (run, self.records_location(run)) for run in runs}
+        found = {k: v for k, v in found.items() if v[1] is not None}
+        for run, where in found.values():
+            if not self.dir.exists(rec.of_run(run)["path"]):
+                raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index "
+                                        "from a backup, or rebuild it from its runs' inputs into a new --index-dir")
+        sums = hadoop_checksums(self._spark_session(), [where for _, where in found.values()]) if found else {}
+        for run, where in found.values():
+            rec.check_files(where, run, sums[where][0])
+        return {k: where for k, (_, where) in found.items()}
 
     # -- this run -----------------------------------------------------------------
 
@@ -246,7 +254,10 @@ class ShardedTransaction:
 
     def staged_records(self) -> tuple[dict, int]:
         """``({part name: xxhash64 hex}, bytes)`` of the records this run wrote."""
-        return hadoop_checksums(self._spark_session(), self.records_target())
+        from lshbloom_udf.spark.records import hadoop_checksums
+
+        target = self.records_target()
+        return hadoop_checksums(self._spark_session(), [target])[target]
 
     def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[dict]]:
         """(the parameters this run uses: the index's own sizing unless given, the committed manifest or None)."""
@@ -289,7 +300,7 @@ class ShardedTransaction:
                 f"{where}: corrupt filter part (band {b['band']}, shard {b['shard']}, generation {b['generation']}, "
                 f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. Restore the "
                 "index from a backup, or rebuild it from its runs' inputs into a new --index-dir (docs/reliability.md)")
-        records = sum(self.verify_records(run) is not None for run in manifest.get("runs", []))
+        records = len(self.verify_records_many(manifest.get("runs", [])))
         return {"filter_parts": int(row["parts"]), "checksums": True, "records": records}
 
     def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
@@ -381,16 +392,3 @@ class ShardedTransaction:
     def close(self) -> None:
         self.abort()
 
-
-def hadoop_checksums(spark, where: str) -> tuple[dict, int]:
-    """``({part name: Spark's xxhash64 of its bytes, hex}, bytes)`` of the Parquet part files under the Hadoop path
-    ``where``: one Spark job (``binaryFile``), on any filesystem Spark reads."""
-    from pyspark.sql import functions as F
-
-    from lshbloom_udf.index import records as rec
-
-    files = (spark.read.format("binaryFile").option("pathGlobFilter", "part-*.parquet").load(where)
-             .select("path", F.xxhash64("content").alias("h"), "length").collect())
-    sums = {r["path"].rsplit("/", 1)[-1]: f"{int(r['h']) & 0xFFFFFFFFFFFFFFFF:016x}" for r in files}
-    sums = {n: h for n, h in sums.items() if n in rec.part_names([n])}
-    return sums, sum(int(r["length"]) for r in files)
