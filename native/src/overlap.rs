@@ -58,10 +58,11 @@ impl OverlapCounter {
         seen.clear();
         seen.reserve(expected_shingles(left.unwrap_or("")));
         let mut common = 0u64;
-        self.shingler.for_each_span(left.unwrap_or(""), |buf, start, end| {
-            // Each distinct shingle of the left text counts once.
-            common += u64::from(seen.insert_in_noting(buf, start, end, set).1);
-        });
+        self.shingler
+            .for_each_span(left.unwrap_or(""), |buf, start, end| {
+                // Each distinct shingle of the left text counts once.
+                common += u64::from(seen.insert_in_noting(buf, start, end, set).1);
+            });
         Overlap {
             common,
             left: seen.len() as u64,
@@ -90,11 +91,29 @@ pub fn overlaps(
     rights: &[Option<&str>],
     threads: usize,
 ) -> Vec<Overlap> {
+    over_pairs(
+        (lefts, rights),
+        threads,
+        || OverlapCounter::new(settings),
+        |counter, l, r| counter.overlap(*l, *r),
+    )
+}
+
+/// `pair(state, lefts[i], rights[i])` of aligned pairs on up to `threads`
+/// threads: contiguous ranges, a `state()` each (a counter, a cache), so the
+/// result does not depend on the thread count.
+pub(crate) fn over_pairs<L: Sync, R: Sync, S>(
+    (lefts, rights): (&[L], &[R]),
+    threads: usize,
+    state: impl Fn() -> S + Sync,
+    pair: impl Fn(&mut S, &L, &R) -> Overlap + Sync,
+) -> Vec<Overlap> {
     assert_eq!(lefts.len(), rights.len(), "pairs must be aligned");
     let n = lefts.len();
     let threads = threads.min(n.div_ceil(MIN_PAIRS_PER_THREAD)).max(1);
     let per = n.div_ceil(threads).max(1);
     let mut out = vec![Overlap::default(); n];
+    let (state, pair) = (&state, &pair);
     std::thread::scope(|scope| {
         for ((part, ls), rs) in out
             .chunks_mut(per)
@@ -102,9 +121,9 @@ pub fn overlaps(
             .zip(rights.chunks(per))
         {
             scope.spawn(move || {
-                let mut counter = OverlapCounter::new(settings);
+                let mut s = state();
                 for ((o, l), r) in part.iter_mut().zip(ls).zip(rs) {
-                    *o = counter.overlap(*l, *r);
+                    *o = pair(&mut s, l, r);
                 }
             });
         }
@@ -115,8 +134,8 @@ pub fn overlaps(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
     use crate::shingles::{Unit, NORM_LOWER, NORM_PUNCT};
+    use std::collections::HashSet;
 
     fn reference(settings: ShingleSettings, l: &str, r: &str) -> Overlap {
         let mut sh = Shingler::with_settings(settings);

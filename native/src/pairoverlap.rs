@@ -16,16 +16,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::overlap::Overlap;
+use crate::overlap::{over_pairs, Overlap};
 use crate::shingles::{ShingleSettings, Shingler};
 
 /// The bytes of lists a thread keeps: the later texts of consecutive pairs
 /// repeat, and the anchors of a template family (up to `b · anchors` texts)
 /// recur across the whole range; 64 MiB holds ~800 lists of 3 kB pages.
 pub const CACHE_BYTES: usize = 64 << 20;
-
-/// Fewer pairs than this per thread cost more in thread start-up than they save.
-const MIN_PAIRS_PER_THREAD: usize = 256;
 
 /// Bytes of a shingle kept in its entry: a shorter shingle (a mixed or
 /// character 11-gram: 11-12 bytes) is compared without reading the arena.
@@ -227,7 +224,6 @@ fn overlaps_within(
     threads: usize,
     cache_bytes: usize,
 ) -> Vec<Overlap> {
-    assert_eq!(lefts.len(), rights.len(), "pairs must be aligned");
     assert!(
         lefts
             .iter()
@@ -235,25 +231,12 @@ fn overlaps_within(
             .all(|&i| (i as usize) < texts.len()),
         "pair indices must be below the number of texts"
     );
-    let n = lefts.len();
-    let threads = threads.min(n.div_ceil(MIN_PAIRS_PER_THREAD)).max(1);
-    let per = n.div_ceil(threads).max(1);
-    let mut out = vec![Overlap::default(); n];
-    std::thread::scope(|scope| {
-        for ((part, ls), rs) in out
-            .chunks_mut(per)
-            .zip(lefts.chunks(per))
-            .zip(rights.chunks(per))
-        {
-            scope.spawn(move || {
-                let mut cache = ListCache::new(settings, cache_bytes);
-                for ((o, &l), &r) in part.iter_mut().zip(ls).zip(rs) {
-                    *o = cache.overlap(l, r, texts);
-                }
-            });
-        }
-    });
-    out
+    over_pairs(
+        (lefts, rights),
+        threads,
+        || ListCache::new(settings, cache_bytes),
+        |cache, &l, &r| cache.overlap(l, r, texts),
+    )
 }
 
 #[cfg(test)]

@@ -14,6 +14,17 @@ use crate::pairoverlap;
 use crate::sharedpairs;
 use crate::shinglehash;
 
+/// Overlaps as an (N, 3) int64 array: `(|S_l ∩ S_r|, |S_l|, |S_r|)` per row.
+fn overlap_array<'py>(py: Python<'py>, out: &[overlap::Overlap]) -> Bound<'py, PyArray2<i64>> {
+    let flat: Vec<i64> = out
+        .iter()
+        .flat_map(|o| [o.common as i64, o.left as i64, o.right as i64])
+        .collect();
+    Array2::from_shape_vec((out.len(), 3), flat)
+        .expect("shape")
+        .into_pyarray(py)
+}
+
 /// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each aligned pair of texts, shape (N, 3), int64, on `threads` threads.
 #[pyfunction]
 #[pyo3(signature = (lefts, rights, ngram, normalize = 0, unit = "words", threads = 1))]
@@ -44,13 +55,7 @@ fn shingle_overlaps<'py>(
         Ok(overlap::overlaps(settings, &ls, rights, threads))
     })?
     .map_err(value_err)?;
-    let flat: Vec<i64> = out
-        .iter()
-        .flat_map(|o| [o.common as i64, o.left as i64, o.right as i64])
-        .collect();
-    Ok(Array2::from_shape_vec((out.len(), 3), flat)
-        .expect("shape")
-        .into_pyarray(py))
+    Ok(overlap_array(py, &out))
 }
 
 /// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each pair `(texts[lefts[i]], texts[rights[i]])`, shape (N, 3), int64, on
@@ -90,13 +95,7 @@ fn indexed_overlaps<'py>(
         ))
     })?
     .map_err(value_err)?;
-    let flat: Vec<i64> = out
-        .iter()
-        .flat_map(|o| [o.common as i64, o.left as i64, o.right as i64])
-        .collect();
-    Ok(Array2::from_shape_vec((out.len(), 3), flat)
-        .expect("shape")
-        .into_pyarray(py))
+    Ok(overlap_array(py, &out))
 }
 
 /// `(hashes, offsets)` of [`shingle_hash_sets`].
