@@ -36,11 +36,12 @@ import numpy as np
 
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
+from lshbloom_udf.spark.verify_sources import CANDIDATES_PER_DOCUMENT
 
 log = logging.getLogger(__name__)
 
-# Records a flagged document is compared with at most: its candidates ranked by shared bands, then by age.
-CANDIDATES_PER_DOCUMENT = 16
+# Records a flagged document is compared with at most (verification's bound, one declaration): its candidates ranked
+# by shared bands, then by age.
 MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float"
 # of_rows codes (verify.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
 UNVERIFIABLE = -1

@@ -43,11 +43,13 @@ Guarantees (tests/test_spark_verify.py, tests/test_spark_verify_containment.py):
   the earliest verified one among those round 2 kept — ``similarity`` is their
   exact Jaccard when it reaches ``T_v``, else their containment, and
   ``similarity_measure`` says which ("jaccard" or "containment").
-- With a kept index that held documents before this run, a flagged document
-  that shares no band key with any document this run kept was flagged by an
-  earlier run's document (or a Bloom false positive): neither its keys nor its
-  text are stored, so it cannot be verified; it stays flagged with
-  ``duplicate_of`` and ``similarity`` null.
+- With a kept index that held documents before this run, a flag no document of
+  this run verifies is judged against the earlier runs' records (a b-bit MinHash
+  sketch and size of each document they kept: :mod:`lshbloom_udf.spark.crossrun`):
+  it stays flagged where an earlier document verifies it by the estimated
+  similarity (``duplicate_of`` names that document), and is unflagged otherwise.
+  Only where an earlier run kept no records (an index from before them) does it
+  stay flagged unverified, with ``duplicate_of`` and ``similarity`` null.
 
 Cost: candidates are found without a self-join of every document's keys
 (:mod:`lshbloom_udf.spark.verify_sources`). Under the socket stream the driver
@@ -156,8 +158,9 @@ class Verified:
     """The flags verification kept, each with its kept document and similarity.
 
     ``rows`` (sorted int64 row ids), ``of_rows`` (the earliest verified kept
-    document's row id, ``-1`` where it cannot be verified: an earlier run's
-    document), ``similarity`` (float64, NaN where ``of_rows`` is -1) and
+    document's row id; ``-2 - j`` for the ``j``-th earlier-run source of
+    :attr:`CrossRun.sources <lshbloom_udf.spark.crossrun.CrossRun>`; ``-1`` where it cannot be verified: an
+    earlier run that kept no records), ``similarity`` (float64, NaN where ``of_rows`` is -1) and
     ``measure`` (int8: the index in :data:`MEASURES` of the measure that
     verified, -1 where ``of_rows`` is -1) are aligned; ``pass_flagged`` the
     pass's flags, ``candidate_pairs`` the (flagged, earlier kept) pairs whose
@@ -185,7 +188,7 @@ class Verified:
             "kept_flagged": int(len(self.rows)),
             "by_containment": int(np.count_nonzero(self.measure == CONTAINMENT)),
             "unflagged": self.pass_flagged - int(len(self.rows)),
-            "unverifiable": int(np.count_nonzero(self.of_rows < 0)),
+            "unverifiable": int(np.count_nonzero(self.of_rows == -1)),
             "candidate_pairs": self.candidate_pairs,
             "candidates_beyond_bound": self.candidates_beyond_bound,
             "template": self.template,
