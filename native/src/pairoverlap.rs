@@ -43,6 +43,9 @@ struct Entry {
 pub struct ShingleList {
     arena: Vec<u8>,
     entries: Vec<Entry>,
+    /// The entries' hashes, apart: a merge reads 8 bytes per shingle, and an
+    /// entry only where two hashes are equal.
+    hashes: Vec<u64>,
 }
 
 impl ShingleList {
@@ -64,11 +67,26 @@ impl ShingleList {
             });
             list.arena.extend_from_slice(s);
         });
+        // By hash alone first (a u64 compare), then each run of equal hashes (a
+        // repeated shingle, or rarely a collision) by the whole order.
         let arena = &list.arena;
-        list.entries
-            .sort_unstable_by(|a, b| order(a, b, arena, arena));
+        list.entries.sort_unstable_by_key(|e| e.hash);
+        let mut start = 0;
+        while start < list.entries.len() {
+            let hash = list.entries[start].hash;
+            let end = start
+                + list.entries[start..]
+                    .iter()
+                    .take_while(|e| e.hash == hash)
+                    .count();
+            if end - start > 1 {
+                list.entries[start..end].sort_unstable_by(|a, b| order(a, b, arena, arena));
+            }
+            start = end;
+        }
         list.entries
             .dedup_by(|a, b| order(a, b, arena, arena) == Ordering::Equal);
+        list.hashes = list.entries.iter().map(|e| e.hash).collect();
         list
     }
 
@@ -82,19 +100,30 @@ impl ShingleList {
 
     /// The memory the list holds.
     pub fn memory(&self) -> usize {
-        self.arena.capacity() + self.entries.capacity() * std::mem::size_of::<Entry>()
+        self.arena.capacity()
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.hashes.capacity() * std::mem::size_of::<u64>()
     }
 
     /// `|self ∩ other|`, by a merge: both are sorted by [`order`] and distinct.
     pub fn common(&self, other: &ShingleList) -> u64 {
+        let (a, b) = (&self.hashes, &other.hashes);
         let (mut i, mut j, mut n) = (0, 0, 0u64);
-        while i < self.entries.len() && j < other.entries.len() {
-            match order(
-                &self.entries[i],
-                &other.entries[j],
-                &self.arena,
-                &other.arena,
-            ) {
+        while i < a.len() && j < b.len() {
+            let by_hash = a[i].cmp(&b[j]);
+            let by_entry = || {
+                order(
+                    &self.entries[i],
+                    &other.entries[j],
+                    &self.arena,
+                    &other.arena,
+                )
+            };
+            match if by_hash == Ordering::Equal {
+                by_entry()
+            } else {
+                by_hash
+            } {
                 Ordering::Less => i += 1,
                 Ordering::Greater => j += 1,
                 Ordering::Equal => {
@@ -324,10 +353,12 @@ mod tests {
         let a = ShingleList {
             arena: b"0123456789abcdefXY".to_vec(),
             entries: vec![entry],
+            hashes: vec![7],
         };
         let b = ShingleList {
             arena: b"0123456789abcdefXZ".to_vec(),
             entries: vec![entry],
+            hashes: vec![7],
         };
         assert_eq!(a.common(&b), 0);
         assert_eq!(a.common(&a), 1);
@@ -340,6 +371,7 @@ mod tests {
                 start: 0,
                 len: 2,
             }],
+            hashes: vec![7],
         };
         assert_eq!(short([1, 0]).common(&short([2, 0])), 0);
         assert_eq!(short([1, 0]).common(&short([1, 0])), 1);
