@@ -228,6 +228,13 @@ def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
     for (common, size_l, size_r), l, r in zip(got.tolist(), lefts, rights):
         a, b = shingle_set(l, shingling), shingle_set(r, shingling)
         assert (common, size_l, size_r) == (len(a & b), len(a), len(b))
+    # The same pairs by index into one table of texts (verification's driver path): the same counts.
+    index = {t: i for i, t in enumerate(texts)}
+    at = [np.array([index[t] for t in side], np.uint32) for side in (lefts, rights)]
+    indexed = _native.indexed_overlaps(texts, *at, ngram, shingling.normalize_mask, unit, 2)
+    assert np.array_equal(indexed, got)
+    with pytest.raises(ValueError, match="past the"):
+        _native.indexed_overlaps(texts[:3], *at, ngram, shingling.normalize_mask, unit, 1)
 
 
 def test_arrow_blobs_split_batches_by_bytes_and_keep_every_row(monkeypatch):
