@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster_support import executor_dirs
-from reliability_support import REF_FLAGS, ROOT, load_job, read_flags, run_job, run_quietly, submit, two_batches
+from reliability_support import (REF_FLAGS, ROOT, load_job, read_flags, records_rows, run_job, run_quietly, submit,
+                                 two_batches)
 from spark_support import sample_docs
 
 SHARDED_FLAGS = ["--pass", "sharded", "--shard-memory", "64k", "--band-key", "mix", "--id-column", "id", "--quiet"]
@@ -36,6 +37,9 @@ def sharded_state(path) -> dict:
     for run in manifest["runs"]:
         for volatile in ("committed_at", "output", "input", "data"):
             run.pop(volatile, None)
+        records = run.get("records")
+        if isinstance(records, dict):  # in the run's version directory, part files named by Spark: by their rows
+            run["records"] = records_rows(os.path.join(path, records["path"]))
     filters = pq.read_table(os.path.join(path, data, "kind=1")).to_pylist()
     hits_dir = os.path.join(path, data, "kind=0")
     hits = sorted(r["data"] for r in pq.read_table(hits_dir).to_pylist()) if os.path.isdir(hits_dir) else []
