@@ -53,8 +53,9 @@ def frame(spark, n=300, seed=11):
 
 
 @pytest.mark.parametrize("settings, steps", [
-    ({"verify": True, "duplicate_of": True}, {"pin", "check input", "keys + driver pass", "verify"}),
-    ({"pass_mode": "sharded", "verify": False}, {"pin", "check input", "keys + sharded pass"}),
+    # a kept index: the run writes its records (verification across runs) after verification
+    ({"verify": True, "duplicate_of": True}, {"pin", "check input", "keys + driver pass", "verify", "records"}),
+    ({"pass_mode": "sharded", "verify": False}, {"pin", "check input", "keys + sharded pass", "records"}),
 ])
 def test_every_job_of_a_run_carries_its_step(spark, tmp_path, settings, steps):
     df = frame(spark)
