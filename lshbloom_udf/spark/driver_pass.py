@@ -24,7 +24,7 @@ from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.log import logger
 from lshbloom_udf.minhash import KeySpec
-from lshbloom_udf.common import col
+from lshbloom_udf.common import col, local_rows
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
 
 
@@ -139,7 +139,7 @@ def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int):
     """
     b = spec.b
     packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, spec, chunk_rows), PACKED_SCHEMA)
-    for row in packed.toLocalIterator(prefetchPartitions=True):
+    for row in local_rows(packed):
         n = int(row["n"])
         keys = np.frombuffer(row["keys"], dtype="<u8").reshape(n, b)
         yield int(row["start"]), keys, np.frombuffer(row["active"], dtype=np.bool_)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.common import GOLDEN, collect_arrow, mix64
+from lshbloom_udf.common import GOLDEN, collect_arrow, local_rows, mix64
 from lshbloom_udf.spark.keys import is_in, shipped_value
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
@@ -125,7 +125,7 @@ def kept_pairs_mapper(bloom: PairBloom, b: int):
 def flagged_bloom(flagged_keys, documents: int, b: int) -> PairBloom:
     """The Bloom filter of the flagged documents' pairs, built on the driver from a stream of their hashes."""
     bloom = PairBloom(documents * b)
-    for row in flagged_keys.mapInArrow(flagged_hashes_mapper(b), "h binary").toLocalIterator(prefetchPartitions=True):
+    for row in local_rows(flagged_keys.mapInArrow(flagged_hashes_mapper(b), "h binary")):
         bloom.add(np.frombuffer(row["h"], dtype=np.uint64))
     return bloom
 
