@@ -237,6 +237,41 @@ def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
         _native.indexed_overlaps(texts[:3], *at, ngram, shingling.normalize_mask, unit, 1)
 
 
+@pytest.mark.parametrize("anchors,method", [(3, "indexed_overlaps"), (None, "shingle_overlaps")])
+def test_the_driver_counts_recurring_and_distinct_candidates_exactly(docs, monkeypatch, anchors, method):
+    """The driver's similarities (verify_similarity._on_driver) equal the shingle sets' whichever way it counts:
+    candidates drawn from a few recurring earlier texts go through the indexed lists, mostly distinct ones through
+    the pairwise counter with the later text kept."""
+    from lshbloom_udf.spark import verify_similarity
+    from lshbloom_udf.spark.verify import VerifyRule
+
+    shingling, rule = Shingling(4, 2 | 4, "words"), VerifyRule(0.6, 0.8, 0.2)
+    texts = {row: d["text"] or "" for row, d in enumerate(docs[:100])}
+    rng = random.Random(5)
+    sources = {f: f % anchors if anchors else f - 100 for f in range(100, 200)}
+    for f, source in sources.items():  # 4 % of its source's words replaced, or its first half (contained)
+        words = texts[source].split()
+        edited = [w if rng.random() > 0.04 else "edited" for w in words]
+        texts[f] = " ".join(edited if f % 2 else words[:len(words) // 2])
+    pairs = {(f, rng.randrange(anchors or f)) for f in range(100, 200) for _ in range(3)} | set(sources.items())
+    f_rows, k_rows = (np.array(side, np.int64) for side in zip(*sorted(pairs, reverse=True)))
+    called = []
+    for name in ("indexed_overlaps", "shingle_overlaps"):
+        real = getattr(_native, name)
+        monkeypatch.setattr(_native, name, lambda *a, _real=real, _name=name: called.append(_name) or _real(*a))
+    got = verify_similarity._on_driver(f_rows, k_rows, texts, shingling, rule)
+    assert called == [method]
+    expected = {}
+    for f, k in pairs:
+        a, b = shingle_set(texts[f], shingling), shingle_set(texts[k], shingling)
+        passes, sim, _ = rule.judge(*(np.array([x]) for x in (len(a & b), len(a), len(b))))
+        if passes[0]:
+            expected[f, k] = sim[0]
+    assert dict(zip(zip(got.f_rows.tolist(), got.k_rows.tolist()), got.similarity.tolist())) == pytest.approx(expected)
+    measures = dict(zip(zip(got.f_rows.tolist(), got.k_rows.tolist()), got.measure.tolist()))
+    assert {measures[f, k] for f, k in sources.items() if (f, k) in expected} == {0, 1}  # by J and by C
+
+
 def test_arrow_blobs_split_batches_by_bytes_and_keep_every_row(monkeypatch):
     """The driver's text transfer (common.iter_arrow) cuts each batch into blobs of about ARROW_BLOB_BYTES,
     in order, nulls and long rows included."""

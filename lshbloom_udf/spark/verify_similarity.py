@@ -169,18 +169,34 @@ def held_texts(texts_of, rows: np.ndarray, held: dict, broadcast_limit: int) -> 
     return held
 
 
+# The driver's overlaps are counted one of two ways. Where the pairs' earlier texts recur (a template family's
+# anchors: under INDEXED_BELOW distinct earlier texts per pair) and fit a thread's native cache of shingle lists
+# with room (at most INDEXED_CHARS characters in all: a list costs ~40 bytes per character of its text, the cache
+# is 64 MiB), each text is shingled once into a sorted list and pairs merge lists (``indexed_overlaps``).
+# Elsewhere a pair's earlier text is shingled anew and probed into the later one's set, which is kept over its
+# consecutive pairs (``shingle_overlaps``). On 2.4 kB documents (benchmarks/overlap_reuse.py): 64 anchors
+# 20 vs 36 us a pair; 2,000 recurring earlier texts 53 vs 36; mostly distinct ones 99 vs 41.
+INDEXED_BELOW = 0.05
+INDEXED_CHARS = 1 << 20
+
+
 def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRule) -> VerifiedPairs:
     from lshbloom_udf import _native
 
-    # Each text once, the pairs by index into them, sorted by the later document: its shingles are built once for
-    # its candidates, and the earlier ones that recur (a template's anchors) stay cached natively.
-    rows = np.unique(np.concatenate([f_rows, k_rows]))
+    # Sorted by the later document: its shingles are built once for its candidates. The executors are idle
+    # meanwhile: the driver's cores are verification's.
     order = np.lexsort((k_rows, f_rows))
     f_rows, k_rows = f_rows[order], k_rows[order]
-    lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
-    # The executors are idle meanwhile: the driver's cores are verification's.
-    sizes = _native.indexed_overlaps([texts[r] for r in rows.tolist()], lefts, rights, shingling.ngram,
-                                     shingling.normalize_mask, shingling.unit, os.cpu_count() or 1)
+    threads = os.cpu_count() or 1
+    settings = (shingling.ngram, shingling.normalize_mask, shingling.unit, threads)
+    earlier = np.unique(k_rows)
+    if len(earlier) < INDEXED_BELOW * len(k_rows) and sum(len(texts[r] or "") for r in earlier.tolist()) <= INDEXED_CHARS:
+        rows = np.unique(np.concatenate([f_rows, k_rows]))
+        lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
+        sizes = _native.indexed_overlaps([texts[r] for r in rows.tolist()], lefts, rights, *settings)
+    else:  # the later text on the right: the side whose set is kept across consecutive pairs
+        sizes = _native.shingle_overlaps([texts[r] for r in k_rows.tolist()], [texts[r] for r in f_rows.tolist()],
+                                         *settings)[:, [0, 2, 1]]
     passes, sim, measure = rule.judge(*sizes.T)
     return VerifiedPairs.of(f_rows[passes], k_rows[passes], sim[passes].astype(np.float64),
                             measure[passes].astype(np.int8))
