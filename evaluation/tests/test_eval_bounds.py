@@ -91,30 +91,38 @@ def test_bounded_verification_is_the_reference_on_a_template_family(family, mine
                                                                            bounds=UNBOUNDED))
 
 
+K = CANDIDATES_PER_DOCUMENT
+
+
 def hand_made_buckets():
-    """(keys, sets, flags) of 26 documents over 20 bands whose expected decisions are known by hand.
+    """(keys, sets, flags) of K + 10 documents over K + 4 bands whose expected decisions are known by hand
+    (K = CANDIDATES_PER_DOCUMENT).
 
-    Kept by the pass, 0..16, each alone in its buckets; 16 = ``S``. Flagged: 17 and 18 are ``S`` and share one
-    band with each of 0..16 (17 candidates in round 1), 18 a second band with 16. Bounded, 17's 16 strongest are
-    0..15 (one band each, the earliest): 16 is cut and 17 is unflagged; 18 ranks 16 first and verifies. 19..25 share
-    a bucket in band 0 and one in band 1 (also 0's key, so the pass flags them; 0 verifies none): round 2; 23, 24 and
-    25 are one text; 25 also shares band 2 with 23 alone. Bounded, the shared buckets offer their first 4 holders
-    (19..22): 24 does not see 23 and stays kept; 25 sees 23 in their own bucket and verifies."""
-    b, n = 20, 26
+    Kept by the pass, 0..K, each alone in its buckets; K = ``S``. Flagged: A = K+1 and B = K+2 are ``S`` and share
+    one band with each of 0..K (K+1 candidates in round 1), B a second band with K. Bounded, A's K strongest are
+    0..K-1 (one band each, the earliest): K is cut and A is unflagged; B ranks K first and verifies. C = K+3..K+9
+    share a bucket in band 0 and one in band 1 (also 0's key, so the pass flags them; 0 verifies none): round 2;
+    the last three (X, Y, Z) are one text; Z also shares bands 2..4 with X alone. Bounded, the shared buckets offer
+    their first 4 holders (K+3..K+6, two bands each): Y does not see X and stays kept; Z sees X in their own buckets
+    (three bands: ranked first) and verifies."""
+    b, n = K + 4, K + 10
+    a, bb, x, y, z = K + 1, K + 2, K + 7, K + 8, K + 9
     keys = np.array([[10_000 + i * 100 + band for band in range(b)] for i in range(n)], dtype=np.uint64)
-    for j in range(17):
-        keys[j, j] = keys[17, j] = keys[18, j] = 100 + j
-    keys[16, 17] = keys[18, 17] = 117
-    keys[19:, 0] = 500
-    keys[19:, 1] = keys[0, 1]
-    keys[25, 2] = keys[23, 2] = 600
-    sets = [frozenset(f"k{j}-{x}" for x in range(10)) for j in range(16)] + [frozenset(f"s{x}" for x in range(10))] * 3
-    own = [frozenset(f"u{i}-{x}" for x in range(10)) for i in range(5)]
+    for j in range(K + 1):
+        keys[j, j] = keys[a, j] = keys[bb, j] = 100 + j
+    keys[K, K + 1] = keys[bb, K + 1] = 99
+    keys[K + 3:, 0] = 500
+    keys[K + 3:, 1] = keys[0, 1]
+    keys[z, 2:5] = keys[x, 2:5] = [600, 601, 602]
+    sets = [frozenset(f"k{j}-{v}" for v in range(10)) for j in range(K)] + [frozenset(f"s{v}" for v in range(10))] * 3
+    own = [frozenset(f"u{i}-{v}" for v in range(10)) for i in range(5)]
     sets += own + [own[4]] * 2
-    return keys, sets, np.array([False] * 17 + [True] * 9)
+    assert len(sets) == n and (x, y, z) == (n - 3, n - 2, n - 1)
+    return keys, sets, np.array([False] * (K + 1) + [True] * 9)
 
 
-@pytest.mark.parametrize("bounded,expected", [(True, {18: 1, 25: 2}), (False, {17: 1, 18: 1, 24: 2, 25: 2})])
+@pytest.mark.parametrize("bounded,expected", [(True, {K + 2: 1, K + 9: 2}),
+                                              (False, {K + 1: 1, K + 2: 1, K + 8: 2, K + 9: 2})])
 def test_the_bounds_cut_where_the_definition_says(bounded, expected):
     """The hand-made buckets' decisions and rounds, bounded and not: the reference's and the study's."""
     keys, sets, flags = hand_made_buckets()
@@ -126,13 +134,15 @@ def test_the_bounds_cut_where_the_definition_says(bounded, expected):
 
 
 def test_round_two_ranks_by_bands_then_the_smallest_bucket():
-    """Round 2, hand-made: 18 shares one band each with 1..17 (17 anchors) and band 19 with all of 1..20 (so 1..4,
-    that bucket's anchors, share two bands); 1..16's buckets with it also hold 19 and 20 (size 4), 17's holds the
-    two alone (size 2). Bounded, 18 keeps 1..4 (two bands), then 17 (the smallest bucket), then 5..15: 17, its
-    only match, is kept (ranking by bands and then the earliest would cut it)."""
+    """Round 2, hand-made: 18 shares one band each with 1..17; 1..16's buckets with it also hold 19 and 20 (size
+    4), 17's holds the two alone (size 2). The pass flags 18 against 0 in band 19 and the others against 0 in band
+    18 (0 verifies none of them). Bounded, 18's candidates all share one band: 17 (the smallest bucket) ranks
+    first, then the earliest, so 17, its only match, is kept whatever CANDIDATES_PER_DOCUMENT (ranking by bands
+    and then the earliest would cut it below 17)."""
     b, n = 20, 21
     keys = np.array([[10_000 + i * 100 + band for band in range(b)] for i in range(n)], dtype=np.uint64)
-    keys[1:, 19] = keys[0, 19]  # the pass flags 1..20 against 0, which verifies none of them
+    keys[1:18, 18] = keys[19:, 18] = keys[0, 18]
+    keys[18, 19] = keys[0, 19]
     for j in range(17):
         keys[1 + j, j] = keys[18, j] = 700 + j
         if j < 16:
