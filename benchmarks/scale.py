@@ -17,7 +17,8 @@ Method:
    always explicit; ``--index-dir`` a fresh directory under ``--index-root``
    (/dev/shm), removed afterwards. ``mix`` / ``sum``: the product defaults with
    that band key (a new mix index is blocked, a sum one datasketch's format);
-   ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``, ``mix-cuckoo`` with ``--bloom cuckoo``,
+   ``mix-sources`` (on request): ``mix`` with ``--duplicate-of``, whose flags among distinct documents are
+   checked against the job's rule with their named source (``unplanted_by_the_rule``); ``mix-blocked`` (on request): ``mix`` with an explicit ``--bloom blocked``, ``mix-cuckoo`` with ``--bloom cuckoo``,
    ``mix-no-template`` with ``--template-max-df 0`` (verification without its template rule);
    ``paper``: ``--preset paper --scheme affine32`` (band key sum);
    ``paper-mix`` (on request): the same with band key mix; ``mix-spark`` /
@@ -92,6 +93,8 @@ JOBS = {
     "mix-no-template": ("defaults", ["--band-key", "mix", "--template-max-df", "0"]),
     # the defaults' permissive bands without verification (issue 33's yardstick: the defaults within 1.5x of it)
     "mix-no-verify": ("defaults", ["--band-key", "mix", "--no-verify", "--threshold", "0.3"]),
+    # the defaults naming each flag's source: the unplanted flags are then checked against the rule (score)
+    "mix-sources": ("defaults", ["--band-key", "mix", "--duplicate-of"]),
     # the defaults with verified flags (issue 14): a candidate below T is not a duplicate
     "mix-verify": ("defaults", ["--band-key", "mix", "--verify"]),
     # the defaults before the multilingual study (word 4-grams, T 0.45, 512 affine32 permutations, no verification):
@@ -253,6 +256,7 @@ def run_job(args, job: str, data: dict, workdir: str) -> dict:
         res.update(summary=summary, stages=summary["seconds"], duplicates=summary["duplicates"],
                    index_bytes=summary["index"].get("bytes_on_disk"), params=summary["params"])
         res.update(score(out, data["truth"]))
+        res.update(unplanted_by_the_rule(out, data, res["flags"], summary))
         return res
     finally:
         shutil.rmtree(index_base, ignore_errors=True)
@@ -281,6 +285,40 @@ def score(out: str, truth_path: str) -> dict:
         "planted_found": int(flags[planted].sum()), "recall": float(flags[planted].mean()) if planted.any() else float("nan"),
         "flags": flags,
     }
+
+
+def unplanted_by_the_rule(out: str, data: dict, flags: np.ndarray, summary: dict) -> dict:
+    """Where the output names each flag's source (``--duplicate-of``): how many flags among the generator's
+    distinct documents meet the job's own rule against it (exact Jaccard / containment of their shingle sets,
+    computed here from the texts), i.e. near-duplicates the generator did not plant (overlapping corpus windows),
+    and how many do not (false by the rule). Empty otherwise."""
+    import pyarrow.parquet as pq
+
+    from lshbloom_udf.minhash import normalization_mask
+    from lshbloom_udf.spark.verify import Shingling, VerifyRule, shingle_set
+
+    table = pq.read_table(out)
+    if "duplicate_of" not in table.column_names:
+        return {}
+    with np.load(data["truth"]) as truth:
+        unplanted = np.flatnonzero(flags & ~truth["planted"])
+    ids = table.column("id").to_numpy()
+    source = dict(zip(ids.tolist(), table.column("duplicate_of").to_pylist()))
+    pairs = [(int(d), source[int(d)]) for d in unplanted.tolist()]
+    named = [(d, int(e)) for d, e in pairs if e is not None]
+    wanted = sorted({i for pair in named for i in pair})
+    texts = pq.read_table(data["docs"], columns=["id", "text"], filters=[("id", "in", wanted)]) if wanted else None
+    text = dict(zip(texts.column("id").to_pylist(), texts.column("text").to_pylist())) if wanted else {}
+    p, v = summary["params"], summary["verify"]
+    shingling = Shingling(p["ngram"], normalization_mask(p["normalize"]), p["shingle"])
+    rule = VerifyRule(v["threshold"], v["containment_threshold"], v["containment_min_jaccard"])
+    sizes = []
+    for d, e in named:
+        a, b = shingle_set(text[d], shingling), shingle_set(text[e], shingling)
+        sizes.append((len(a & b), len(a), len(b)))
+    meets = rule.judge(*np.array(sizes, np.int64).T)[0] if sizes else np.zeros(0, bool)
+    return {"unplanted_flags": len(pairs), "unplanted_without_source": len(pairs) - len(named),
+            "unplanted_meeting_the_rule": int(meets.sum()), "false_by_the_rule": int(len(pairs) - meets.sum())}
 
 
 # --------------------------------------------------------------------------
@@ -447,6 +485,10 @@ def print_jobs(jobs: dict) -> None:
         print(f"  {name:12s} {r['seconds']:8.1f} {r['rows'] / r['seconds']:8,.0f} {r['duplicates']:10,} {flags:>22s} "
               f"{100 * r['recall']:7.2f}% {m['total_cpu_s']:7,.0f} {r['index_bytes']:14,} {mb(m['jvm_rss']):>7s} {mb(m['py_driver_rss']):>9s} "
               f"{mb(m['py_workers_rss']):>9s} {mb(m['py_workers_pss']):>6s} {mb(m['total_rss']):>8s}")
+        if "unplanted_flags" in r:
+            print(f"    of the {r['unplanted_flags']:,} flags among the generator's distinct documents, "
+                  f"{r['unplanted_meeting_the_rule']:,} meet the job's rule against their duplicate_of (near-duplicates "
+                  f"it did not plant), {r['false_by_the_rule']:,} do not ({r['unplanted_without_source']:,} name none)")
         c = r.get("false_flag_causes")
         if c:
             print(f"    {c['false_flags']:,} false flags: {c['identical_band']:,} with an earlier kept document having an identical "

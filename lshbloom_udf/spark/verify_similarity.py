@@ -190,7 +190,11 @@ def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRu
     threads = os.cpu_count() or 1
     settings = (shingling.ngram, shingling.normalize_mask, shingling.unit, threads)
     earlier = np.unique(k_rows)
-    if len(earlier) < INDEXED_BELOW * len(k_rows) and sum(len(texts[r] or "") for r in earlier.tolist()) <= INDEXED_CHARS:
+    chars = sum(len(texts[r] or "") for r in earlier.tolist())
+    indexed = len(earlier) < INDEXED_BELOW * len(k_rows) and chars <= INDEXED_CHARS
+    log.debug("verification: %d pairs, %d distinct earlier texts (%d characters): %s", len(k_rows), len(earlier),
+              chars, "indexed lists" if indexed else "the later text's set kept")
+    if indexed:
         rows = np.unique(np.concatenate([f_rows, k_rows]))
         lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
         sizes = _native.indexed_overlaps([texts[r] for r in rows.tolist()], lefts, rights, *settings)
