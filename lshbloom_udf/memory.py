@@ -62,6 +62,9 @@ RESERVED_HEAP = 300 << 20
 MEMORY_FRACTION = 0.6
 # A stream (toLocalIterator with prefetch) holds two partitions in the JVM: each gets half of the collect budget.
 PARTITIONS_IN_FLIGHT = 2
+# A broadcast semi-join's row ids: the driver collects them and builds Spark's hash relation of longs (~32 bytes a
+# row in all, measured by Spark's own size estimate of a LongHashedRelation), held as a collect's results are.
+BROADCAST_ROW_BYTES = 32
 # The least one collect must be able to bring (a streamed partition of texts, the verified pairs' batches): below it
 # the run cannot move results to the driver in bounded pieces.
 MIN_COLLECT = 8 << 20
@@ -238,6 +241,11 @@ class DriverMemory:
     def partition(self) -> int:
         """The bytes one streamed partition may carry (two are in the JVM at once)."""
         return self.collect // PARTITIONS_IN_FLIGHT
+
+    @property
+    def broadcast_rows(self) -> int:
+        """The row ids one broadcast semi-join may carry: one collect's budget of them."""
+        return self.collect // BROADCAST_ROW_BYTES
 
     @property
     def texts(self) -> int:

@@ -114,10 +114,12 @@ PAIR_RESULT_BYTES = 25
 
 
 def _texts_frame(texts_of, rows: np.ndarray, broadcast_limit: int):
-    """(DataFrame of the (row id, text) of ``rows``, the text column's name)."""
+    """(DataFrame of the (row id, text) of ``rows``, the text column's name). The rows are broadcast (no shuffle of
+    the pinned texts) up to ``broadcast_limit`` or what one collect holds of them (``memory.broadcast_rows``),
+    whichever is more: at 10^7 documents verification wants the texts of half of them."""
     from lshbloom_udf.spark.join import row_frame
 
-    small = len(rows) <= broadcast_limit
+    small = len(rows) <= max(broadcast_limit, texts_of.memory.broadcast_rows)
     texts = texts_of(row_frame(texts_of.spark, rows, small), small)
     return texts, [c for c in texts.columns if c != ROW_COL][0]
 
