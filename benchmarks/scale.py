@@ -304,6 +304,9 @@ def unplanted_by_the_rule(out: str, data: dict, flags: np.ndarray, summary: dict
         unplanted = np.flatnonzero(flags & ~truth["planted"])
     ids = table.column("id").to_numpy()
     source = dict(zip(ids.tolist(), table.column("duplicate_of").to_pylist()))
+    if "row_id" in table.column_names:  # no id column given: duplicate_of names the source's row id
+        id_of = dict(zip(table.column("row_id").to_pylist(), ids.tolist()))
+        source = {d: None if e is None else id_of[e] for d, e in source.items()}
     pairs = [(int(d), source[int(d)]) for d in unplanted.tolist()]
     named = [(d, int(e)) for d, e in pairs if e is not None]
     wanted = sorted({i for pair in named for i in pair})
