@@ -62,9 +62,10 @@ RESERVED_HEAP = 300 << 20
 MEMORY_FRACTION = 0.6
 # A stream (toLocalIterator with prefetch) holds two partitions in the JVM: each gets half of the collect budget.
 PARTITIONS_IN_FLIGHT = 2
-# A broadcast semi-join's row ids: the driver collects them and builds Spark's hash relation of longs (~32 bytes a
-# row in all, measured by Spark's own size estimate of a LongHashedRelation), held as a collect's results are.
-BROADCAST_ROW_BYTES = 32
+# A broadcast semi-join's row ids: the driver collects them and builds Spark's hash relation of longs (sparse row
+# ids: a map of a key, its slots and a one-long row each, ~48 bytes a row), held as a collect's results are; 64
+# leaves room.
+BROADCAST_ROW_BYTES = 64
 # The least one collect must be able to bring (a streamed partition of texts, the verified pairs' batches): below it
 # the run cannot move results to the driver in bounded pieces.
 MIN_COLLECT = 8 << 20

@@ -78,7 +78,7 @@ def test_budgets_of_a_default_1g_driver():
     assert d.user_heap == user
     assert d.collect == int(user * M.COLLECT_SHARE_OF_USER_HEAP) < 100 * MIB  # the 194 MB collect that died: refused
     assert d.partition == d.collect // M.PARTITIONS_IN_FLIGHT
-    assert d.broadcast_rows == d.collect // M.BROADCAST_ROW_BYTES and 2_000_000 < d.broadcast_rows < 3_000_000
+    assert d.broadcast_rows == d.collect // M.BROADCAST_ROW_BYTES < 2_000_000  # the default broadcast_limit governs
     assert d.texts == int(8 * GIB * M.TEXTS_SHARE) and d.arrays == int(8 * GIB * M.ARRAYS_SHARE)
 
 
