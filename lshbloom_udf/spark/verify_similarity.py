@@ -192,10 +192,11 @@ def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRu
     threads = os.cpu_count() or 1
     settings = (shingling.ngram, shingling.normalize_mask, shingling.unit, threads)
     earlier = np.unique(k_rows)
-    chars = sum(len(texts[r] or "") for r in earlier.tolist())
-    indexed = len(earlier) < INDEXED_BELOW * len(k_rows) and chars <= INDEXED_CHARS
-    log.debug("verification: %d pairs, %d distinct earlier texts (%d characters): %s", len(k_rows), len(earlier),
-              chars, "indexed lists" if indexed else "the later text's set kept")
+    # The characters are summed only where the earlier texts recur (a loop over them: millions at 10^7 otherwise).
+    recur = len(earlier) < INDEXED_BELOW * len(k_rows)
+    indexed = recur and sum(len(texts[r] or "") for r in earlier.tolist()) <= INDEXED_CHARS
+    log.debug("verification: %d pairs, %d distinct earlier texts: %s", len(k_rows), len(earlier),
+              "indexed lists" if indexed else "the later text's set kept")
     if indexed:
         rows = np.unique(np.concatenate([f_rows, k_rows]))
         lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
