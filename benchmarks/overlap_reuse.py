@@ -1,15 +1,16 @@
-"""The driver's two exact overlap methods side by side, by how often a pair's earlier text recurs.
+"""The driver's exact overlaps with and without its cache of recurring earlier texts, and the pairwise counter,
+side by side, by how often a pair's earlier text recurs.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/overlap_reuse.py [--docs 40000] [--threads 2]
+    PYTHONPATH=. .venv/bin/python benchmarks/overlap_reuse.py [--docs 40000] [--threads 2] [--cache-mb 2048]
 
 Data: the first ``--docs`` documents of ``scale_data`` (``--source-docs``) (350-450-word windows of the shared corpora, ~2.4 kB, the
 defaults' shingling: mixed 11-grams, ~1,850 shingles a document). Pairs, sorted by the later document as
 verification sorts them: each of the later half's documents with ``k`` earlier ones drawn from ``m`` of the
 earlier half (``m`` large: mostly distinct candidates, as the pass's false candidates are; ``m`` small: a
-template family's anchors). Timed (wall, ``--threads``): ``indexed_overlaps`` (each text's sorted shingle list
-built once while in a thread's cache) and ``shingle_overlaps`` with the later text on its kept side. Their results
-must be equal. ``lshbloom_udf.spark.verify_similarity.INDEXED_BELOW`` picks between them by the distinct earlier
-texts per pair.
+template family's anchors). Timed (wall, ``--threads``): ``indexed_overlaps`` as verification calls it (the
+later text's set built once; the earlier texts in three pairs or more shingled once before the pairs, within
+``--cache-mb``: ``DriverMemory.shingle_cache`` on the driver), the same with no cache (every earlier text shingled
+for its pair), and ``shingle_overlaps`` with the later text on its kept side. Their results must be equal.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from lshbloom_udf.config import DEFAULTS  # noqa: E402
 from lshbloom_udf.minhash import normalization_mask  # noqa: E402
 
 # (candidates per later document, earlier documents they are drawn from; None: all of the earlier half)
-CASES = ((2, None), (4, 2000), (4, 64))
+CASES = ((2, None), (2, 10000), (4, 2000), (4, 64))
 
 
 def timed(fn) -> tuple:
@@ -47,6 +48,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--docs", type=int, default=40_000)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--cache-mb", type=int, default=2048, help="the cache of recurring earlier texts' lists")
     p.add_argument("--source-docs", type=int, default=200_000, help="the scale_data set the documents come from")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
     args = p.parse_args(argv)
@@ -63,16 +65,18 @@ def main(argv=None) -> None:
     for k, m in CASES:
         later = np.repeat(np.arange(half, args.docs), k)
         earlier = rng.integers(0, m or half, len(later))
-        indexed, t_indexed = timed(lambda: _native.indexed_overlaps(
-            texts, later.astype(np.uint32), earlier.astype(np.uint32), ngram, mask, unit, args.threads))
+        pairs = (texts, later.astype(np.uint32), earlier.astype(np.uint32), ngram, mask, unit, args.threads)
+        cached, t_cached = timed(lambda: _native.indexed_overlaps(*pairs, args.cache_mb << 20))
+        uncached, t_uncached = timed(lambda: _native.indexed_overlaps(*pairs, 0))
         kept_later, t_pairwise = timed(lambda: _native.shingle_overlaps(
             [texts[i] for i in earlier.tolist()], [texts[i] for i in later.tolist()], ngram, mask, unit,
             args.threads))
-        assert (indexed == kept_later[:, [0, 2, 1]]).all()
+        assert (cached == kept_later[:, [0, 2, 1]]).all() and (uncached == cached).all()
         n = len(later)
         print(f"  {k} candidates from {m or half:>6} earlier (distinct earlier per pair "
-              f"{len(np.unique(earlier)) / n:.3f}): indexed {t_indexed / n * 1e6:5.1f} us/pair, "
-              f"later kept {t_pairwise / n * 1e6:5.1f} us/pair, ratio {t_indexed / t_pairwise:.2f}")
+              f"{len(np.unique(earlier)) / n:.3f}): cached {t_cached / n * 1e6:5.1f} us/pair, "
+              f"no cache {t_uncached / n * 1e6:5.1f}, pairwise (later kept) {t_pairwise / n * 1e6:5.1f}; "
+              f"cached / pairwise {t_cached / t_pairwise:.2f}")
 
 
 if __name__ == "__main__":

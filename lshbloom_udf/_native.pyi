@@ -183,10 +183,12 @@ def indexed_overlaps(
     normalize: int = 0,
     unit: Literal["words", "chars", "mixed"] = "words",
     threads: int = 1,
+    cache_bytes: int = 0,
 ) -> npt.NDArray[np.int64]:
     """``(|S_l ∩ S_r|, |S_l|, |S_r|)`` of each pair ``(texts[lefts[i]], texts[rights[i]])``, shape (N, 3), on
-    ``threads`` threads: as :func:`shingle_overlaps` (exact), each text shingled once while it is among a thread's
-    most recently used (pairs sorted by one side reuse it most)."""
+    ``threads`` threads: as :func:`shingle_overlaps` (exact). A left text's set is built once for its consecutive
+    pairs (sort them by it); a right text in three pairs or more is shingled once before them, the most frequent
+    first, while their lists stay within ``cache_bytes``."""
 
 
 def shingle_hash_sets(

@@ -21,7 +21,8 @@ The budgets (each share is named once below, with why):
   objects they become (:func:`str_cost`), not their UTF-8 bytes;
 - :attr:`DriverMemory.collect`: the bytes one collect may bring into the JVM
   (Arrow batches of texts, in one ``toArrow`` or two partitions of a stream);
-- :attr:`DriverMemory.arrays`: whatever else verification buffers in Python (pair arrays, results).
+- :attr:`DriverMemory.arrays`: whatever else verification buffers in Python (pair arrays, results);
+- :attr:`DriverMemory.shingle_cache`: the recurring earlier texts' shingle lists (native, built once).
 
 What passes a budget goes to the executors (verification's similarities) or
 streams in pieces the budget holds; what cannot fit at all is refused at the
@@ -48,6 +49,10 @@ log = logging.getLogger(__name__)
 TEXTS_SHARE = 0.25
 # Verification's other buffers in Python (candidate pair arrays, the executors' verified pairs): another quarter.
 ARRAYS_SHARE = 0.25
+# The shingle lists of the earlier texts that recur among the driver's candidate pairs (a template family's anchors,
+# a source with many copies), built once in native memory and shared by its threads: an eighth (a 3 kB page's list
+# takes ~70 kB: 2 GB hold ~28,000 of them).
+SHINGLE_CACHE_SHARE = 0.125
 # An explicit verify_driver_bytes wins up to half the available memory: past it the kernel (or the cgroup) kills the
 # process before the texts are in, so it is capped there with a warning.
 EXPLICIT_TEXTS_SHARE = 0.5
@@ -258,6 +263,11 @@ class DriverMemory:
         """Verification's other buffers in Python (pair arrays, results)."""
         return int(self.python * ARRAYS_SHARE)
 
+    @property
+    def shingle_cache(self) -> int:
+        """The shingle lists of the recurring earlier texts of the driver's candidate pairs (native memory)."""
+        return int(self.python * SHINGLE_CACHE_SHARE)
+
     def texts_budget(self, explicit: Optional[int]) -> int:
         """``verify_driver_bytes``: None derives it (:attr:`texts`); an explicit value wins up to
         :data:`EXPLICIT_TEXTS_SHARE` of the available memory, capped there with a warning."""
@@ -296,7 +306,8 @@ class DriverMemory:
         """What the run's summary reports (``verify.memory``); ``texts_budget``: the one used, if not derived."""
         return {"heap": self.heap, "heap_source": self.heap_source, "max_result_size": self.max_result,
                 "python_available": self.python, "collect_bytes": self.collect, "partition_bytes": self.partition,
-                "texts_budget": self.texts if texts_budget is None else texts_budget, "arrays_budget": self.arrays}
+                "texts_budget": self.texts if texts_budget is None else texts_budget, "arrays_budget": self.arrays,
+                "shingle_cache_budget": self.shingle_cache}
 
 
 def _human(n: int) -> str:

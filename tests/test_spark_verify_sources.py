@@ -166,7 +166,7 @@ def test_round_two_pairs_grow_linearly_on_one_bucket():
     f, k, _ = shared_key_pairs(np.arange(n, dtype=np.int64), keys)
     per = np.bincount(f, minlength=n)
     assert per.max() == min(ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT) and len(f) < ANCHORS_PER_BUCKET * n
-    assert set(k.tolist()) == set(range(ANCHORS_PER_BUCKET))
+    assert set(k.tolist()) == set(range(min(ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT)))  # the earliest
 
 
 def test_the_native_self_join_names_bad_keys_and_does_not_depend_on_threads():
@@ -231,17 +231,19 @@ def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
     # The same pairs by index into one table of texts (verification's driver path): the same counts.
     index = {t: i for i, t in enumerate(texts)}
     at = [np.array([index[t] for t in side], np.uint32) for side in (lefts, rights)]
-    indexed = _native.indexed_overlaps(texts, *at, ngram, shingling.normalize_mask, unit, 2)
-    assert np.array_equal(indexed, got)
+    for cache_bytes in (0, 1 << 30):  # every earlier text shingled for its pair, or the recurring ones cached
+        indexed = _native.indexed_overlaps(texts, *at, ngram, shingling.normalize_mask, unit, 2, cache_bytes)
+        assert np.array_equal(indexed, got)
     with pytest.raises(ValueError, match="past the"):
         _native.indexed_overlaps(texts[:3], *at, ngram, shingling.normalize_mask, unit, 1)
 
 
-@pytest.mark.parametrize("anchors,method", [(3, "indexed_overlaps"), (None, "shingle_overlaps")])
-def test_the_driver_counts_recurring_and_distinct_candidates_exactly(docs, monkeypatch, anchors, method):
-    """The driver's similarities (verify_similarity._on_driver) equal the shingle sets' whichever way it counts:
-    candidates drawn from a few recurring earlier texts go through the indexed lists, mostly distinct ones through
-    the pairwise counter with the later text kept."""
+@pytest.mark.parametrize("anchors,python", [(3, 1 << 30), (3, 0), (None, 1 << 30)])
+def test_the_driver_counts_recurring_and_distinct_candidates_exactly(docs, anchors, python):
+    """The driver's similarities (verify_similarity._on_driver) equal the shingle sets' whether the earlier texts
+    recur (a few anchors: their lists cached within the driver's budget, or shingled for each pair without one) or
+    are mostly distinct."""
+    from lshbloom_udf.memory import DriverMemory
     from lshbloom_udf.spark import verify_similarity
     from lshbloom_udf.spark.verify import VerifyRule
 
@@ -255,12 +257,9 @@ def test_the_driver_counts_recurring_and_distinct_candidates_exactly(docs, monke
         texts[f] = " ".join(edited if f % 2 else words[:len(words) // 2])
     pairs = {(f, rng.randrange(anchors or f)) for f in range(100, 200) for _ in range(3)} | set(sources.items())
     f_rows, k_rows = (np.array(side, np.int64) for side in zip(*sorted(pairs, reverse=True)))
-    called = []
-    for name in ("indexed_overlaps", "shingle_overlaps"):
-        real = getattr(_native, name)
-        monkeypatch.setattr(_native, name, lambda *a, _real=real, _name=name: called.append(_name) or _real(*a))
-    got = verify_similarity._on_driver(f_rows, k_rows, texts, shingling, rule)
-    assert called == [method]
+    memory = DriverMemory(1 << 30, 1 << 30, python)
+    assert (memory.shingle_cache > 0) == bool(python)
+    got = verify_similarity._on_driver(f_rows, k_rows, texts, shingling, rule, memory)
     expected = {}
     for f, k in pairs:
         a, b = shingle_set(texts[f], shingling), shingle_set(texts[k], shingling)

@@ -71,10 +71,11 @@ family), so a bucket pairs its members only with its first few, and each round
 keeps a document's strongest ``CANDIDATES_PER_DOCUMENT`` candidates
 (:mod:`~lshbloom_udf.spark.verify_sources`, "Bounds"). Then only the texts of the documents in a candidate pair are
 read, and ``J`` and ``C`` come from one native intersection of the two shingle
-sets (exact: shingles compared by their bytes; :func:`lshbloom_udf._native.shingle_overlaps`
-keeps one side's set over consecutive pairs, and on the driver, where the
-earlier texts recur (a template's anchors), :func:`lshbloom_udf._native.indexed_overlaps`
-builds each text's sorted shingle list once and merges the pairs' lists). Work grows with the flagged documents (at most ``CANDIDATES_PER_DOCUMENT`` similarities per
+sets (exact: shingles compared by their bytes). On the driver
+(:func:`lshbloom_udf._native.indexed_overlaps`) the pairs are sorted by the later document, whose set is built once,
+and an earlier text in three pairs or more (a template's anchor) is shingled once before them, within the driver's
+budget (``DriverMemory.shingle_cache``); on the executors :func:`lshbloom_udf._native.shingle_overlaps` keeps one
+side's set over consecutive pairs. Work grows with the flagged documents (at most ``CANDIDATES_PER_DOCUMENT`` similarities per
 flagged document and round), not with ``N²``; the spool scan reads ``N·b`` keys once.
 """
 

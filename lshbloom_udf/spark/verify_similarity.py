@@ -1,5 +1,6 @@
 """Verification's similarities (:mod:`lshbloom_udf.spark.verify`): the exact ``|S_d ∩ S_e|``, ``|S_d|``,
-``|S_e|`` of the candidate pairs, computed natively (:func:`lshbloom_udf._native.shingle_overlaps`).
+``|S_e|`` of the candidate pairs, computed natively (:func:`lshbloom_udf._native.indexed_overlaps` on the driver,
+:func:`lshbloom_udf._native.shingle_overlaps` on the executors).
 
 Only the texts of the documents in a candidate pair are read (a semi-join of
 the pinned input with their row ids), and with round 1's those of every flagged
@@ -93,7 +94,7 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     if not len(missing) or budget and _driver_texts(texts_of, missing, broadcast_limit, budget, held):
         log.debug("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
         texts_of.places.append("driver")
-        return _on_driver(f_rows, k_rows, held, shingling, rule)
+        return _on_driver(f_rows, k_rows, held, shingling, rule, texts_of.memory)
     log.info("verification: the candidates' texts pass the driver's budget for them (verify_driver_bytes %s, as "
              "Python strings): similarities on the executors (more driver memory keeps them on the driver, several "
              "times faster)", budget)
@@ -171,39 +172,21 @@ def held_texts(texts_of, rows: np.ndarray, held: dict, broadcast_limit: int) -> 
     return held
 
 
-# The driver's overlaps are counted one of two ways. Where the pairs' earlier texts recur (a template family's
-# anchors: under INDEXED_BELOW distinct earlier texts per pair) and fit a thread's native cache of shingle lists
-# with room (at most INDEXED_CHARS characters in all: a list costs ~40 bytes per character of its text, the cache
-# is 64 MiB), each text is shingled once into a sorted list and pairs merge lists (``indexed_overlaps``).
-# Elsewhere a pair's earlier text is shingled anew and probed into the later one's set, which is kept over its
-# consecutive pairs (``shingle_overlaps``). On 2.4 kB documents (benchmarks/overlap_reuse.py): 64 anchors
-# 20 vs 36 us a pair; 2,000 recurring earlier texts 53 vs 36; mostly distinct ones 99 vs 41.
-INDEXED_BELOW = 0.05
-INDEXED_CHARS = 1 << 20
-
-
-def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRule) -> VerifiedPairs:
+def _on_driver(f_rows, k_rows, texts: dict, shingling: Shingling, rule: VerifyRule,
+               memory: DriverMemory) -> VerifiedPairs:
+    """The verified pairs, counted on the driver's cores (the executors are idle meanwhile) by
+    :func:`~lshbloom_udf._native.indexed_overlaps`: sorted by the later document, whose set is built once for its
+    candidates; an earlier text in three pairs or more (a template's anchor) shingled once, the most frequent first,
+    within ``memory.shingle_cache``."""
     from lshbloom_udf import _native
 
-    # Sorted by the later document: its shingles are built once for its candidates. The executors are idle
-    # meanwhile: the driver's cores are verification's.
     order = np.lexsort((k_rows, f_rows))
     f_rows, k_rows = f_rows[order], k_rows[order]
-    threads = os.cpu_count() or 1
-    settings = (shingling.ngram, shingling.normalize_mask, shingling.unit, threads)
-    earlier = np.unique(k_rows)
-    # The characters are summed only where the earlier texts recur (a loop over them: millions at 10^7 otherwise).
-    recur = len(earlier) < INDEXED_BELOW * len(k_rows)
-    indexed = recur and sum(len(texts[r] or "") for r in earlier.tolist()) <= INDEXED_CHARS
-    log.debug("verification: %d pairs, %d distinct earlier texts: %s", len(k_rows), len(earlier),
-              "indexed lists" if indexed else "the later text's set kept")
-    if indexed:
-        rows = np.unique(np.concatenate([f_rows, k_rows]))
-        lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
-        sizes = _native.indexed_overlaps([texts[r] for r in rows.tolist()], lefts, rights, *settings)
-    else:  # the later text on the right: the side whose set is kept across consecutive pairs
-        sizes = _native.shingle_overlaps([texts[r] for r in k_rows.tolist()], [texts[r] for r in f_rows.tolist()],
-                                         *settings)[:, [0, 2, 1]]
+    rows = np.unique(np.concatenate([f_rows, k_rows]))
+    lefts, rights = (np.searchsorted(rows, r).astype(np.uint32) for r in (f_rows, k_rows))
+    sizes = _native.indexed_overlaps([texts[r] for r in rows.tolist()], lefts, rights, shingling.ngram,
+                                     shingling.normalize_mask, shingling.unit, os.cpu_count() or 1,
+                                     memory.shingle_cache)
     passes, sim, measure = rule.judge(*sizes.T)
     return VerifiedPairs.of(f_rows[passes], k_rows[passes], sim[passes].astype(np.float64),
                             measure[passes].astype(np.int8))

@@ -65,8 +65,9 @@ from lshbloom_udf.spark.keys import is_in, ship
 SPOOL_SHARE_OF_FREE = 0.5
 # The candidates a flagged document is checked against in each round, at most (the module's "Bounds"). A true
 # source shares most bands with its copy, so it ranks first; 4 leaves room for the few template siblings that
-# share as many bands in small buckets. The study's decisions are the same at 2 (docs/evaluation.md §0.9); each
-# one more costs a similarity per flagged document and round (a template family's verification is ~all of them).
+# share as many bands in small buckets. It is the least at which no decision of the study changes (at 2 and 3 two
+# and three held-out ones do: docs/evaluation.md §0.9); each one more costs a similarity per flagged document and
+# round (a template family's verification is ~all of them).
 CANDIDATES_PER_DOCUMENT = 4
 # The members of a bucket (band, key) that the later ones are paired with in round 2 (the earliest).
 ANCHORS_PER_BUCKET = 4

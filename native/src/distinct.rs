@@ -293,9 +293,10 @@ impl DistinctSet {
         (new, new && other.contains(s))
     }
 
-    /// Whether the short string `(a, b)` of `n` bytes with fingerprint `fp` is present.
+    /// Whether the short string `(a, b)` of `n` bytes with fingerprint `fp` is present
+    /// ([`DistinctSet::short_key`] of another set's string: probed without hashing it again).
     #[inline(always)]
-    fn contains_short(&self, a: u64, b: u64, n: usize, fp: u64) -> bool {
+    pub fn contains_short(&self, a: u64, b: u64, n: usize, fp: u64) -> bool {
         if self.spans.is_empty() {
             return false; // the table may not exist yet
         }

@@ -75,7 +75,7 @@ impl OverlapCounter {
 /// its bytes (character shingles of a whitespace-free text number its code
 /// points, minus the n-gram; word shingles fewer). An error either way costs
 /// only speed: one more doubling, or a larger table.
-fn expected_shingles(text: &str) -> usize {
+pub(crate) fn expected_shingles(text: &str) -> usize {
     text.len() / 4 * 3
 }
 

@@ -3,250 +3,235 @@
 //! (a flagged document with its strongest candidates, an anchor of a template
 //! family with every sibling).
 //!
-//! Each text's shingle set is built once while it stays among a thread's
-//! most recently used (within [`CACHE_BYTES`]), as a [`ShingleList`]: the distinct
-//! shingles sorted by (xxh3-64, bytes), in an arena. Two lists intersect by a
-//! merge on the hash; equal hashes are then compared by their bytes, so the
-//! count is exact (a hash only orders). A pair then costs a merge of the two
-//! lists (linear, no hashing), not a shingling of both texts as
-//! [`crate::overlap::overlaps`] does for each pair.
+//! The pairs come sorted by their later text `d`: its shingle set
+//! ([`DistinctSet`]) is built once for its consecutive pairs. An earlier text
+//! `e` in [`CACHED_FROM`] pairs or more (a template's anchor, a source with
+//! many copies) is shingled once, before the pairs, into a [`ProbeList`] shared
+//! by every thread (the most frequent first, within a budget of bytes): a pair
+//! then costs one probe of `d`'s set per shingle of `e`, no shingling. Any
+//! other `e` is shingled for its pair and probed as it goes
+//! ([`crate::overlap`]'s way). Either way the shingles' bytes are compared: the
+//! counts are exact.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
-
-use xxhash_rust::xxh3::xxh3_64;
-
-use crate::overlap::{over_pairs, Overlap};
+use crate::distinct::{short_fp, DistinctSet};
+use crate::overlap::{expected_shingles, over_pairs, Overlap};
 use crate::shingles::{ShingleSettings, Shingler};
 
-/// The bytes of lists a thread keeps: the later texts of consecutive pairs
-/// repeat, and the anchors of a template family (up to `b · anchors` texts)
-/// recur across the whole range; 64 MiB holds ~800 lists of 3 kB pages.
-pub const CACHE_BYTES: usize = 64 << 20;
+/// The cached texts a thread builds the lists of at a time: the budget is
+/// checked after each batch, so it is passed by at most one batch's lists.
+const BUILD_BATCH: usize = 16;
 
-/// Bytes of a shingle kept in its entry: a shorter shingle (a mixed or
-/// character 11-gram: 11-12 bytes) is compared without reading the arena.
-const HEAD: usize = 16;
+/// The sets here are reserved for this many times a text's expected shingles
+/// (a table at most 1/8 full where [`DistinctSet::reserve`] alone leaves it
+/// 1/4 to 1/2 full): about half the probes find their shingle, so the
+/// branches on a slot's content mispredict less where the first slot decides
+/// (benchmarks/overlap_reuse.py measures it).
+const SPARSE: usize = 4;
 
-/// One distinct shingle of a [`ShingleList`]: its hash, length, first
-/// [`HEAD`] bytes (zero-padded) and where the whole is in the arena.
+/// The pairs an earlier text must be in to be cached: a list is ~10x its
+/// text's bytes, read back from memory for each pair, where shingling the text
+/// again reads only the text; at two pairs the two cost about the same.
+pub const CACHED_FROM: u32 = 3;
+
+/// A short shingle (<= 16 bytes) as [`DistinctSet`] keeps it: two zero-padded
+/// words and its length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    hash: u64,
-    head: [u64; 2],
-    start: u32,
+struct ShortKey {
+    a: u64,
+    b: u64,
     len: u32,
 }
 
-/// A text's distinct shingles, sorted by (hash, length, bytes).
+/// A text's distinct shingles, to count how many another text's set holds:
+/// the short ones by value, the longer ones by their bytes.
 #[derive(Debug, Default)]
-pub struct ShingleList {
-    arena: Vec<u8>,
-    entries: Vec<Entry>,
-    /// The entries' hashes, apart: a merge reads 8 bytes per shingle, and an
-    /// entry only where two hashes are equal.
-    hashes: Vec<u64>,
+pub struct ProbeList {
+    short: Vec<ShortKey>,
+    long: Vec<u8>,
+    long_spans: Vec<(u32, u32)>,
 }
 
-impl ShingleList {
-    pub fn new(shingler: &mut Shingler, text: Option<&str>) -> Self {
-        let mut list = ShingleList::default();
-        shingler.for_each_span(text.unwrap_or(""), |buf, start, end| {
-            let s = &buf[start..end];
-            let mut head = [0u8; HEAD];
-            head[..s.len().min(HEAD)].copy_from_slice(&s[..s.len().min(HEAD)]);
-            let (a, b) = head.split_at(8);
-            list.entries.push(Entry {
-                hash: xxh3_64(s),
-                head: [
-                    u64::from_be_bytes(a.try_into().expect("8")),
-                    u64::from_be_bytes(b.try_into().expect("8")),
-                ],
-                start: list.arena.len() as u32,
-                len: s.len() as u32,
-            });
-            list.arena.extend_from_slice(s);
+impl ProbeList {
+    /// The distinct shingles of `text` (None: none), through `scratch` (emptied first).
+    pub fn new(shingler: &mut Shingler, scratch: &mut DistinctSet, text: Option<&str>) -> Self {
+        let text = text.unwrap_or("");
+        scratch.clear();
+        scratch.reserve(SPARSE * expected_shingles(text));
+        shingler.for_each_span(text, |buf, start, end| {
+            scratch.insert_in(buf, start, end);
         });
-        // By hash alone first (a u64 compare), then each run of equal hashes (a
-        // repeated shingle, or rarely a collision) by the whole order.
-        let arena = &list.arena;
-        list.entries.sort_unstable_by_key(|e| e.hash);
-        let mut start = 0;
-        while start < list.entries.len() {
-            let hash = list.entries[start].hash;
-            let end = start
-                + list.entries[start..]
-                    .iter()
-                    .take_while(|e| e.hash == hash)
-                    .count();
-            if end - start > 1 {
-                list.entries[start..end].sort_unstable_by(|a, b| order(a, b, arena, arena));
+        let mut list = ProbeList::default();
+        for i in 0..scratch.len() {
+            match scratch.short_key(i) {
+                Some((a, b, len, _)) => list.short.push(ShortKey { a, b, len }),
+                None => {
+                    let s = scratch.get(i);
+                    list.long_spans
+                        .push((list.long.len() as u32, s.len() as u32));
+                    list.long.extend_from_slice(s);
+                }
             }
-            start = end;
         }
-        list.entries
-            .dedup_by(|a, b| order(a, b, arena, arena) == Ordering::Equal);
-        list.hashes = list.entries.iter().map(|e| e.hash).collect();
+        list.short.shrink_to_fit();
         list
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.short.len() + self.long_spans.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// The memory the list holds.
     pub fn memory(&self) -> usize {
-        self.arena.capacity()
-            + self.entries.capacity() * std::mem::size_of::<Entry>()
-            + self.hashes.capacity() * std::mem::size_of::<u64>()
+        std::mem::size_of::<Self>()
+            + self.short.capacity() * std::mem::size_of::<ShortKey>()
+            + self.long.capacity()
+            + self.long_spans.capacity() * std::mem::size_of::<(u32, u32)>()
     }
 
-    /// `|self ∩ other|`, by a merge: both are sorted by [`order`] and distinct.
-    pub fn common(&self, other: &ShingleList) -> u64 {
-        let (a, b) = (&self.hashes, &other.hashes);
-        let (mut i, mut j, mut n) = (0, 0, 0u64);
-        while i < a.len() && j < b.len() {
-            let by_hash = a[i].cmp(&b[j]);
-            let by_entry = || {
-                order(
-                    &self.entries[i],
-                    &other.entries[j],
-                    &self.arena,
-                    &other.arena,
-                )
-            };
-            match if by_hash == Ordering::Equal {
-                by_entry()
-            } else {
-                by_hash
-            } {
-                Ordering::Less => i += 1,
-                Ordering::Greater => j += 1,
-                Ordering::Equal => {
-                    n += 1;
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        n
+    /// `|self ∩ set|`: each shingle of the list probed in `set`.
+    pub fn common(&self, set: &DistinctSet) -> u64 {
+        let short = self
+            .short
+            .iter()
+            .filter(|k| {
+                set.contains_short(k.a, k.b, k.len as usize, short_fp(k.a, k.b, k.len as usize))
+            })
+            .count();
+        let long = self
+            .long_spans
+            .iter()
+            .filter(|&&(start, len)| {
+                set.contains(&self.long[start as usize..(start + len) as usize])
+            })
+            .count();
+        (short + long) as u64
     }
 }
 
-/// By hash, then length, then bytes: the head in the entry, the rest (of a
-/// shingle longer than [`HEAD`]) in its arena. Equal means equal bytes.
-#[inline]
-fn order(a: &Entry, b: &Entry, arena_a: &[u8], arena_b: &[u8]) -> Ordering {
-    (a.hash, a.len, a.head)
-        .cmp(&(b.hash, b.len, b.head))
-        .then_with(|| {
-            if (a.len as usize) <= HEAD {
-                return Ordering::Equal;
-            }
-            let tail_a = &arena_a[a.start as usize + HEAD..(a.start + a.len) as usize];
-            let tail_b = &arena_b[b.start as usize + HEAD..(b.start + b.len) as usize];
-            tail_a.cmp(tail_b)
-        })
+/// The earlier texts shingled before the pairs: `slot[text]` indexes `lists`
+/// (`u32::MAX`: not cached).
+struct Cached {
+    slot: Vec<u32>,
+    lists: Vec<ProbeList>,
 }
 
-/// A thread's most recently used lists, by text index, within a budget of bytes.
-struct ListCache {
-    shingler: Shingler,
-    /// Slot of a cached text.
-    at: HashMap<u32, usize>,
-    /// (text, last use, list); a freed slot keeps an empty list.
-    slots: Vec<(u32, u64, ShingleList)>,
-    free: Vec<usize>,
-    /// Last use -> slot: the least recently used first.
-    order: BTreeMap<u64, usize>,
-    bytes: usize,
-    budget: usize,
-    clock: u64,
-}
-
-impl ListCache {
-    fn new(settings: ShingleSettings, budget: usize) -> Self {
-        ListCache {
-            budget,
-            shingler: Shingler::with_settings(settings),
-            at: HashMap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
-            order: BTreeMap::new(),
-            bytes: 0,
-            clock: 0,
-        }
-    }
-
-    /// The slot of text `id`'s list, built if missing; the least recently used
-    /// lists make room for it, except `keep` (the pair's other list).
-    fn slot(&mut self, id: u32, texts: &[Option<&str>], keep: Option<usize>) -> usize {
-        self.clock += 1;
-        if let Some(&at) = self.at.get(&id) {
-            self.order.remove(&self.slots[at].1);
-            self.slots[at].1 = self.clock;
-            self.order.insert(self.clock, at);
-            return at;
-        }
-        let list = ShingleList::new(&mut self.shingler, texts[id as usize]);
-        while self.bytes + list.memory() > self.budget {
-            let Some((&stamp, &old)) = self.order.iter().find(|(_, &at)| Some(at) != keep) else {
-                break;
-            };
-            self.order.remove(&stamp);
-            self.at.remove(&self.slots[old].0);
-            self.bytes -= self.slots[old].2.memory();
-            self.slots[old].2 = ShingleList::default();
-            self.free.push(old);
-        }
-        self.bytes += list.memory();
-        let entry = (id, self.clock, list);
-        let at = match self.free.pop() {
-            Some(at) => {
-                self.slots[at] = entry;
-                at
-            }
-            None => {
-                self.slots.push(entry);
-                self.slots.len() - 1
-            }
-        };
-        self.at.insert(id, at);
-        self.order.insert(self.clock, at);
-        at
-    }
-
-    fn overlap(&mut self, left: u32, right: u32, texts: &[Option<&str>]) -> Overlap {
-        let l = self.slot(left, texts, None);
-        let r = self.slot(right, texts, Some(l));
-        let (a, b) = (&self.slots[l].2, &self.slots[r].2);
-        Overlap {
-            common: a.common(b),
-            left: a.len() as u64,
-            right: b.len() as u64,
-        }
+impl Cached {
+    fn get(&self, text: u32) -> Option<&ProbeList> {
+        self.lists.get(self.slot[text as usize] as usize)
     }
 }
 
-/// The overlaps of pairs `(texts[lefts[i]], texts[rights[i]])` on up to
-/// `threads` threads (contiguous ranges, a cache each: the result does not
-/// depend on the thread count). Pairs sorted by one side reuse its lists most.
-pub fn indexed_overlaps(
+/// The [`ProbeList`]s of the texts that are the earlier side of [`CACHED_FROM`]
+/// pairs or more, the most frequent first (then the first text), while their memory
+/// stays within `budget`; built on `threads` threads.
+fn cache_recurring(
     settings: ShingleSettings,
     texts: &[Option<&str>],
-    lefts: &[u32],
     rights: &[u32],
     threads: usize,
-) -> Vec<Overlap> {
-    overlaps_within(settings, texts, (lefts, rights), threads, CACHE_BYTES)
+    budget: usize,
+) -> Cached {
+    let mut count = vec![0u32; texts.len()];
+    for &r in rights {
+        count[r as usize] += 1;
+    }
+    let mut recurring: Vec<u32> = (0..texts.len() as u32)
+        .filter(|&t| count[t as usize] >= CACHED_FROM)
+        .collect();
+    recurring.sort_by_key(|&t| (std::cmp::Reverse(count[t as usize]), t));
+    let mut cached = Cached {
+        slot: vec![u32::MAX; texts.len()],
+        lists: Vec::new(),
+    };
+    let (mut bytes, threads) = (0usize, threads.max(1));
+    'batches: for batch in recurring.chunks(BUILD_BATCH * threads) {
+        let per = batch.len().div_ceil(threads);
+        let built: Vec<Vec<ProbeList>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = batch
+                .chunks(per)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let (mut shingler, mut scratch) =
+                            (Shingler::with_settings(settings), DistinctSet::new());
+                        part.iter()
+                            .map(|&t| {
+                                ProbeList::new(&mut shingler, &mut scratch, texts[t as usize])
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a list builder panicked"))
+                .collect()
+        });
+        for (&t, list) in batch.iter().zip(built.into_iter().flatten()) {
+            bytes += list.memory();
+            if bytes > budget {
+                break 'batches;
+            }
+            cached.slot[t as usize] = cached.lists.len() as u32;
+            cached.lists.push(list);
+        }
+    }
+    cached
 }
 
-/// [`indexed_overlaps`] with `cache_bytes` of lists per thread.
-fn overlaps_within(
+/// A thread's state over its range of pairs: the later text's set, kept over
+/// its consecutive pairs, and a set for an uncached earlier text.
+struct PairCounter<'a> {
+    shingler: Shingler,
+    later: DistinctSet,
+    later_text: Option<u32>,
+    earlier: DistinctSet,
+    texts: &'a [Option<&'a str>],
+    cached: &'a Cached,
+}
+
+impl PairCounter<'_> {
+    fn overlap(&mut self, later: u32, earlier: u32) -> Overlap {
+        if self.later_text != Some(later) {
+            let (set, text) = (&mut self.later, self.texts[later as usize].unwrap_or(""));
+            set.clear();
+            set.reserve(SPARSE * expected_shingles(text));
+            self.shingler.for_each_span(text, |buf, start, end| {
+                set.insert_in(buf, start, end);
+            });
+            self.later_text = Some(later);
+        }
+        let (common, right) = match self.cached.get(earlier) {
+            Some(list) => (list.common(&self.later), list.len()),
+            None => {
+                let (set, seen) = (&self.later, &mut self.earlier);
+                let text = self.texts[earlier as usize].unwrap_or("");
+                seen.clear();
+                seen.reserve(SPARSE * expected_shingles(text));
+                let mut common = 0u64;
+                self.shingler.for_each_span(text, |buf, start, end| {
+                    // Each distinct shingle of the earlier text counts once.
+                    common += u64::from(seen.insert_in_noting(buf, start, end, set).1);
+                });
+                (common, seen.len())
+            }
+        };
+        Overlap {
+            common,
+            left: self.later.len() as u64,
+            right: right as u64,
+        }
+    }
+}
+
+/// The overlaps of pairs `(texts[lefts[i]], texts[rights[i]])` (later, earlier)
+/// on up to `threads` threads (contiguous ranges: the result does not depend on
+/// the thread count), the recurring earlier texts cached within `cache_bytes`
+/// (the module's docs). Pairs sorted by their left text build its set once.
+pub fn indexed_overlaps(
     settings: ShingleSettings,
     texts: &[Option<&str>],
     (lefts, rights): (&[u32], &[u32]),
@@ -260,11 +245,19 @@ fn overlaps_within(
             .all(|&i| (i as usize) < texts.len()),
         "pair indices must be below the number of texts"
     );
+    let cached = cache_recurring(settings, texts, rights, threads, cache_bytes);
     over_pairs(
         (lefts, rights),
         threads,
-        || ListCache::new(settings, cache_bytes),
-        |cache, &l, &r| cache.overlap(l, r, texts),
+        || PairCounter {
+            shingler: Shingler::with_settings(settings),
+            later: DistinctSet::new(),
+            later_text: None,
+            earlier: DistinctSet::new(),
+            texts,
+            cached: &cached,
+        },
+        |counter, &l, &r| counter.overlap(l, r),
     )
 }
 
@@ -302,15 +295,17 @@ mod tests {
     }
 
     #[test]
-    fn equals_the_pairwise_overlaps_in_every_unit_and_thread_count() {
+    fn equals_the_pairwise_overlaps_in_every_unit_thread_count_and_cache() {
         let mut seed = 5u64;
         let owned = texts(&mut seed, 150);
         let mut table: Vec<Option<&str>> = owned.iter().map(|t| Some(t.as_str())).collect();
         table.push(None);
         let m = 3000;
-        let lefts: Vec<u32> = (0..m)
+        let mut lefts: Vec<u32> = (0..m)
             .map(|_| (splitmix(&mut seed) % table.len() as u64) as u32)
             .collect();
+        lefts.sort_unstable();
+        // Text 0 is the earlier side of a third of the pairs; the others recur by chance, or not at all.
         let rights: Vec<u32> = (0..m)
             .map(|i| {
                 if i % 3 == 0 {
@@ -330,50 +325,77 @@ mod tests {
                 let ls: Vec<Option<&str>> = lefts.iter().map(|&i| table[i as usize]).collect();
                 let rs: Vec<Option<&str>> = rights.iter().map(|&i| table[i as usize]).collect();
                 let want = overlaps(settings, &ls, &rs, 1);
-                for threads in [1, 2, 5] {
-                    assert_eq!(
-                        indexed_overlaps(settings, &table, &lefts, &rights, threads),
-                        want,
-                        "{unit:?} {ngram} {threads}"
-                    );
+                // No cache, room for a few lists (the most frequent: text 0 first), room for every one.
+                for cache in [0, 20_000, usize::MAX] {
+                    for threads in [1, 2, 5] {
+                        assert_eq!(
+                            indexed_overlaps(settings, &table, (&lefts, &rights), threads, cache),
+                            want,
+                            "{unit:?} {ngram} {threads} {cache}"
+                        );
+                    }
                 }
             }
         }
     }
 
     #[test]
-    fn equal_hashes_are_compared_by_their_bytes() {
-        // Entries with the same (forged) hash, length and head but other bytes past the head share nothing.
-        let entry = Entry {
-            hash: 7,
-            head: [1, 2],
-            start: 0,
-            len: 18,
-        };
-        let a = ShingleList {
-            arena: b"0123456789abcdefXY".to_vec(),
-            entries: vec![entry],
-            hashes: vec![7],
-        };
-        let b = ShingleList {
-            arena: b"0123456789abcdefXZ".to_vec(),
-            entries: vec![entry],
-            hashes: vec![7],
-        };
-        assert_eq!(a.common(&b), 0);
-        assert_eq!(a.common(&a), 1);
-        // Short shingles are decided by the head alone.
-        let short = |head| ShingleList {
-            arena: Vec::new(),
-            entries: vec![Entry {
-                hash: 7,
-                head,
-                start: 0,
-                len: 2,
-            }],
-            hashes: vec![7],
-        };
-        assert_eq!(short([1, 0]).common(&short([2, 0])), 0);
-        assert_eq!(short([1, 0]).common(&short([1, 0])), 1);
+    fn the_cache_takes_the_most_frequent_recurring_texts_within_its_budget() {
+        let settings = ShingleSettings::words(2, 0);
+        let table = [
+            Some("a b c d"),
+            Some("a b c"),
+            Some("b c d e f"),
+            Some("x y"),
+        ];
+        // Earlier sides: text 1 four times, text 2 three times, text 3 twice, text 0 never.
+        let rights = [1, 1, 2, 1, 2, 3, 2, 1, 3];
+        let all = cache_recurring(settings, &table, &rights, 2, usize::MAX);
+        assert_eq!(
+            (
+                all.get(1).map(ProbeList::len),
+                all.get(2).map(ProbeList::len)
+            ),
+            (Some(2), Some(4))
+        );
+        assert!(all.get(0).is_none() && all.get(3).is_none());
+        let one = all.get(1).unwrap().memory();
+        let first = cache_recurring(settings, &table, &rights, 2, one);
+        assert!(first.get(1).is_some() && first.get(2).is_none());
+        assert!(cache_recurring(settings, &table, &rights, 1, one - 1)
+            .lists
+            .is_empty());
+    }
+
+    #[test]
+    fn cached_long_shingles_compare_bytes() {
+        // 4-word shingles past 16 bytes are kept by their bytes: one differing byte at the end counts.
+        let settings = ShingleSettings::words(4, 0);
+        let earlier = "internationalization localization globalization standardization";
+        let table = [
+            Some(earlier),
+            Some("internationalization localization globalization standardisation"),
+            Some(earlier),
+        ];
+        // Three pairs: the earlier text is cached.
+        assert!(cache_recurring(settings, &table, &[0, 0, 0], 1, usize::MAX).get(0).is_some());
+        let got = indexed_overlaps(settings, &table, (&[1, 1, 2], &[0, 0, 0]), 1, usize::MAX);
+        assert_eq!(got[0], got[1]);
+        assert_eq!(
+            got[0],
+            Overlap {
+                common: 0,
+                left: 1,
+                right: 1
+            }
+        );
+        assert_eq!(
+            got[2],
+            Overlap {
+                common: 1,
+                left: 1,
+                right: 1
+            }
+        );
     }
 }

@@ -59,9 +59,10 @@ fn shingle_overlaps<'py>(
 }
 
 /// `(|S_l ∩ S_r|, |S_l|, |S_r|)` of each pair `(texts[lefts[i]], texts[rights[i]])`, shape (N, 3), int64, on
-/// `threads` threads: each text shingled once while it is among a thread's most recently used.
+/// `threads` threads: a left text's set built once for its consecutive pairs, the right texts in three pairs or
+/// more shingled once within `cache_bytes`.
 #[pyfunction]
-#[pyo3(signature = (texts, lefts, rights, ngram, normalize = 0, unit = "words", threads = 1))]
+#[pyo3(signature = (texts, lefts, rights, ngram, normalize = 0, unit = "words", threads = 1, cache_bytes = 0))]
 #[allow(clippy::too_many_arguments)]
 fn indexed_overlaps<'py>(
     py: Python<'py>,
@@ -72,9 +73,11 @@ fn indexed_overlaps<'py>(
     normalize: i64,
     unit: &str,
     threads: i64,
+    cache_bytes: u64,
 ) -> PyResult<Bound<'py, PyArray2<i64>>> {
     let settings = shingle_settings(unit, ngram, normalize)?;
     let threads = positive("threads", threads)?;
+    let cache_bytes = usize::try_from(cache_bytes).unwrap_or(usize::MAX);
     let (ls, rs) = (lefts.as_slice()?, rights.as_slice()?);
     if ls.len() != rs.len() {
         return Err(value_err(format!(
@@ -91,7 +94,11 @@ fn indexed_overlaps<'py>(
             ));
         }
         Ok(pairoverlap::indexed_overlaps(
-            settings, table, ls, rs, threads,
+            settings,
+            table,
+            (ls, rs),
+            threads,
+            cache_bytes,
         ))
     })?
     .map_err(value_err)?;
