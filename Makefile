@@ -39,7 +39,7 @@ test-rust: venv
 
 # The slowest tests named at the end of every run, so that a test that grows shows up in CI's log.
 test-python:
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q --durations=40
 
 # The inner loop: the Rust unit tests and the core tests (no Spark), a couple of minutes.
 test-fast: build

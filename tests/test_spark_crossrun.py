@@ -19,7 +19,7 @@ from crossrun_support import batches
 from lshbloom_udf.errors import IndexCorruptError
 from lshbloom_udf.index import IndexTransaction
 from lshbloom_udf.spark import deduplicate
-from reliability_support import index_state, read_flags, records_rows, submit, write_jsonl
+from reliability_support import index_state, records_rows, submit, write_jsonl
 from verify_support import jaccard
 
 
@@ -142,21 +142,18 @@ def test_a_reproduced_run_writes_no_second_records(spark, tmp_path):
 def test_a_run_killed_after_writing_its_records_leaves_the_index_as_it_was(spark, tmp_path):
     data = batches(2, 40, 0)
     index, clean = tmp_path / "index", tmp_path / "clean"
-    inputs = [write_jsonl(tmp_path / f"b{t}.jsonl", [{"id": i, "text": x} for i, x, _ in b]) for t, b in enumerate(data)]
-
-    def args(t, out, where):
-        return ["--input", inputs[t], "--output", str(tmp_path / out), "--id-column", "id", "--index-dir", str(where),
-                "--quiet"]
-
-    assert submit(args(0, "o0", index)).returncode == 0
+    _run(spark, data[0], index)
     shutil.copytree(index, clean)
     before = index_state(index)
     log = tmp_path / "fault.log"
-    killed = submit(args(1, "o1", index), fault=f"kill-after-records,fault-log={log}")
+    batch = write_jsonl(tmp_path / "b1.jsonl", [{"id": i, "text": x} for i, x, _ in data[1]])
+    # Only the killed run is a child process (spark-submit: SIGKILLed); the runs around it are this session's.
+    killed = submit(["--input", batch, "--output", str(tmp_path / "o1"), "--id-column", "id", "--index-dir",
+                     str(index), "--quiet"], fault=f"kill-after-records,fault-log={log}")
     assert killed.returncode != 0 and "kill-after-records" in log.read_text()
     staged = [n for n in os.listdir(index) if n.startswith(".staging-")]
     assert staged and os.path.isdir(index / staged[0] / "records"), "the kill came before the records: proves nothing"
-    assert submit(args(1, "o1", index)).returncode == 0  # recovers (drops the orphan records), then runs
-    assert submit(args(1, "o1-clean", clean)).returncode == 0
+    recovered, _ = _run(spark, data[1], index)  # recovers (drops the orphan records), then runs
+    fresh, _ = _run(spark, data[1], clean)
     assert index_state(index) == index_state(clean) != before
-    assert read_flags(spark, tmp_path / "o1") == read_flags(spark, tmp_path / "o1-clean")
+    assert {i: r["is_duplicate"] for i, r in recovered.items()} == {i: r["is_duplicate"] for i, r in fresh.items()}

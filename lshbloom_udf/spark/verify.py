@@ -251,16 +251,24 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
         out.seconds = time.monotonic() - t0
         return out
     lap = _laps(out.stages, t0)
-    from lshbloom_udf.spark.verify_similarity import similarities
+    from lshbloom_udf.spark.verify_similarity import TextPrefetch, similarities
 
     similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
                                 broadcast_limit=broadcast_limit, driver_text_bytes=driver_text_bytes, held=held)
-    # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
-    cand = source.round1(flagged, lap)
+    # Every flagged row's text comes with round 1's (round 2's documents are flagged ones, so it reads none), on
+    # another thread while round 1's candidates are found.
+    also = np.union1d(flagged, sample)
+    prefetch = TextPrefetch(texts_of, also, held, broadcast_limit, driver_text_bytes)
+    try:
+        # Round 1: against the documents the pass kept (their keys are unique per band: see "Cost").
+        cand = source.round1(flagged, lap)
+    except BaseException:
+        prefetch.join(raise_error=False)  # round 1's error is the one to report
+        raise
+    prefetch.join()
     out.candidate_pairs = len(cand[0])
     lap("candidates")
-    # Every flagged row's text comes with round 1's: round 2's documents are flagged ones, so it reads none.
-    _decide(out, flagged, cand[0], refine(similar(cand, also=np.union1d(flagged, sample))), prior_documents)
+    _decide(out, flagged, cand[0], refine(similar(cand, also=also)), prior_documents)
     lap("similarity")
     # Round 2: the documents round 1 unflagged are kept, so candidates for the later ones of them.
     unflagged = flagged[~is_in(flagged, out.rows)]

@@ -82,15 +82,13 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     come to the driver with these (round 1 brings every flagged row's: round 2 then reads nothing).
     """
     f_rows, k_rows = cand
-    budget = texts_of.memory.texts if driver_text_bytes is None else driver_text_bytes
+    budget = _driver_budget(texts_of, driver_text_bytes)
     if not len(f_rows):
         return VerifiedPairs(f_rows, k_rows, np.zeros(0, np.float64), np.zeros(0, np.int8))
     held = {} if held is None else held
     involved = np.unique(np.concatenate([f_rows, k_rows]))
     wanted = involved if also is None else np.union1d(involved, np.asarray(also, np.int64))
     missing = np.fromiter((r for r in wanted.tolist() if r not in held), np.int64)
-    if texts_of.longest is not None and texts_of.longest > texts_of.memory.partition:
-        budget = 0  # a text longer than a streamed partition may be: the driver's JVM cannot take it in bounds
     if not len(missing) or budget and _driver_texts(texts_of, missing, broadcast_limit, budget, held):
         log.debug("verification: %d candidate pairs over %d texts on the driver", len(f_rows), len(held))
         texts_of.places.append("driver")
@@ -102,6 +100,43 @@ def similarities(cand, *, texts_of, shingling: Shingling, rule: VerifyRule, broa
     texts_of.places.append("executors")
     texts, text_col = _texts_frame(texts_of, involved, broadcast_limit)
     return _on_executors(texts_of, f_rows, k_rows, texts, text_col, shingling, rule)
+
+
+def _driver_budget(texts_of, driver_text_bytes: Optional[int]) -> int:
+    """The texts' budget on the driver (:func:`similarities`): 0 when a text may be longer than a streamed
+    partition (the driver's JVM cannot take it in bounds)."""
+    if texts_of.longest is not None and texts_of.longest > texts_of.memory.partition:
+        return 0
+    return texts_of.memory.texts if driver_text_bytes is None else driver_text_bytes
+
+
+class TextPrefetch:
+    """The texts of ``rows`` brought into ``held`` on another thread, within :func:`similarities`'s budget: round 1
+    knows its flagged documents before its candidates, so their texts travel (executors, a Spark job) while the
+    candidates are found (the driver: the spool's scan). :meth:`join` waits for it and raises what it raised;
+    :func:`similarities` then brings only what is still missing, or, past the budget, computes on the executors."""
+
+    def __init__(self, texts_of, rows: np.ndarray, held: dict, broadcast_limit: int,
+                 driver_text_bytes: Optional[int]):
+        from pyspark import InheritableThread
+
+        self.error: Optional[BaseException] = None
+        budget = _driver_budget(texts_of, driver_text_bytes)
+
+        def run() -> None:
+            try:
+                if budget and len(rows):
+                    _driver_texts(texts_of, rows, broadcast_limit, budget, held)
+            except BaseException as e:  # raised again by join(), on the caller's thread
+                self.error = e
+
+        self.thread = InheritableThread(target=run, name="lshbloom-verify-texts", daemon=True)
+        self.thread.start()
+
+    def join(self, raise_error: bool = True) -> None:
+        self.thread.join()
+        if raise_error and self.error is not None:
+            raise self.error
 
 
 # The UTF-8 bytes of texts decoded at a time: the held texts' budget is checked before each slice is kept, so it is
