@@ -75,8 +75,8 @@ sets (exact: shingles compared by their bytes). On the driver
 (:func:`lshbloom_udf._native.indexed_overlaps`) the pairs are sorted by the later document, whose set is built once,
 and an earlier text in three pairs or more (a template's anchor) is shingled once before them, within the driver's
 budget (``DriverMemory.shingle_cache``); on the executors :func:`lshbloom_udf._native.shingle_overlaps` keeps one
-side's set over consecutive pairs. Work grows with the flagged documents (at most ``CANDIDATES_PER_DOCUMENT`` similarities per
-flagged document and round), not with ``N²``; the spool scan reads ``N·b`` keys once.
+side's set over consecutive pairs. Work grows with the flagged documents (at most ``CANDIDATES_PER_DOCUMENT``
+similarities per flagged document and round), not with ``N²``; the spool scan reads ``N·b`` keys once.
 """
 
 from __future__ import annotations

@@ -130,7 +130,8 @@ class TextPrefetch:
             except BaseException as e:  # raised again by join(), on the caller's thread
                 self.error = e
 
-        self.thread = InheritableThread(target=run, name="lshbloom-verify-texts", daemon=True)
+        # The session: Spark Connect's thread needs it (its tags), a classic one ignores it.
+        self.thread = InheritableThread(target=run, name="lshbloom-verify-texts", daemon=True, session=texts_of.spark)
         self.thread.start()
 
     def join(self, raise_error: bool = True) -> None:
