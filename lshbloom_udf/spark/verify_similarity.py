@@ -4,9 +4,10 @@
 
 Only the texts of the documents in a candidate pair are read (a semi-join of
 the pinned input with their row ids), and with round 1's those of every flagged
-document (round 2's documents), so that round 2 reads none. When they are few enough
+document (round 2's documents), so that round 2 reads none; those travel while round 1's candidates are found
+(:class:`TextPrefetch`). When they are few enough
 (``verify_driver_bytes``, derived from the driver's memory unless given: :mod:`lshbloom_udf.memory`) they come
-to the driver and every pair is computed there: one Spark job, one collect when a bound of their bytes (from
+to the driver and every pair is computed there: a Spark job a fetch, one collect when a bound of their bytes (from
 the sizes the input check measured) fits the one-collect budget, else a stream of partitions each within half of
 it. Otherwise the pairs are joined with the texts on the executors and computed there (:func:`similarity_mapper`).
 The texts held are counted as the Python ``str`` objects they become (:func:`~lshbloom_udf.memory.str_cost`).
