@@ -71,7 +71,7 @@ def test_texts_past_the_budget_are_verified_on_the_executors(spark):
     pairs, which are the exact Jaccard reference's; the places say where."""
     from lshbloom_udf.minhash import normalization_mask
     from lshbloom_udf.spark.verify import Shingling, VerifyRule, shingle_set
-    from lshbloom_udf.spark.verify_similarity import similarities, texts_source
+    from lshbloom_udf.spark.verify_similarity import similarities, TextsSource
 
     rng = random.Random(5)
     base = [_words(rng, 300) for _ in range(40)]
@@ -86,7 +86,7 @@ def test_texts_past_the_budget_are_verified_on_the_executors(spark):
     # the third: the executors' results past the one-collect budget too (80 pairs x 25 B > 512 B): streamed back
     for name, python, max_result in (("driver", 1 << 30, 1 << 30), ("executors", 64 << 10, 1 << 30),
                                      ("executors", 64 << 10, 1 << 10)):
-        source = texts_source(frame, "text", longest, total, len(texts),
+        source = TextsSource(frame, "text", longest, total, len(texts),
                               memory=M.DriverMemory(heap=1 << 30, max_result=max_result, python=python))
         got = similarities((f_rows, k_rows), texts_of=source, shingling=shingling, rule=rule, broadcast_limit=1000,
                            driver_text_bytes=None)

@@ -139,7 +139,7 @@ def test_a_run_keeping_more_than_the_sample_samples_its_kept_documents(spark, mo
 
     from lshbloom_udf.spark import verify_templates as vt
     from lshbloom_udf.spark.keys import row_id
-    from lshbloom_udf.spark.verify_similarity import texts_source
+    from lshbloom_udf.spark.verify_similarity import TextsSource
 
     monkeypatch.setattr(vt, "SAMPLE", 60)
     docs = [(f"document number {i} " * 3, "doc") for i in range(600)]
@@ -149,7 +149,7 @@ def test_a_run_keeping_more_than_the_sample_samples_its_kept_documents(spark, mo
     ids = np.array([r[0] for r in got], np.int64)
     assert vt.row_hashes(ids).view(np.int64).tolist() == [r[1] for r in got]
     flagged = np.sort(ids)[::3]
-    source = texts_source(pinned, "text", documents=600)
+    source = TextsSource(pinned, "text", documents=600)
     first, top_up = source.sample_texts(flagged, 10)
     assert (first, top_up) == source.sample_texts(flagged, 10) and len(first) == 60 and len(top_up) == 10
     text_of = {r[0]: r[2] for r in got}

@@ -51,7 +51,7 @@ ARROW_MAX_RECORDS_PER_BATCH = 8192
 ARROW_MAX_BYTES_PER_BATCH = 4 << 20
 
 
-class arrow_batch_limits:
+class ArrowBatchLimits:
     """Lower the session's Arrow batch limits for the keys stage, then restore them."""
 
     KEYS = (

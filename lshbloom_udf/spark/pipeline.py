@@ -172,7 +172,7 @@ class DedupRun:
         ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
         from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import Shingling, verify_flags
-        from lshbloom_udf.spark.verify_similarity import texts_source
+        from lshbloom_udf.spark.verify_similarity import TextsSource
         from lshbloom_udf.spark.verify_sources import SparkCandidates
 
         from lshbloom_udf.spark.crossrun import crossrun_for
@@ -183,7 +183,7 @@ class DedupRun:
         source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         self.candidates = None  # this stage owns it now
         memory = DriverMemory.of_session(self.pinned.sparkSession)  # now: what the pass left available
-        texts = texts_source(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory)
+        texts = TextsSource(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory)
         budget = memory.texts_budget(c.verify_driver_bytes)
         self.verify_memory = {**memory.summary(budget), "similarities": texts.places}
         try:

@@ -48,7 +48,7 @@ from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.index.generations import SealAndGrow
 from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_bloom, shard_keys  # noqa: F401
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, arrow_batch_limits, task_start, unpack_keyed
+from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, ArrowBatchLimits, task_start, unpack_keyed
 
 SHARD_COL, FIRST_COL = "shard", "first"
 # one blob: a shard's keys from one input chunk (first = its first row id, count = its keys, data = rows then keys);
@@ -309,7 +309,7 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
     stream ahead of its keys; ``part_bytes``: the size of the parts the filters
     are emitted in. ``keep_filters``: also emit
     every shard's filters after the run (the index's next version). Run its
-    action inside :class:`~lshbloom_udf.spark.keys.arrow_batch_limits` (blobs
+    action inside :class:`~lshbloom_udf.spark.keys.ArrowBatchLimits` (blobs
     and filters are large rows).
     """
     from pyspark.sql import functions as F
@@ -338,6 +338,6 @@ def sharded_duplicates(keyed, params, shard_memory: int, blob_keys: int = BLOB_K
     """The rows the sharded pass flags (any-earlier) over ``keyed`` (``_lshb_row``, ``_lshb_keys``,
     ``_lshb_active``), with a temporary index sized by ``params`` — what ``PassOutcome.rows()`` gives."""
     plan = plan_shards(params, shard_memory)
-    with arrow_batch_limits(keyed.sparkSession):
+    with ArrowBatchLimits(keyed.sparkSession):
         frame = decided_frame(keyed, plan, blob_keys=blob_keys)
         return unique_rows(r[0] for r in frame.select("data").collect())

@@ -111,7 +111,7 @@ def spool_bytes(documents: int, b: int, chunk_rows: int) -> int:
     return documents * (8 * b + 1) + HEADER.size * (chunks + 1)
 
 
-class _Broken(Exception):
+class _AttemptClosedError(Exception):
     """An attempt's connection closed before its partition's end."""
 
 
@@ -269,7 +269,7 @@ class KeyStream:
                     if skip < n:
                         yield start + skip, keys[skip:], active[skip:]
                         done = start - base + n
-            except _Broken:
+            except _AttemptClosedError:
                 continue  # that attempt failed or was killed: the next one sends the partition again
             finally:
                 reader.close()
@@ -336,7 +336,7 @@ class KeyStream:
 
 
 class _Reader:
-    """Reads an attempt's spool file as it grows; :class:`_Broken` if the attempt closed short of a read."""
+    """Reads an attempt's spool file as it grows; :class:`_AttemptClosedError` if the attempt closed short of a read."""
 
     def __init__(self, stream: KeyStream, att: _Attempt):
         self.stream, self.att = stream, att
@@ -347,7 +347,7 @@ class _Reader:
         att, end = self.att, self.offset + k
         self.stream._wait(lambda: att.size >= end or att.closed, f"partition {att.partition}'s keys")
         if att.size < end:
-            raise _Broken()
+            raise _AttemptClosedError()
         parts, got = [], 0
         while got < k:
             part = os.pread(self.fd, k - got, self.offset + got)

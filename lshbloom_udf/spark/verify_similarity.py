@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from lshbloom_udf.memory import DriverMemory, str_cost
-from lshbloom_udf.spark.keys import ROW_COL, is_in
+from lshbloom_udf.spark.keys import ROW_COL
 from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
 from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW
@@ -256,7 +256,7 @@ def _on_executors(texts_of, f_rows, k_rows, texts, text_col: str, shingling: Shi
                               ((F_ROW, np.int64), (K_ROW, np.int64), (SIM, np.float64), (MEASURE, np.int8))))
 
 
-class texts_source:
+class TextsSource:
     """``texts_of`` for :func:`verify_flags`: the (row id, text) of some rows of the pinned input, read without
     shuffling every text (a broadcast semi-join when ``small``); ``spark`` its session. ``longest``, ``total``: the
     longest text's and all texts' UTF-8 bytes (the input check measures them), None if unknown. ``memory``: the

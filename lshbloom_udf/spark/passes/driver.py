@@ -20,7 +20,7 @@ from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
-from lshbloom_udf.spark.keys import ROW_COL, arrow_batch_limits
+from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
 from lshbloom_udf.spark.verify_sources import keep_spool, spool_source
@@ -137,7 +137,7 @@ class DriverPass(KeyedPass):
         into: after the stream's job started, so that its files are made while the executors start."""
         c, pinned = given.config, given.pinned
         spark, text, spec, b = pinned.sparkSession, c.text_column, given.params.key_spec, given.params.b
-        with arrow_batch_limits(spark):
+        with ArrowBatchLimits(spark):
             if not streams(spark, c.key_transfer):
                 return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index_now(), given.documents,
                                        c.progress, c.insert_rule, sample_below=_sample_below(given)), None, None

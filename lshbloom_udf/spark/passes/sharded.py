@@ -14,7 +14,7 @@ from typing import Optional
 from lshbloom_udf import hooks
 from lshbloom_udf.common import over_capacity_warning, unique_rows
 from lshbloom_udf.log import logger
-from lshbloom_udf.spark.keys import ACTIVE_COL, arrow_batch_limits
+from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.index.shards import SHARD_BLOOM, plan_shards, shard_bloom
 from lshbloom_udf.spark.sharded import decided_frame
@@ -81,7 +81,7 @@ class ShardedPass(KeyedPass):
             logger.info(f"sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
                         f"{human_bytes(plan.shard_bytes())} per shard filter")
         before = int(manifest["inserted"]) if manifest else 0
-        with arrow_batch_limits(keyed.sparkSession):
+        with ArrowBatchLimits(keyed.sparkSession):
             if txn is None:
                 rows = unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())
                 fill = {"keys": None, "bytes": plan.index_bytes()}
