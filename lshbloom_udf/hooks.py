@@ -28,6 +28,9 @@ Points on the driver, fired with keyword arguments:
 ``sharded-pass``
     the sharded pass decided every shard (``duplicates=`` rows flagged); a
     kept index's next version is written, not committed.
+``stream-batch``
+    a stream's micro-batch starts (``query=`` the query's id, ``batch=`` the
+    batch id), before it opens the index.
 ``generation-added``
     a growing index added a generation of filters (``generation=`` its number,
     ``path=`` the directory it was created in: a run's staging copy).
@@ -47,7 +50,7 @@ from typing import Callable, Optional
 Hook = Callable[..., None]
 
 POINTS = ("after-pin", "driver-pass", "after-records", "output-write", "output-written", "before-commit", "mid-commit",
-          "after-commit", "generation-added", "sharded-pass", "task-start")
+          "after-commit", "generation-added", "sharded-pass", "task-start", "stream-batch")
 
 _installed: dict[str, Hook] = {}
 

@@ -23,6 +23,9 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
     SIGKILL it once a kept index's run wrote its records, before the commit.
 ``kill-before-commit`` / ``kill-mid-commit`` / ``kill-after-commit``
     SIGKILL it at the commit's moments (:mod:`lshbloom_udf.hooks`).
+``kill-in-stream-batch=N:POINT``
+    SIGKILL a stream's job at the commit point ``POINT`` (``before-commit``
+    or ``mid-commit``) of its micro-batch ``N`` only.
 ``kill-generation-added``
     SIGKILL it as soon as a growing index added a generation of filters.
 ``fail-task-first-attempt``
@@ -167,6 +170,8 @@ def install(on: dict) -> None:
                 kill_now(f"kill-in-driver-pass after {done} documents", log)
 
         hooks.install("driver-pass", driver_pass)
+    if on.get("kill-in-stream-batch") is not None:
+        _install_stream_kill(on["kill-in-stream-batch"], log)
     if "kill-in-output-write" in on:
         watcher: dict = {}
 
@@ -187,6 +192,23 @@ def install(on: dict) -> None:
     if task:
         _ship_by_value()
         hooks.install("task-start", task)
+
+
+def _install_stream_kill(value: str, log: Optional[str]) -> None:
+    """SIGKILL at ``POINT`` of micro-batch ``N`` (``value`` = ``N:POINT``), not of the batches before."""
+    batch, point = value.split(":")
+    armed = threading.Event()
+
+    def stream_batch(batch: int, _target=int(batch), **_):
+        if batch == _target:
+            armed.set()
+
+    def at_point(**_):
+        if armed.is_set():
+            kill_now(f"kill-in-stream-batch={value}", log)
+
+    hooks.install("stream-batch", stream_batch)
+    hooks.install(point, at_point)
 
 
 def install_from_env(environ=None) -> dict:

@@ -31,7 +31,7 @@ _BAND_EXTENSIONS = "|".join(re.escape(b.extension) for b in BACKENDS.values())
 STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json|[0-9]{{6}}\.dups\.i64"
                          r"|[0-9]{6}\.records")
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
-# What the job appends to an output path to write it before the commit (lshbloom_udf.job.io.Output).
+# What the job appends to an output path to write it before the commit (lshbloom_udf.spark.output.Output).
 OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
 
 

@@ -52,7 +52,22 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     for f, spec in settings():
         if spec.flag is not None:
             add_setting_flag(groups[spec.group], f.name)
+    add_stream_flags(p.add_argument_group("stream (docs/deployment.md, streams)"))
     return p
+
+
+def add_stream_flags(group) -> None:
+    """The flags of ``--stream``: the job reads the files arriving in ``--input`` as a Structured Streaming query."""
+    group.add_argument("--stream", action="store_true",
+                       help="read --input (a directory) as a stream of arriving files; each micro-batch is "
+                            "deduplicated against --index-dir and written to <output>/batch=<n>, exactly once")
+    group.add_argument("--checkpoint-location", help="the stream's checkpoint directory (restart with the same one to resume)")
+    group.add_argument("--trigger", default="available-now",
+                       help="available-now (process what has arrived, then stop) or an interval, e.g. '30 seconds' "
+                            "(run until stopped: SIGTERM or Ctrl-C stops it between batches) (default available-now)")
+    group.add_argument("--max-files-per-trigger", type=int, help="at most this many new files per micro-batch")
+    group.add_argument("--stream-schema", help="the input's schema as DDL, e.g. 'id string, text string' (default: "
+                                               "inferred from the files already in --input)")
 
 
 def add_setting_flag(parser, name: str, default=argparse.SUPPRESS) -> None:

@@ -17,8 +17,9 @@ from lshbloom_udf import hooks
 from lshbloom_udf.common import stop_session
 from lshbloom_udf.errors import JobError, LSHBloomError, exit_code
 from lshbloom_udf.job.cli import PROG, build_parser, config_from
-from lshbloom_udf.job.io import Output, first_line, read_input, refuse_output_over_input, unreadable_input_file, write_text
+from lshbloom_udf.job.io import first_line, read_input, refuse_output_over_input, unreadable_input_file, write_text
 from lshbloom_udf.log import configure, console_progress, logger, step
+from lshbloom_udf.spark.output import Output
 
 
 def main(argv=None, prog: str = PROG, spark=None) -> None:
@@ -74,6 +75,8 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     args = build_parser(prog).parse_args(argv)
     config = config_from(args)
     configure(args.log_level or ("WARNING" if not config.progress else "INFO"))
+    if args.stream:
+        return _run_stream(args, config, spark)
     t0 = time.monotonic()
     txn = _open_index(config)
     # A session that already exists (given, a notebook's, a test's) is used and left running.
@@ -107,6 +110,23 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
             if existing is None and SparkSession.getActiveSession() is not None:
                 stop_session(SparkSession.getActiveSession())
     return 0
+
+
+def _run_stream(args, config, spark) -> int:
+    """The job over a stream of arriving files (:mod:`lshbloom_udf.job.stream`): each micro-batch opens the index."""
+    from pyspark.sql import SparkSession
+
+    from lshbloom_udf.job.stream import run_stream
+
+    existing = spark or SparkSession.getActiveSession()
+    spark = existing or SparkSession.builder.appName("lshbloom-dedup-stream").getOrCreate()
+    try:
+        refuse_output_over_input(spark, Output(spark, args.output), args.input)
+        with _refused():
+            return run_stream(spark, args, config)
+    finally:
+        if existing is None and SparkSession.getActiveSession() is not None:
+            stop_session(SparkSession.getActiveSession())
 
 
 def _open_index(config):

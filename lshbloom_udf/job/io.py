@@ -6,8 +6,8 @@ import os
 import re
 from typing import Optional
 
-from lshbloom_udf.errors import JobError, OutputCommitError
-from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
+from lshbloom_udf.errors import JobError
+from lshbloom_udf.spark.output import Output
 
 
 def read_input(spark, config, input_arg: str):
@@ -100,58 +100,6 @@ def unreadable_input_file(error: BaseException) -> Optional[str]:
     what = re.sub(r"\s*SQLSTATE: \w+\.?\s*$", "", found["what"]).strip()
     return (f"an input file cannot be read: {what} (the file is corrupt or its schema differs from the other "
             "input files'; fix or remove it, or read the good files only)")
-
-
-class Output:
-    """The job's output: written to ``<output>.lshbloom-tmp``, then renamed into place.
-
-    On the local file system the rename is part of the index's commit (one
-    journal, see :class:`~lshbloom_udf.index.IndexTransaction`); on another
-    Hadoop file system it is a Hadoop rename just before the index commit.
-    """
-
-    SUFFIX = OUTPUT_TMP_SUFFIX
-
-    def __init__(self, spark, path: str):
-        try:
-            jvm = spark.sparkContext._jvm
-        except AttributeError:  # a Spark Connect session has no JVM on this side
-            raise JobError(
-                "the dedup job needs a classic Spark session: it commits its output through the driver's Hadoop "
-                "file system, which Spark Connect does not expose. Over Spark Connect (Databricks serverless or "
-                "standard access mode) call lshbloom_udf.deduplicate(df, ...) and write its result (docs/deployment.md)"
-            ) from None
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
-        hpath = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
-        self._fs = hpath.getFileSystem(conf)
-        self._hpath = self._fs.makeQualified(hpath)
-        self.qualified = self._hpath.toString()
-        self.tmp = self.qualified + self.SUFFIX
-        self._htmp = jvm.org.apache.hadoop.fs.Path(self.tmp)
-        local = self._fs.getScheme() == "file"
-        self.local = self._hpath.toUri().getPath() if local else None
-        self.local_tmp = self.local + self.SUFFIX if local else None
-
-    def exists(self) -> bool:
-        return bool(self._fs.exists(self._hpath))
-
-    def prepare_temporary(self, txn) -> None:
-        """Remove a temporary output a crashed run left, and register this one with the index's run."""
-        if self._fs.exists(self._htmp):
-            self._fs.delete(self._htmp, True)
-        if txn is not None and self.local_tmp:
-            txn.add_output(self.local_tmp)
-
-    def commit_local(self) -> None:
-        from lshbloom_udf.index import commit_rename
-
-        commit_rename(self.local_tmp, self.local)
-
-    def commit_hadoop(self) -> None:
-        if self._fs.exists(self._hpath):
-            self._fs.delete(self._hpath, True)
-        if not self._fs.rename(self._htmp, self._hpath):
-            raise OutputCommitError(f"cannot rename {self.tmp} to {self.qualified}")
 
 
 def refuse_output_over_input(spark, output: "Output", input_arg: str, extra_outputs=()) -> None:

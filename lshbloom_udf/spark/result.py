@@ -72,16 +72,19 @@ class DedupResult:
     def summary(self) -> dict:
         return build_summary(self.report, self.record)
 
-    def commit(self, outputs: Sequence[tuple] = ()) -> Optional[dict]:
+    def commit(self, outputs: Sequence[tuple] = (), also_record: Optional[Mapping] = None) -> Optional[dict]:
         """Commit a ``defer_commit=True`` run: the staged index, its run record and ``outputs`` (tmp, final) together.
 
+        ``also_record``: fields the record gets besides the run's (what the
+        caller made of the run's result, e.g. a streamed batch's stored flags).
         Returns the run record (``None`` for a reproduced run, which changes
         no index). Releases the index lock if the run took it.
         """
         if self.transaction is None:
             raise ValueError("nothing to commit: the run was not made with defer_commit=True and an index_dir")
+        run = {**self._run, **also_record} if self._run is not None and also_record else self._run
         try:
-            self.record = self.transaction.commit(self._run, self._duplicates, outputs)
+            self.record = self.transaction.commit(run, self._duplicates, outputs)
             return self.record
         finally:
             self.close()
