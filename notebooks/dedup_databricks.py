@@ -121,8 +121,8 @@ print(json.dumps(result.summary["seconds"], indent=2))
 # MAGIC %md
 # MAGIC ## 5. A second batch against the same index
 # MAGIC Reopening `index_dir` checks the manifest and keeps the index's sizing; batch-2 documents that near-duplicate
-# MAGIC anything kept in batch 1 are flagged (with `duplicate_of` null: the index keeps no texts of batch 1, so a
-# MAGIC flag from an earlier run cannot be verified). Other parameters on the same index are refused.
+# MAGIC anything kept in batch 1 are flagged, verified against batch 1's records (a sketch of each document it kept,
+# MAGIC beside the index) and named in `duplicate_of`. Other parameters on the same index are refused.
 
 # COMMAND ----------
 
@@ -146,3 +146,36 @@ except IndexMismatchError as e:
 # MAGIC To write the kept documents: `deduplicate(df, id_col="id", mode="filter").write.parquet(...)`; for
 # MAGIC large inputs prefer the batch job as a Databricks Python wheel task (entry point `lshbloom-dedup`, the job's flags
 # MAGIC as parameters; docs/deployment.md).
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## 6. A stream: files arriving in a landing directory
+# MAGIC Each micro-batch is one run of a kept index, committed with its output (`<output>/batch=<n>`) and its flags,
+# MAGIC exactly once: a batch Spark replays after a failure gets the flags it committed, whatever the order of its
+# MAGIC rows, and inserts nothing (docs/reliability.md, streams). On Databricks read the landing volume with Auto Loader
+# MAGIC (`spark.readStream.format("cloudFiles").option("cloudFiles.format", "json").schema(schema).load(path)`) and
+# MAGIC keep `index_dir` on the driver's disk, copied to a volume between queries; here, Spark's file source.
+
+# COMMAND ----------
+
+from lshbloom_udf.spark.streaming import StreamDedup
+
+stream_root = tempfile.mkdtemp(prefix="lshbloom-stream-")
+landing = os.path.join(stream_root, "landing")
+for n, part in enumerate((docs[:300], docs[300:])):  # two files arrive
+    batch_path = os.path.join(landing, f"part-{n}.json")
+    os.makedirs(landing, exist_ok=True)
+    with open(batch_path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"id": d["id"], "text": d["text"], "source": d["source"]}) + "\n" for d in part)
+    os.utime(batch_path, (1e9 + n, 1e9 + n))  # the file source takes the oldest file first
+arriving = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(landing)
+stream_writer = StreamDedup(os.path.join(stream_root, "index"), os.path.join(stream_root, "out"), id_col="id",
+                            expected_docs=len(docs), duplicate_of=True, progress=False)
+query = stream_writer.start(arriving, os.path.join(stream_root, "checkpoint"), trigger={"availableNow": True})
+query.awaitTermination()
+for batch in stream_writer.progress:
+    print(f"batch {batch['batch']}: {batch['documents']} documents, {batch['duplicates']} duplicates, "
+          f"index holds {batch['index']['inserted_total']}")
+streamed = spark.read.parquet(os.path.join(stream_root, "out"))
+display(streamed.groupBy("batch", "is_duplicate").count().orderBy("batch", "is_duplicate"))

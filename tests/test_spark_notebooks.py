@@ -51,6 +51,10 @@ def test_databricks_notebook_runs(spark, capsys):
     assert "keep-newest: every kept document at least as new: True" in out
     assert "best_kept_match" not in open(os.path.join(NOTEBOOKS, "dedup_databricks.py")).read()
     assert len(shown) >= 4 and all(len(s) for s in shown)
+    # The stream: every document once in the batches' outputs, flagged as the batch run over all of them flags.
+    streamed = {r["id"]: r["is_duplicate"] for r in namespace["streamed"].collect()}
+    assert len(streamed) == len(namespace["docs"]) and [b["batch"] for b in namespace["stream_writer"].progress] == [0, 1]
+    assert "batch 1: 300 documents" in out and sum(streamed.values()) > 0
 
 
 @pytest.mark.slow

@@ -210,3 +210,10 @@ def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_pa
     assert [r["stream"]["batch"] for r in runs] == [0, 1, 2, 3, 4], "each batch committed once"
     assert sorted(os.listdir(out)) == [f"batch={n}" for n in range(5)]
     assert json.loads((tmp_path / "out.summaries" / "batch-4.json").read_text())["documents"] == len(data[4])
+
+
+def test_an_empty_batch_writes_an_empty_output(spark, tmp_path):
+    writer = StreamDedup(str(tmp_path / "index"), str(tmp_path / "out"), query_id="q", progress=False)
+    writer(spark.createDataFrame([], SCHEMA), 0)
+    assert spark.read.parquet(str(tmp_path / "out" / "batch=0")).count() == 0
+    assert list(writer.progress)[-1]["documents"] == 0

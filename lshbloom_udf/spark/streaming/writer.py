@@ -145,9 +145,10 @@ class StreamDedup:
         finally:
             result.close()
         summary = result.summary
-        return {**key.record(), "run_id": record["run_id"], "replayed": False, "documents": summary["documents"],
+        # No record: a batch of no documents (nothing to replay: it is decided again, as trivially).
+        return {**key.record(), "run_id": record["run_id"] if record else None, "replayed": False, "documents": summary["documents"],
                 "duplicates": summary["duplicates"], "index": summary["index"],
-                "docs_per_second": summary["docs_per_second"]}
+                "docs_per_second": summary["docs_per_second"], "stages": summary["seconds"]}
 
     def _write(self, df, key: BatchKey, txn) -> list:
         """Hand the batch to the sink, or write it to its output's temporary; the (temporary, final) renames the

@@ -1,0 +1,120 @@
+"""A stream against a growing kept index vs one batch job on the same documents (issue 36).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/stream.py --batches 10 --per-batch 100000 --planted 1000
+
+The documents are ``crossrun.py``'s (``scale_data``: distinct windows of 350-450 corpus words with 30 % of their
+words replaced, ~2.4 kB; the last batch followed by ``--planted`` near-copies of first-batch documents, Jaccard
+≈ 0.72), one Parquet file per batch in a landing directory. In one local[2] session, side by side:
+
+- ``stream``: ``StreamDedup`` over the landing directory (``maxFilesPerTrigger=1``: one file a micro-batch,
+  ``availableNow``), defaults, ``id_col``, ``duplicate_of``, no ``expected_docs`` (the index is sized by the
+  first batch and grows by generations), each batch written to Parquet and committed with the index;
+- ``batch``: one ``spark_jobs``-equivalent run (``deduplicate`` + a Parquet write) over all the files, into a
+  new index.
+
+Reported: wall seconds of each and their ratio (the same cores: docs/s per core), distinct documents flagged,
+planted recall (flagged with ``duplicate_of`` naming the source), and the grown index's false-positive rate
+against ``p_effective``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import crossrun  # noqa: E402
+import scale_data  # noqa: E402
+
+
+def quality(spark, output: str, sources: np.ndarray) -> dict:
+    """Distinct documents flagged and planted recall of an output (id, is_duplicate, duplicate_of)."""
+    rows = spark.read.parquet(output).where("is_duplicate").select("id", "duplicate_of").toPandas()
+    planted = rows[rows["id"] >= crossrun.PLANTED_ID]
+    right = planted["duplicate_of"].astype("int64") == sources[planted["id"] - crossrun.PLANTED_ID]
+    return {"distinct_flagged": int((rows["id"] < crossrun.PLANTED_ID).sum()), "planted_found": int(right.sum())}
+
+
+def run_stream(spark, landing: str, work: str) -> dict:
+    from lshbloom_udf.spark.streaming import StreamDedup
+
+    schema = spark.read.parquet(landing).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(landing)
+    writer = StreamDedup(os.path.join(work, "stream-index"), os.path.join(work, "stream-out"), id_col="id",
+                         duplicate_of=True, progress=False)
+    t0 = time.monotonic()
+    writer.start(stream, os.path.join(work, "ck"), trigger={"availableNow": True}).awaitTermination()
+    seconds = time.monotonic() - t0
+    batches = list(writer.progress)
+    keep = ("batch", "documents", "duplicates", "seconds", "stages")
+    return {"seconds": seconds, "batches": [{k: e[k] for k in keep} for e in batches], "index": batches[-1]["index"]}
+
+
+def run_batch(spark, paths: list, work: str) -> dict:
+    from lshbloom_udf.spark import deduplicate
+
+    t0 = time.monotonic()
+    ordered = functools.reduce(lambda a, b: a.union(b), (spark.read.parquet(p) for p in paths))  # the files' order
+    out, summary = deduplicate(ordered, id_col="id", duplicate_of=True, progress=False,
+                               index_dir=os.path.join(work, "batch-index"), return_summary=True)
+    out.write.parquet(os.path.join(work, "batch-out"))
+    return {"seconds": time.monotonic() - t0, "stages": summary["seconds"], "index": summary["index"]}
+
+
+def main() -> None:
+    from pyspark.sql import SparkSession
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--batches", type=int, default=10)
+    p.add_argument("--per-batch", type=int, default=100000)
+    p.add_argument("--planted", type=int, default=1000)
+    p.add_argument("--driver-memory", default="6g")
+    p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
+    p.add_argument("--json", help="write the figures here too")
+    args = p.parse_args()
+    args.work = tempfile.mkdtemp(prefix="lshbloom-stream-", dir=os.environ.get("STREAM_DIR"))
+    try:
+        paths, sources = crossrun.write_batches(args, scale_data.token_stream(args.cache))
+        landing = os.path.join(args.work, "landing")
+        os.makedirs(landing)
+        for t, path in enumerate(paths):  # oldest first: the file source takes them in this order
+            os.rename(path, os.path.join(landing, os.path.basename(path)))
+            os.utime(os.path.join(landing, os.path.basename(path)), (1e9 + t, 1e9 + t))
+        paths = [os.path.join(landing, os.path.basename(p)) for p in paths]
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .config("spark.driver.memory", args.driver_memory).getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        stream = run_stream(spark, landing, args.work)
+        stream.update(quality(spark, os.path.join(args.work, "stream-out"), sources))
+        batch = run_batch(spark, paths, args.work)
+        batch.update(quality(spark, os.path.join(args.work, "batch-out"), sources))
+        spark.stop()
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+    documents = args.batches * args.per_batch + args.planted
+    out = {"documents": documents, "batches": args.batches, "cores": 2, "load": os.getloadavg(),
+           "stream_over_batch": stream["seconds"] / batch["seconds"],
+           "stream": stream, "batch": batch,
+           "distinct_flagged_share": stream["distinct_flagged"] / (args.batches * args.per_batch),
+           "planted_recall": stream["planted_found"] / max(1, args.planted),
+           "false_positive_now": stream["index"].get("expected_false_positive"),
+           "p_effective": stream["index"].get("p_effective")}
+    print(json.dumps(out, indent=1, default=str))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
