@@ -93,6 +93,9 @@ def _plant(index, victim, how: str) -> str:
     ops = {
         "journal-absolute": [[str(victim), str(victim) + "-moved"]],
         "journal-output-elsewhere": [[str(victim) + ".lshbloom-tmp", str(victim.parent / "elsewhere")]],
+        # a stream's hidden temporary (_<name>.lshbloom-tmp) renames onto <name> only
+        "journal-hidden-elsewhere": [[str(victim.parent / f"_{victim.name}.lshbloom-tmp"),
+                                      str(victim.parent / "elsewhere")]],
         "journal-dotdot": [[".staging-evil/band-0.bf", "../victim"]],
         "journal-runs-dir": [[".staging-evil/band-0.bf", "runs"]],
         "journal-staging-symlink": [[".staging-evil/important", "band-0.bf"]],
@@ -101,13 +104,15 @@ def _plant(index, victim, how: str) -> str:
         os.symlink(victim, staging)
     if how == "journal-output-elsewhere":
         shutil.copytree(victim, str(victim) + ".lshbloom-tmp")
+    if how == "journal-hidden-elsewhere":
+        shutil.copytree(victim, str(victim.parent / f"_{victim.name}.lshbloom-tmp"))
     (index / ".commit.json").write_text(json.dumps({"run_id": "000009", "ops": ops}))
     return ".commit.json"
 
 
 @pytest.mark.parametrize("how", [
     "pending-absolute", "pending-relative", "pending-dotdot-tmp", "journal-absolute", "journal-output-elsewhere",
-    "journal-dotdot", "journal-runs-dir", "journal-staging-symlink",
+    "journal-hidden-elsewhere", "journal-dotdot", "journal-runs-dir", "journal-staging-symlink",
 ])
 def test_a_planted_record_deletes_nothing_and_names_itself(job, capsys, tmp_path, kept, victim, how):
     index, second = kept

@@ -199,6 +199,10 @@ def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_pa
     for fault in ("kill-in-stream-batch=1:mid-commit", "kill-in-stream-batch=2:before-commit"):
         killed = submit(args, fault=f"{fault},fault-log={tmp_path / 'faults.log'}")
         assert killed.returncode == -9, killed.stderr[-3000:]
+    # A reader of the output meanwhile sees committed batches only (batch 2's temporary is hidden), batch an int.
+    assert os.path.isdir(out / "_batch=2.lshbloom-tmp")
+    seen = spark.read.parquet(str(out))
+    assert dict(seen.dtypes)["batch"] == "int" and {r["batch"] for r in seen.select("batch").distinct().collect()} <= {0, 1}
     land(landing, data[3][0]["seq"], data[3])
     land(landing, data[4][0]["seq"], data[4])
     done = submit(args)

@@ -8,7 +8,9 @@ a file names it: every path is one the job's own naming rules produce —
 - inside the index directory: a relative path without ``..`` whose parent
   directories, symlinks resolved, lie inside the directory;
 - an output's temporary: an absolute, normalized path ending in
-  :data:`OUTPUT_TMP_SUFFIX`, renamed only onto the same path without it.
+  :data:`OUTPUT_TMP_SUFFIX`, renamed only onto the same path without it
+  (or, named hidden, :data:`HIDDEN_TMP_PREFIX` + name + suffix, onto the name
+  in the same directory: :func:`temporary_of`).
 
 A record naming anything else raises :class:`IndexCorruptError` naming the
 record's file, before anything is deleted or renamed.
@@ -33,6 +35,23 @@ STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|man
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
 # What the job appends to an output path to write it before the commit (lshbloom_udf.spark.output.Output).
 OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
+# What a stream's batch output's temporary starts with: Spark's file index skips names starting with "_", so a
+# reader of the stream's output directory never sees a batch being written (lshbloom_udf.spark.streaming).
+HIDDEN_TMP_PREFIX = "_"
+
+
+def temporary_of(final: str, hidden: bool = False) -> str:
+    """The temporary an output at ``final`` is written to: ``<final>.lshbloom-tmp``, or hidden
+    ``<dir>/_<name>.lshbloom-tmp``."""
+    if not hidden:
+        return final + OUTPUT_TMP_SUFFIX
+    head, name = os.path.split(final.rstrip("/"))
+    return os.path.join(head, HIDDEN_TMP_PREFIX + name + OUTPUT_TMP_SUFFIX)
+
+
+def is_temporary_of(tmp: str, final: str) -> bool:
+    """Whether ``tmp`` is a name :func:`temporary_of` gives ``final`` (either form)."""
+    return tmp in (temporary_of(final), temporary_of(final, hidden=True))
 
 
 def _refuse(record: str, what: str) -> IndexCorruptError:
@@ -85,7 +104,7 @@ def checked_renames(base: str, ops: object, record: str) -> list[tuple[str, str]
         src, dst = op
         if isinstance(src, str) and os.path.isabs(src):
             tmp = output_temporary(src, record)
-            if dst != tmp[: -len(OUTPUT_TMP_SUFFIX)]:
+            if not (isinstance(dst, str) and os.path.isabs(dst) and is_temporary_of(tmp, dst)):
                 raise _refuse(record, f"the rename of {src!r} onto {dst!r}")
             checked.append((tmp, dst))
         else:

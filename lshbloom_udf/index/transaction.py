@@ -19,7 +19,7 @@ from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
 from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
 from lshbloom_udf.index.lock import IndexLock, LockHolder
-from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside
+from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside, is_temporary_of
 from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
 from lshbloom_udf.index.store import LSHBloomIndex
 
@@ -306,8 +306,9 @@ def _temporary_output(tmp: str, final: Optional[str] = None) -> str:
     """The absolute path of a temporary output, which must be named ``<final>.lshbloom-tmp``: the only paths
     outside the index directory that its recovery deletes or renames (:mod:`~lshbloom_udf.index.paths`)."""
     tmp = os.path.abspath(tmp)
-    if not tmp.endswith(OUTPUT_TMP_SUFFIX) or (final is not None and tmp != os.path.abspath(final) + OUTPUT_TMP_SUFFIX):
-        raise ValueError(f"a temporary output must be named <final path>{OUTPUT_TMP_SUFFIX}, not {tmp}")
+    if not tmp.endswith(OUTPUT_TMP_SUFFIX) or (final is not None and not is_temporary_of(tmp, os.path.abspath(final))):
+        raise ValueError(f"a temporary output must be named <final path>{OUTPUT_TMP_SUFFIX} (or hidden, "
+                         f"<dir>/_<name>{OUTPUT_TMP_SUFFIX}), not {tmp}")
     return tmp
 
 

@@ -5,20 +5,19 @@ of a stream."""
 from __future__ import annotations
 
 from lshbloom_udf.errors import JobError, OutputCommitError
-from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
+from lshbloom_udf.index.paths import temporary_of
 
 
 class Output:
-    """The job's output: written to ``<output>.lshbloom-tmp``, then renamed into place.
+    """The job's output: written to ``<output>.lshbloom-tmp`` (``hidden``: ``<dir>/_<name>.lshbloom-tmp``, which
+    Spark's readers of ``<dir>`` skip), then renamed into place.
 
     On the local file system the rename is part of the index's commit (one
     journal, see :class:`~lshbloom_udf.index.IndexTransaction`); on another
     Hadoop file system it is a Hadoop rename just before the index commit.
     """
 
-    SUFFIX = OUTPUT_TMP_SUFFIX
-
-    def __init__(self, spark, path: str):
+    def __init__(self, spark, path: str, hidden: bool = False):
         try:
             jvm = spark.sparkContext._jvm
         except AttributeError:  # a Spark Connect session has no JVM on this side
@@ -32,11 +31,11 @@ class Output:
         self._fs = hpath.getFileSystem(conf)
         self._hpath = self._fs.makeQualified(hpath)
         self.qualified = self._hpath.toString()
-        self.tmp = self.qualified + self.SUFFIX
+        self.tmp = temporary_of(self.qualified, hidden)
         self._htmp = jvm.org.apache.hadoop.fs.Path(self.tmp)
         local = self._fs.getScheme() == "file"
         self.local = self._hpath.toUri().getPath() if local else None
-        self.local_tmp = self.local + self.SUFFIX if local else None
+        self.local_tmp = temporary_of(self.local, hidden) if local else None
 
     def exists(self) -> bool:
         return bool(self._fs.exists(self._hpath))

@@ -141,18 +141,19 @@ class DriverPass(KeyedPass):
             if not streams(spark, c.key_transfer):
                 return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index_now(), given.documents,
                                        c.progress, c.insert_rule, sample_below=_sample_below(given)), None, None
+            partitions = pinned.rdd.getNumPartitions()
+            chunk = chunk_rows_for(c, given.documents, partitions)
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
-            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, c.chunk_rows)
+            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk)
             stream = KeyStream(spark, b, keep=keep)
             candidates = None
             try:
-                mapper = stream_mapper(text, spec, c.chunk_rows, stream.address, stream.token, given.measure_input)
+                mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
                 if index.params.b != b:
                     raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
-                partitions = pinned.rdd.getNumPartitions()
                 outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
                                           c.insert_rule, keep_keys=keep, started=started,
                                           sample_below=_sample_below(given))
@@ -166,6 +167,21 @@ class DriverPass(KeyedPass):
 
 
 PASS = DriverPass()
+
+# Without a chunk_rows setting, each partition sends at least this many chunks (so that the pass starts deciding
+# while the executors still key: a stream's micro-batch of 10^5 documents in 2 partitions of 50,000 would otherwise
+# be keyed whole before the pass began), none under MIN_CHUNK_ROWS documents (a chunk's fixed cost).
+CHUNKS_PER_PARTITION = 4
+MIN_CHUNK_ROWS = 5_000
+
+
+def chunk_rows_for(config, documents: int, partitions: int) -> int:
+    """The documents per chunk of keys: ``chunk_rows`` when given, else at most it, for
+    :data:`CHUNKS_PER_PARTITION` chunks per partition."""
+    if "chunk_rows" in config.given:
+        return config.chunk_rows
+    per_partition = -(-documents // max(1, partitions))
+    return min(config.chunk_rows, max(MIN_CHUNK_ROWS, -(-per_partition // CHUNKS_PER_PARTITION)))
 
 
 def streams(spark, key_transfer: str) -> bool:

@@ -204,7 +204,7 @@ class StreamDedup:
     def _output_of(self, spark, key: BatchKey):
         from lshbloom_udf.spark.output import Output
 
-        return Output(spark, self._batch_output(key))
+        return Output(spark, self._batch_output(key), hidden=True)  # a reader of the output never sees it written
 
     def _query_id(self, batch_df) -> str:
         if self.query_id is not None:
