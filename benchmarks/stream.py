@@ -56,7 +56,7 @@ def run_stream(spark, landing: str, work: str) -> dict:
     writer.start(stream, os.path.join(work, "ck"), trigger={"availableNow": True}).awaitTermination()
     seconds = time.monotonic() - t0
     batches = list(writer.progress)
-    keep = ("batch", "documents", "duplicates", "seconds", "stages")
+    keep = ("batch", "documents", "duplicates", "seconds", "stages", "cross_run")
     return {"seconds": seconds, "batches": [{k: e[k] for k in keep} for e in batches], "index": batches[-1]["index"]}
 
 

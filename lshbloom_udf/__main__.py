@@ -126,14 +126,17 @@ def _check_index(argv: list[str]) -> None:
     """``lshbloom check-index DIR``: the full check of a kept index (exit 0: whole; 2: the damaged file named)."""
     from lshbloom_udf.errors import LSHBloomError, exit_code
     from lshbloom_udf.index.check import check_index
+    from lshbloom_udf.index.lock import waiting_for_lock
 
     parser = argparse.ArgumentParser(
         prog="lshbloom check-index",
         description="Check every file of a kept index against the checksums its manifest recorded at commit.")
     parser.add_argument("index_dir", help="the --index-dir of earlier runs (a sharded index's starts Spark locally)")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="while a run holds the index (a stream's micro-batch), wait up to SECONDS for it")
     args = parser.parse_args(argv)
     try:
-        print(check_index(args.index_dir))
+        print(waiting_for_lock(lambda: check_index(args.index_dir), args.wait))
     except (LSHBloomError, OSError) as e:
         print(f"error: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}", file=sys.stderr)
         sys.exit(exit_code(e) if isinstance(e, LSHBloomError) else 2)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -24,6 +26,7 @@ from lshbloom_udf.spark.streaming import StreamDedup, deduplicate_stream
 from reliability_support import submit
 
 SCHEMA = "id string, seq long, text string"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def stream_docs(n_batches: int = 4, per_batch: int = 24) -> list[list[dict]]:
@@ -165,6 +168,16 @@ def test_the_stream_waits_for_the_index_lock_then_fails_clearly(spark, tmp_path)
         impatient = StreamDedup(index, sink=_sink(captured), query_id="q", progress=False, lock_wait_seconds=0)
         with pytest.raises(IndexLockedError):
             impatient(df, 1)
+    # check-index on the live index: refused while a batch holds the lock, or with --wait done once it is released.
+    check = [sys.executable, "-m", "lshbloom_udf", "check-index", index]
+    with IndexLock(index):
+        refused = subprocess.run(check, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        patient = subprocess.Popen([*check, "--wait", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   cwd=ROOT)
+        time.sleep(1.5)
+    out, err = patient.communicate(timeout=120)
+    assert refused.returncode == 2 and "in use by another process" in refused.stderr
+    assert patient.returncode == 0 and "ok" in out.lower(), err
 
 
 def test_stream_settings_it_cannot_run_are_refused(spark, tmp_path):

@@ -21,11 +21,28 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-from typing import Optional
+import time
+from typing import Callable, Optional, TypeVar
 
 from lshbloom_udf.errors import IndexLockedError
 
 LOCK_NAME = ".lock"
+# How often a caller that waits for a held lock tries again.
+LOCK_POLL_SECONDS = 0.5
+T = TypeVar("T")
+
+
+def waiting_for_lock(take: Callable[[], T], seconds: float) -> T:
+    """``take()`` (something that takes an index's lock), tried again while another process holds the lock, for up
+    to ``seconds``; then its :class:`IndexLockedError`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return take()
+        except IndexLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(LOCK_POLL_SECONDS)
 
 
 class IndexLock:

@@ -32,16 +32,16 @@ from typing import Callable, Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.config import DedupConfig
-from lshbloom_udf.errors import ConfigError, DedupInputError, IndexLockedError
+from lshbloom_udf.errors import ConfigError, DedupInputError
+from lshbloom_udf.index.lock import waiting_for_lock
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
 from lshbloom_udf.spark.streaming import flags
 
 log = logging.getLogger("lshbloom")
 
 # How long a micro-batch waits for the index's lock (held by `lshbloom check-index`, a backup script) before it
-# fails the query, and how often it tries.
+# fails the query.
 LOCK_WAIT_SECONDS = 600.0
-LOCK_POLL_SECONDS = 0.5
 # The per-batch summaries a writer keeps (StreamDedup.progress), newest last.
 PROGRESS_KEPT = 100
 # The local property Spark's stream execution thread sets to the query's id (persisted in its checkpoint).
@@ -148,7 +148,8 @@ class StreamDedup:
         # No record: a batch of no documents (nothing to replay: it is decided again, as trivially).
         return {**key.record(), "run_id": record["run_id"] if record else None, "replayed": False, "documents": summary["documents"],
                 "duplicates": summary["duplicates"], "index": summary["index"],
-                "docs_per_second": summary["docs_per_second"], "stages": summary["seconds"]}
+                "docs_per_second": summary["docs_per_second"], "stages": summary["seconds"],
+                "cross_run": (summary.get("verify") or {}).get("cross_run")}
 
     def _write(self, df, key: BatchKey, txn) -> list:
         """Hand the batch to the sink, or write it to its output's temporary; the (temporary, final) renames the
@@ -222,14 +223,7 @@ class StreamDedup:
         """The batch's transaction on the index; waits while another process (check-index) holds the lock."""
         from lshbloom_udf.spark.api import open_index
 
-        deadline = time.monotonic() + self.lock_wait_seconds
-        while True:
-            try:
-                return open_index(self.config.index_dir, self.config, spark)
-            except IndexLockedError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(LOCK_POLL_SECONDS)
+        return waiting_for_lock(lambda: open_index(self.config.index_dir, self.config, spark), self.lock_wait_seconds)
 
 
 def check_stream_config(config: DedupConfig) -> DedupConfig:
