@@ -93,8 +93,8 @@ def _plant(index, victim, how: str) -> str:
     ops = {
         "journal-absolute": [[str(victim), str(victim) + "-moved"]],
         "journal-output-elsewhere": [[str(victim) + ".lshbloom-tmp", str(victim.parent / "elsewhere")]],
-        # a stream's hidden temporary (_<name>.lshbloom-tmp) renames onto <name> only
-        "journal-hidden-elsewhere": [[str(victim.parent / f"_{victim.name}.lshbloom-tmp"),
+        # a stream's hidden temporary (.<name>.lshbloom-tmp) renames onto <name> only
+        "journal-hidden-elsewhere": [[str(victim.parent / f".{victim.name}.lshbloom-tmp"),
                                       str(victim.parent / "elsewhere")]],
         "journal-dotdot": [[".staging-evil/band-0.bf", "../victim"]],
         "journal-runs-dir": [[".staging-evil/band-0.bf", "runs"]],
@@ -105,7 +105,7 @@ def _plant(index, victim, how: str) -> str:
     if how == "journal-output-elsewhere":
         shutil.copytree(victim, str(victim) + ".lshbloom-tmp")
     if how == "journal-hidden-elsewhere":
-        shutil.copytree(victim, str(victim.parent / f"_{victim.name}.lshbloom-tmp"))
+        shutil.copytree(victim, str(victim.parent / f".{victim.name}.lshbloom-tmp"))
     (index / ".commit.json").write_text(json.dumps({"run_id": "000009", "ops": ops}))
     return ".commit.json"
 

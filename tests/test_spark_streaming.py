@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -213,7 +214,7 @@ def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_pa
         killed = submit(args, fault=f"{fault},fault-log={tmp_path / 'faults.log'}")
         assert killed.returncode == -9, killed.stderr[-3000:]
     # A reader of the output meanwhile sees committed batches only (batch 2's temporary is hidden), batch an int.
-    assert os.path.isdir(out / "_batch=2.lshbloom-tmp")
+    assert os.path.isdir(out / ".batch=2.lshbloom-tmp")
     seen = spark.read.parquet(str(out))
     assert dict(seen.dtypes)["batch"] == "int" and {r["batch"] for r in seen.select("batch").distinct().collect()} <= {0, 1}
     land(landing, data[3][0]["seq"], data[3])
@@ -234,3 +235,17 @@ def test_an_empty_batch_writes_an_empty_output(spark, tmp_path):
     writer(spark.createDataFrame([], SCHEMA), 0)
     assert spark.read.parquet(str(tmp_path / "out" / "batch=0")).count() == 0
     assert list(writer.progress)[-1]["documents"] == 0
+
+
+def test_a_replayed_batch_whose_output_was_removed_writes_it_again(spark, tmp_path):
+    data = stream_docs(1, 20)[0] + [dict(d, id=f"again-{d['id']}", seq=100 + d["seq"]) for d in stream_docs(1, 20)[0][:3]]
+    out = tmp_path / "out"
+    writer = StreamDedup(str(tmp_path / "index"), str(out), id_col="id", query_id="q", progress=False)
+    df = spark.createDataFrame([(d["id"], d["seq"], d["text"]) for d in data], SCHEMA)
+    writer(df, 0)
+    first = {r["id"]: r["is_duplicate"] for r in spark.read.parquet(str(out / "batch=0")).collect()}
+    assert sum(first.values()) == 5 + 3  # the planted near-copies and the exact ones
+    shutil.rmtree(out / "batch=0")
+    writer(df.repartition(2), 0)
+    assert {r["id"]: r["is_duplicate"] for r in spark.read.parquet(str(out / "batch=0")).collect()} == first
+    assert list(writer.progress)[-1]["replayed"]

@@ -35,14 +35,15 @@ STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|man
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
 # What the job appends to an output path to write it before the commit (lshbloom_udf.spark.output.Output).
 OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
-# What a stream's batch output's temporary starts with: Spark's file index skips names starting with "_", so a
-# reader of the stream's output directory never sees a batch being written (lshbloom_udf.spark.streaming).
-HIDDEN_TMP_PREFIX = "_"
+# What a stream's batch output's temporary starts with: Spark's file index skips names starting with "." (not "_"
+# followed by a name with "=", which it reads as a partition directory), so a reader of the stream's output
+# directory never sees a batch being written (lshbloom_udf.spark.streaming).
+HIDDEN_TMP_PREFIX = "."
 
 
 def temporary_of(final: str, hidden: bool = False) -> str:
     """The temporary an output at ``final`` is written to: ``<final>.lshbloom-tmp``, or hidden
-    ``<dir>/_<name>.lshbloom-tmp``."""
+    ``<dir>/.<name>.lshbloom-tmp``."""
     if not hidden:
         return final + OUTPUT_TMP_SUFFIX
     head, name = os.path.split(final.rstrip("/"))

@@ -308,7 +308,7 @@ def _temporary_output(tmp: str, final: Optional[str] = None) -> str:
     tmp = os.path.abspath(tmp)
     if not tmp.endswith(OUTPUT_TMP_SUFFIX) or (final is not None and not is_temporary_of(tmp, os.path.abspath(final))):
         raise ValueError(f"a temporary output must be named <final path>{OUTPUT_TMP_SUFFIX} (or hidden, "
-                         f"<dir>/_<name>{OUTPUT_TMP_SUFFIX}), not {tmp}")
+                         f"<dir>/.<name>{OUTPUT_TMP_SUFFIX}), not {tmp}")
     return tmp
 
 

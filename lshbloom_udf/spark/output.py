@@ -9,7 +9,7 @@ from lshbloom_udf.index.paths import temporary_of
 
 
 class Output:
-    """The job's output: written to ``<output>.lshbloom-tmp`` (``hidden``: ``<dir>/_<name>.lshbloom-tmp``, which
+    """The job's output: written to ``<output>.lshbloom-tmp`` (``hidden``: ``<dir>/.<name>.lshbloom-tmp``, which
     Spark's readers of ``<dir>`` skip), then renamed into place.
 
     On the local file system the rename is part of the index's commit (one

@@ -25,6 +25,7 @@ commit: it must be idempotent by ``batch_id`` (Delta's ``txnAppId`` /
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -139,15 +140,15 @@ class StreamDedup:
             stored = flags.flagged_table(result.df.where(F.col(self.config.flag_column)), self.config, self.sources)
             tmp, sha256 = flags.write_flags(stored, final)
             outputs = [(tmp, final), *self._write(flags.with_mode(result.df, self.config, self.sources), key, txn)]
-            also = {"stream": {**key.record(), "flags": final, "flags_sha256": sha256,
+            also = {"stream": {**key.record(), "flags": os.path.relpath(final, txn.path), "flags_sha256": sha256,
                                "output": self._batch_output(key)}}
             record = result.commit(outputs, also_record=also)
         finally:
             result.close()
         summary = result.summary
         # No record: a batch of no documents (nothing to replay: it is decided again, as trivially).
-        return {**key.record(), "run_id": record["run_id"] if record else None, "replayed": False, "documents": summary["documents"],
-                "duplicates": summary["duplicates"], "index": summary["index"],
+        return {**key.record(), "run_id": record["run_id"] if record else None, "replayed": False,
+                "documents": summary["documents"], "duplicates": summary["duplicates"], "index": summary["index"],
                 "docs_per_second": summary["docs_per_second"], "stages": summary["seconds"],
                 "cross_run": (summary.get("verify") or {}).get("cross_run")}
 
@@ -157,6 +158,9 @@ class StreamDedup:
         if self.sink is not None:
             self.sink(df, key.batch)
             return []
+        return self._write_output(df, key, txn)
+
+    def _write_output(self, df, key: BatchKey, txn) -> list:
         out = self._output_of(df.sparkSession, key)
         out.prepare_temporary(txn)
         df.write.format(self.config.output_format).options(**self.config.output_options).save(out.tmp)
@@ -189,13 +193,8 @@ class StreamDedup:
         """A committed batch's output that is not in place (removed since): written and renamed, no index change."""
         from lshbloom_udf.index import commit_rename
 
-        out = self._output_of(df.sparkSession, key)
-        out.prepare_temporary(None)
-        df.write.format(self.config.output_format).options(**self.config.output_options).save(out.tmp)
-        if out.local_tmp:
-            commit_rename(out.local_tmp, out.local)
-        else:
-            out.commit_hadoop()
+        for tmp, final in self._write_output(df, key, None):
+            commit_rename(tmp, final)
 
     # -- helpers ------------------------------------------------------------------------
 
