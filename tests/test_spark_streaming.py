@@ -249,3 +249,47 @@ def test_a_replayed_batch_whose_output_was_removed_writes_it_again(spark, tmp_pa
     writer(df.repartition(2), 0)
     assert {r["id"]: r["is_duplicate"] for r in spark.read.parquet(str(out / "batch=0")).collect()} == first
     assert list(writer.progress)[-1]["replayed"]
+
+
+@pytest.mark.slow
+def test_the_running_stream_job_stops_cleanly_on_sigterm(tmp_path):
+    """``lshbloom dedup --stream --trigger '1 second'`` runs until stopped: SIGTERM to its (Python) driver stops it
+    between two batches, exit 0, the batch committed. (Under spark-submit the JVM is the parent process: a SIGTERM
+    to it stops the query where it is, and a batch cut short is redone on restart.)"""
+    import signal
+
+    from reliability_support import job_env
+    from spark_support import JVM_OPTIONS
+
+    data = stream_docs(1, 20)
+    landing, out, index, ck = (tmp_path / n for n in ("in", "out", "index", "ck"))
+    land(landing, 0, data[0])
+    args = ["--stream", "--input", str(landing), "--output", str(out), "--index-dir", str(index),
+            "--checkpoint-location", str(ck), "--id-column", "id", "--stream-schema", SCHEMA, "--quiet",
+            "--trigger", "1 second"]
+    # Files, not pipes: Spark's log would fill a pipe nobody reads while the job runs, and block it.
+    stdout_file, stderr_file = open(tmp_path / "stdout", "w+"), open(tmp_path / "stderr", "w+")
+    conf = ["--master", "local[2]", "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
+            "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}"]
+    env = job_env(PYSPARK_SUBMIT_ARGS=" ".join(f"'{c}'" if " " in c else c for c in conf) + " pyspark-shell")
+    job = subprocess.Popen([sys.executable, "-m", "lshbloom_udf", "dedup", *args], cwd=ROOT, env=env, text=True,
+                           stdout=stdout_file, stderr=stderr_file, start_new_session=True)
+    try:
+        summary = tmp_path / "out.summaries" / "batch-0.json"
+        deadline = time.monotonic() + 240
+        while not summary.exists() and job.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert summary.exists(), "the first batch was committed"
+        job.send_signal(signal.SIGTERM)
+        job.wait(timeout=120)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+        stdout_file.close()
+        stderr_file.close()
+    stdout, stderr = (tmp_path / "stdout").read_text(), (tmp_path / "stderr").read_text()
+    assert job.returncode == 0, stderr[-3000:]
+    assert "1 batch(es) this run" in stdout
+    assert sorted(os.listdir(out)) == ["batch=0"]
+    with IndexTransaction(str(index)) as txn:
+        assert [r["stream"]["batch"] for r in txn.runs()] == [0]

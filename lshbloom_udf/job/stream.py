@@ -5,7 +5,9 @@ Each micro-batch is one run of the kept index (``--index-dir``), written to
 crashes and restarts from ``--checkpoint-location``
 (:mod:`lshbloom_udf.spark.streaming`). Each batch's summary is written to
 ``<summary-path>/batch-<n>.json`` (default ``<output>.summaries``). SIGTERM or
-Ctrl-C stops the query between two batches.
+Ctrl-C to this (the driver's Python) process stops the query between two
+batches; under ``spark-submit`` a SIGTERM goes to the JVM, which stops the query
+where it is (a batch cut short commits nothing and is redone on restart).
 """
 
 from __future__ import annotations
