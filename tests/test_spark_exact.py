@@ -1,0 +1,83 @@
+"""exact_copies: byte-identical copies decided before the pass give the decisions the pass and verification give
+without it, and say so (similarity_measure "exact", the summary's exact_duplicates)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import types as T
+
+from lshbloom_udf import deduplicate
+from evaluation import generator as G
+from evaluation.synthetic import synthetic_sources
+
+SCHEMA = T.StructType([T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
+                       T.StructField("text", T.StringType())])
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    """A stream with near copies and distinct documents, then byte-identical copies of some of its documents
+    (kept ones and flagged ones alike), of empty and punctuation-only texts; ``exact``: the ids whose text equals
+    an earlier row's (and has a letter)."""
+    sources, _ = G.prepare_sources(synthetic_sources(260, seed=5), min_words=50)
+    stream = G.make_stream(sources, 300, 0.3, seed=7)
+    texts = [d.text for d in stream.docs] + ["", "", "  ...  ", "  ...  ", None, None]
+    rng = random.Random(11)
+    for _ in range(150):  # copies of earlier rows, later in the stream
+        texts.append(texts[rng.randrange(len(texts))])
+    texts.append(texts[0].upper())  # not byte-identical: the pass decides it
+    rows = [(i, f"d{i}", t) for i, t in enumerate(texts)]
+    seen, exact = set(), set()
+    for i, t in enumerate(texts):
+        if t is not None and t in seen and any(c.isalnum() for c in t):
+            exact.add(f"d{i}")
+        seen.add(t)
+    return rows, exact
+
+
+def run(spark, rows, **settings):
+    df = spark.createDataFrame(rows, SCHEMA).repartitionByRange(3, "pos").sortWithinPartitions("pos")
+    out, summary = deduplicate(df, id_column="id", progress=False, return_summary=True,
+                               **{"duplicate_of": True, **settings})
+    return {r["id"]: r for r in out.collect()}, summary
+
+
+def test_exact_copies_same_decisions_and_said(spark, corpus):
+    rows, exact = corpus
+    fast, fast_summary = run(spark, rows)
+    slow, slow_summary = run(spark, rows, exact_copies=False)
+    assert {i for i, r in fast.items() if r["is_duplicate"]} == {i for i, r in slow.items() if r["is_duplicate"]}
+    assert exact and exact <= {i for i, r in fast.items() if r["is_duplicate"]}
+    # The copies are said "exact", and only they; each names a kept document.
+    assert {i for i, r in fast.items() if r["similarity_measure"] == "exact"} <= exact
+    said_exact = {i for i, r in fast.items() if r["similarity_measure"] == "exact"}
+    for i in exact - said_exact:  # a copy of a flagged document: its source's source and measure
+        assert fast[i]["similarity_measure"] in ("jaccard", "containment")
+    for i, r in fast.items():
+        if r["is_duplicate"]:
+            assert r["duplicate_of"] is not None and not fast[r["duplicate_of"]]["is_duplicate"]
+        if r["similarity_measure"] == "exact":
+            assert r["similarity"] == 1.0
+            assert fast[r["duplicate_of"]]["text"] == r["text"]
+    assert len(said_exact) > len(exact) // 2
+    assert not any(r["similarity_measure"] == "exact" for r in slow.values())
+    assert fast_summary["exact_duplicates"] == len(exact)
+    assert slow_summary["exact_duplicates"] is None
+    assert (fast_summary["duplicates"], fast_summary["empty_documents"]) == (
+        slow_summary["duplicates"], slow_summary["empty_documents"])
+    # The copies never reached the pass or verification.
+    assert fast_summary["verify"]["pass_flagged"] == slow_summary["verify"]["pass_flagged"]
+    assert fast_summary["verify"]["candidate_pairs"] < slow_summary["verify"]["candidate_pairs"]
+
+
+@pytest.mark.parametrize("settings", [dict(verify=False, duplicate_of=False), dict(pass_mode="sharded")])
+def test_exact_copies_other_paths(spark, corpus, settings):
+    rows, exact = corpus
+    fast, fast_summary = run(spark, rows, **settings)
+    slow, slow_summary = run(spark, rows, exact_copies=False, **settings)
+    assert {i for i, r in fast.items() if r["is_duplicate"]} == {i for i, r in slow.items() if r["is_duplicate"]}
+    assert exact <= {i for i, r in fast.items() if r["is_duplicate"]}
+    assert fast_summary["exact_duplicates"] == len(exact)
+    assert fast_summary["empty_documents"] == slow_summary["empty_documents"]
