@@ -81,3 +81,26 @@ def test_exact_copies_other_paths(spark, corpus, settings):
     assert exact <= {i for i, r in fast.items() if r["is_duplicate"]}
     assert fast_summary["exact_duplicates"] == len(exact)
     assert fast_summary["empty_documents"] == slow_summary["empty_documents"]
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_copies_of_an_earlier_run_are_exact_by_its_records(spark, corpus, tmp_path, exact):
+    """A kept index: the second run's byte-identical copies of documents the first run kept are verified against
+    the first run's records as exact (similarity 1), whatever exact_copies is; its near copies by estimate."""
+    rows, _ = corpus
+    first = [(i, f"a{i}", t) for i, t in enumerate(r[2] for r in rows[:150])]
+    index = str(tmp_path / "index")
+    kept_first, _ = run(spark, first, index_dir=index, exact_copies=exact)
+    kept_ids = [i for i, r in kept_first.items() if not r["is_duplicate"] and r["text"] and r["text"].strip()]
+    text_of = {r[1]: r[2] for r in first}
+    second = [(i, f"b{i}", text_of[k]) for i, k in enumerate(kept_ids[:20])]
+    second += [(20 + i, f"n{i}", text_of[k][: int(len(text_of[k]) * 0.9)]) for i, k in enumerate(kept_ids[20:30])]
+    out, summary = run(spark, second, index_dir=index, exact_copies=exact)
+    for i, k in enumerate(kept_ids[:20]):
+        r = out[f"b{i}"]
+        assert r["is_duplicate"] and r["duplicate_of"] == k and r["similarity_measure"] == "exact", r
+        assert r["similarity"] == 1.0
+    near = [out[f"n{i}"] for i in range(10)]
+    assert all(r["is_duplicate"] and r["similarity_measure"] != "exact" for r in near)
+    assert summary["verify"]["cross_run"]["verified"] == 30
+    assert summary["exact_duplicates"] == (0 if exact else None)  # within the run: none

@@ -82,6 +82,14 @@ class ExactCopies:
                                                           (verified.measure, measure))))
 
 
+def text_hash_columns(text_col: str, names=("_lshb_h1", "_lshb_h2")) -> list:
+    """The two columns (int64) of a text's 128-bit hash: Spark's ``xxhash64`` of it under two seeds."""
+    from pyspark.sql import functions as F
+
+    text = col(text_col)
+    return [F.xxhash64(text).alias(names[0]), F.xxhash64(F.lit(SECOND_SEED), text).alias(names[1])]
+
+
 def find_exact_copies(pinned, text_col: str) -> ExactCopies:
     """The pinned rows whose text equals an earlier row's (by a 128-bit hash), with their first occurrence."""
     from pyspark.sql import Window
@@ -89,8 +97,7 @@ def find_exact_copies(pinned, text_col: str) -> ExactCopies:
 
     text = col(text_col)
     first = F.min(ROW_COL).over(Window.partitionBy("_lshb_h1", "_lshb_h2")).alias(_FIRST)
-    hashed = pinned.where(text.rlike(HAS_SHINGLES)).select(
-        ROW_COL, F.xxhash64(text).alias("_lshb_h1"), F.xxhash64(F.lit(SECOND_SEED), text).alias("_lshb_h2"))
+    hashed = pinned.where(text.rlike(HAS_SHINGLES)).select(ROW_COL, *text_hash_columns(text_col))
     copies = hashed.select(ROW_COL, first).where(F.col(ROW_COL) != F.col(_FIRST))
     table = collect_arrow(copies)
     rows = np.asarray(table.column(ROW_COL).to_numpy(), dtype=np.int64)
