@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -94,6 +95,7 @@ def main() -> None:
             print(json.dumps({"round": r, "exact_copies": exact, "seconds": round(s, 2),
                               "flagged": len(flags[exact]), "stages": summaries[exact]["seconds"]}), flush=True)
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     off, on = statistics.median(seconds[False]), statistics.median(seconds[True])
     out = {**corpus, "seconds_off": seconds[False], "seconds_on": seconds[True], "ratio_off_on": round(off / on, 3),
            "equal_flags": bool(np.array_equal(flags[False], flags[True])), "flagged": len(flags[True]),

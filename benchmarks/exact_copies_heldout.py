@@ -6,7 +6,9 @@
 The streams are :func:`evaluation.study.multilingual.build_splits`'s held-out halves (every language, levels
 10 / 50 / 90 %, seed 0: the study's). Each stream is one ``deduplicate`` run with the defaults (``id_col``,
 ``duplicate_of``), once with the fast path and once without; reported per stream: documents, byte-identical
-copies found, flags that differ, ``duplicate_of`` that differ; then the totals.
+copies found, flags that differ, ``duplicate_of`` that differ; then the totals. The streams' copies all carry
+crawl noise (no byte-identical ones): ``--add-copies f`` inserts ``f · n`` byte-identical copies of random
+documents of each stream, each uniformly after its source (seed 36), so that the fast path has work.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 
 from pyspark.sql import types as T
@@ -31,9 +34,20 @@ def decisions(spark, rows, exact: bool):
     return {r["id"]: (r["is_duplicate"], r["duplicate_of"]) for r in out.collect()}, summary
 
 
+def with_copies(texts: list, share: float, seed: int = 36) -> list:
+    """``texts`` with ``round(share · n)`` byte-identical copies of random ones, each placed after its source."""
+    rng = random.Random(seed)
+    out = list(texts)
+    for _ in range(round(share * len(texts))):
+        source = rng.randrange(len(out))
+        out.insert(rng.randrange(source + 1, len(out) + 1), out[source])
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus-dir", default="../shared/corpus")
+    p.add_argument("--add-copies", type=float, default=0.0, help="byte-identical copies added, a share of a stream")
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()
     from pyspark.sql import SparkSession
@@ -48,7 +62,8 @@ def main() -> None:
               "flagged": 0}
     for lang, (_, held) in splits.items():
         for level, st in zip((0.1, 0.5, 0.9), held.streams):
-            rows = [(i, f"{i}:{d.key}", d.text) for i, d in enumerate(st.docs)]
+            texts = with_copies([d.text for d in st.docs], args.add_copies)
+            rows = [(i, str(i), t) for i, t in enumerate(texts)]
             on, summary = decisions(spark, rows, True)
             off, _ = decisions(spark, rows, False)
             flags = sum(on[k][0] != off[k][0] for k in on)
