@@ -184,8 +184,14 @@ class DedupConfig:
         _optional(_integer(0)), "verify", cli={"type": _memory, "metavar": "BYTES"})
     duplicate_of: bool = setting(False, "add columns duplicate_of (the id, or row_id, of the earliest verified kept "
                                  "document), similarity (the value of the measure that verified it) and "
-                                 "similarity_measure (jaccard or containment) (needs verify; flag and duplicates modes)",
+                                 "similarity_measure (jaccard, containment, or exact for a byte-identical copy) "
+                                 "(needs verify; flag and duplicates modes)",
                                  _boolean, "verify", cli={"action": "store_true"})
+    exact_copies: bool = setting(True, "before the pass, find the documents whose text is byte-identical to an "
+                                 "earlier one's (a 128-bit hash of the text, one Spark aggregation): they are flagged "
+                                 "as copies of it (similarity_measure exact) without being shingled, keyed or verified "
+                                 "(docs/algorithm.md, exact copies)", _boolean, "decision",
+                                 cli={"action": argparse.BooleanOptionalAction})
     checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
     # -- the decision

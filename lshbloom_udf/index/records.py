@@ -8,8 +8,10 @@ document it kept (not flagged, with shingles), as a Parquet dataset that Spark w
     id      string  its ``id_column`` value as a string (null: the run had no id column)
     sketch  binary  the low 8 bits of each of its ``num_perm`` MinHash values (b-bit MinHash, b = 8)
     size    float   its shingle count ``|S|``, estimated from the full signature (docs/algorithm.md)
+    text_hash binary  the 128-bit hash of its text (docs/algorithm.md §9): a later byte-identical copy is
+                    verified exact (similarity 1) by it; absent from records written before it (read as null)
 
-(about 270 bytes per document). The run's band keys are not stored: band ``i``'s candidates are the records
+(about 290 bytes per document). The run's band keys are not stored: band ``i``'s candidates are the records
 whose sketch bytes ``[i·r, (i+1)·r)`` equal the flagged document's, which every document sharing the band's
 ``r`` MinHash values does (:mod:`lshbloom_udf.spark.crossrun`).
 
@@ -47,8 +49,9 @@ PART_FILE = re.compile(r"part-[A-Za-z0-9._=-]+\.parquet")
 SKETCH_BITS = 8
 LOCAL_ALGORITHM = "xxh3-64"
 # A record's bytes besides its sketch, as Parquet stores it: the row id, the estimated size, an id of up to ~12
-# characters and the framing. Measured: 272.5 bytes per document at num_perm 256 (20,000-document runs, int64 ids).
-RECORD_FIXED_BYTES = 18
+# characters and the framing. Measured: 272.5 bytes per document at num_perm 256 (20,000-document runs, int64 ids),
+# before the 16-byte text hash (incompressible) was added.
+RECORD_FIXED_BYTES = 34
 HADOOP_ALGORITHM = "xxhash64"
 
 

@@ -36,13 +36,14 @@ import numpy as np
 
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
+from lshbloom_udf.spark.verify import EXACT
 from lshbloom_udf.spark.verify_sources import CANDIDATES_PER_DOCUMENT
 
 log = logging.getLogger(__name__)
 
 # Records a flagged document is compared with at most (verification's bound, one declaration): its candidates ranked
 # by shared bands, then by age.
-MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float"
+MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float, text_hash binary"
 # of_rows codes (verify.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
 UNVERIFIABLE = -1
 
@@ -139,8 +140,9 @@ def match_mapper(query, b: int, r: int, k: int, cap: int):
                 [pa.array(owner[keep].astype(np.int32)), pa.array(shared[keep].astype(np.int32)),
                  picked.column(picked.schema.get_field_index("run")), picked.column(picked.schema.get_field_index("row")),
                  picked.column(picked.schema.get_field_index("id")), picked.column(picked.schema.get_field_index("sketch")),
-                 picked.column(picked.schema.get_field_index("size"))],
-                names=["owner", "shared", "run", "row", "id", "sketch", "size"])
+                 picked.column(picked.schema.get_field_index("size")),
+                 picked.column(picked.schema.get_field_index("text_hash"))],
+                names=["owner", "shared", "run", "row", "id", "sketch", "size", "text_hash"])
 
     return compute
 
@@ -209,6 +211,8 @@ class CrossRun:
         d_size = f_size[owner]
         common = j * (d_size + e_size) / (1.0 + j)
         ok, sim, measure = self.rule.judge(common, d_size, e_size)
+        exact = same_text(mine.column("text_hash"), cand.column("text_hash"), owner)
+        ok, sim[exact], measure[exact] = ok | exact, 1.0, EXACT
         first = _first_per_owner(owner, ok)  # candidates are sorted by (owner, run, row) within the cut
         base = len(self.sources)
         ids = cand.column("id").to_pylist()
@@ -254,6 +258,19 @@ def prior_sources(prior_documents, unsourced: np.ndarray, lone: np.ndarray) -> t
     if isinstance(prior_documents, CrossRun):
         return prior_documents.fill(unsourced, lone)
     return unverifiable(lone)
+
+
+def same_text(mine, theirs, owner: np.ndarray) -> np.ndarray:
+    """Whether each candidate's record has the text hash of its flagged document (``owner``): a byte-identical
+    copy; never for a record without one (written before records had it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    known = pc.is_valid(theirs).to_numpy(zero_copy_only=False).astype(bool)
+    fill = pa.scalar(bytes(16), pa.binary())
+    mine_m = binary_matrix(pc.fill_null(mine, fill), 16)[owner]
+    theirs_m = binary_matrix(pc.fill_null(theirs, fill), 16)
+    return known & (mine_m == theirs_m).all(axis=1)
 
 
 def _collect(frame):

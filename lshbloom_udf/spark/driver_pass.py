@@ -131,14 +131,14 @@ class PassOutcome:
         return np.concatenate(self.duplicate_keys) if self.duplicate_keys else np.zeros((0, b), dtype=np.uint64)
 
 
-def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int):
+def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int, skip=None):
     """``(first row id, keys (n, b), active)`` chunks in row order, through ``toLocalIterator``.
 
     Each partition's keys are computed by one task when the pass reaches it
     (the next one is prefetched) and travel as one task result.
     """
     b = spec.b
-    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, spec, chunk_rows), PACKED_SCHEMA)
+    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, spec, chunk_rows, skip), PACKED_SCHEMA)
     for row in local_rows(packed):
         n = int(row["n"])
         keys = np.frombuffer(row["keys"], dtype="<u8").reshape(n, b)

@@ -94,14 +94,38 @@ def task_start(task_hook, stage: str):
     return ctx
 
 
-def keyed_batches(batches, text_col: str, spec: KeySpec, threads: int):
-    """(row ids, band keys ``(n, b)`` uint64, active flags) of each Arrow batch of (row id, text, ...)."""
+def keyed_batches(batches, text_col: str, spec: KeySpec, threads: int, skip=None):
+    """(row ids, band keys ``(n, b)`` uint64, active flags) of each Arrow batch of (row id, text, ...).
+
+    ``skip`` (:func:`ship`'s sorted row ids, or None): rows not keyed, inactive with zero keys (the run's exact
+    copies, :mod:`lshbloom_udf.spark.exact`: decided without the pass)."""
+    skip = shipped_value(skip)
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        rows = batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False)
-        keys, active = _band_keys(batch.column(batch.schema.get_field_index(text_col)), threads, spec)
-        yield np.asarray(rows, dtype=np.int64), keys.reshape(len(rows), -1), np.asarray(active, dtype=np.bool_)
+        rows = np.asarray(batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False),
+                          dtype=np.int64)
+        text = batch.column(batch.schema.get_field_index(text_col))
+        skipped = is_in(rows, skip) if skip is not None else None
+        if skipped is None or not skipped.any():
+            keys, active = _band_keys(text, threads, spec)
+            yield rows, keys.reshape(len(rows), -1), np.asarray(active, dtype=np.bool_)
+            continue
+        yield rows, *_keys_of_others(text, skipped, threads, spec)
+
+
+def _keys_of_others(text, skipped: np.ndarray, threads: int, spec: KeySpec):
+    """(keys, active) of a batch's texts where only the rows not ``skipped`` are keyed (the others: zero, inactive)."""
+    import pyarrow as pa
+
+    keyed_at = np.flatnonzero(~skipped)
+    keys = np.zeros((len(skipped), spec.b), dtype=np.uint64)
+    active = np.zeros(len(skipped), dtype=np.bool_)
+    if len(keyed_at):
+        some_keys, some_active = _band_keys(text.filter(pa.array(~skipped)), threads, spec)
+        keys[keyed_at] = some_keys.reshape(len(keyed_at), -1)
+        active[keyed_at] = np.asarray(some_active, dtype=np.bool_)
+    return keys, active
 
 
 def task_threads(ctx) -> int:
@@ -149,13 +173,14 @@ def _selected(batches, among: Optional[np.ndarray], inside: bool):
         yield batch.filter(pa.array(keep if inside else ~keep))
 
 
-def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None, inside: bool = True):
+def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None, inside: bool = True,
+                skip=None):
     """The ``mapInArrow`` function giving (row id, band keys, active) per pinned row (:data:`KEYED_SCHEMA`).
 
     ``spec``: how rows are keyed (``IndexParams.key_spec``). The keys are a binary of
     ``8 b`` bytes: ``b`` little-endian uint64. ``among`` (sorted int64 row ids,
     or :func:`ship`'s broadcast of them): only the rows among them (``inside``),
-    or only the others, are keyed.
+    or only the others, are keyed. ``skip``: rows given inactive and unkeyed (:func:`keyed_batches`).
     """
     width = 8 * spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
@@ -165,7 +190,7 @@ def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None
 
         ctx = task_start(task_hook, "keys")
         selected = _selected(batches, among, inside)
-        for rows, keys, active in keyed_batches(selected, text_col, spec, task_threads(ctx)):
+        for rows, keys, active in keyed_batches(selected, text_col, spec, task_threads(ctx), skip):
             n = len(rows)
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
@@ -230,11 +255,12 @@ def _joined(parts):
     return np.concatenate([k for k, _ in parts]), np.concatenate([a for _, a in parts])
 
 
-def packer(text_col: str, spec: KeySpec, chunk_rows: int):
+def packer(text_col: str, spec: KeySpec, chunk_rows: int, skip=None):
     """The ``mapInArrow`` function of the Spark transfer (:data:`PACKED_SCHEMA`): pinned rows -> keyed chunks.
 
     One output row per ``chunk_rows`` documents of a partition; the driver
-    reads them with ``toLocalIterator`` (Spark Connect, or ``key_transfer=spark``).
+    reads them with ``toLocalIterator`` (Spark Connect, or ``key_transfer=spark``); ``skip``: rows left unkeyed
+    (:func:`keyed_batches`).
     """
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
@@ -243,7 +269,8 @@ def packer(text_col: str, spec: KeySpec, chunk_rows: int):
 
         ctx = task_start(task_hook, "keys")
         pid = ctx.partitionId() if ctx is not None else 0
-        for start, keys, active in chunks(keyed_batches(batches, text_col, spec, task_threads(ctx)), chunk_rows):
+        keyed = keyed_batches(batches, text_col, spec, task_threads(ctx), skip)
+        for start, keys, active in chunks(keyed, chunk_rows):
             yield pa.RecordBatch.from_pydict(
                 {
                     "pid": pa.array([pid], pa.int32()),

@@ -6,7 +6,8 @@
    input.
 2. :meth:`DedupRun.check_input` — one aggregation over the pinned rows: their
    number, fingerprints and the ids' uniqueness; whether a kept index already
-   ingested these documents (:mod:`lshbloom_udf.spark.ingest`). When nothing
+   ingested these documents (:mod:`lshbloom_udf.spark.ingest`); with ``exact_copies``, a second one finds the
+   byte-identical copies, decided before the pass (:mod:`lshbloom_udf.spark.exact`). When nothing
    needs them before the pass (no id column, no committed run to compare with),
    the pin's own job counts the rows, the driver pass's keys stage measures the
    texts it reads anyway (the same sums), and the aggregation runs only if the
@@ -39,6 +40,7 @@ from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import run_params
 from lshbloom_udf.log import console_progress, ensure_visible, step
 from lshbloom_udf.memory import DriverMemory
+from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, check_ids, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, keys_mapper, row_id
@@ -92,6 +94,7 @@ class DedupRun:
         self.crossrun = None
         self.records: Optional[dict] = None
         self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
+        self.copies: Optional[ExactCopies] = None  # the exact copies, decided before the pass (None: not looked for)
 
     def _lap(self, stage: str) -> None:
         now = time.monotonic()
@@ -117,6 +120,10 @@ class DedupRun:
                 self.pin()
             with self.step("check input"):
                 self.check_input()
+            if self.config.exact_copies and self.documents > 1 and (self.prior is None or self.config.force_new_ingest):
+                with self.step("exact copies"):
+                    self.copies = find_exact_copies(self.pinned, self.config.text_column)
+                    self._lap("exact_copies")
             DriverMemory.of_session(self.df.sparkSession).require(self.documents)  # said now, not as a JVM OOM later
             given = self.pass_input()
             pass_ = select_pass(given)
@@ -124,16 +131,16 @@ class DedupRun:
                 decided = self.decide(pass_, given)
             if self.measure_later:
                 self.measure_input(decided)
-            dup_rows = decided.rows()
             verified = None
             if self.config.verify:
                 with self.step("verify"):
-                    verified = self.verify(dup_rows, decided.index.to_dict(),
+                    verified = self.verify(decided.rows(), decided.index.to_dict(),
                                            getattr(decided.outcome, "sampled", lambda: None)())
+            dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
             if self.index_dir is not None and decided.stats is not None:  # a run the index will record
                 with self.step("records"):
                     final = verified.rows if verified is not None else dup_rows
-                    self.write_records(final, kept=self.documents - len(final) - decided.empty)
+                    self.write_records(final, kept=self.documents - len(final) - self.empty(decided))
             result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
@@ -149,13 +156,21 @@ class DedupRun:
                                   sequence_fingerprint=self.measured.fingerprints[1])
         report = RunReport(
             self.config, decided.params, self.documents,
-            decided.duplicates if verified is None else len(verified.rows), decided.empty, index,
+            self.pass_duplicates(decided) if verified is None else len(verified.rows), self.empty(decided), index,
             {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}, pass_.name,
             decided.outcome.first_keys_seconds, self.verify_summary(verified) if verified is not None else None,
-            self.warnings,
+            self.warnings, len(self.copies) if self.copies is not None else None,
         )
         return DedupResult(result_df, report, _run=record, _duplicates=dup_rows if record is not None else None,
                            reproduced_from=decided.index.reproduced_from)
+
+    def pass_duplicates(self, decided: PassResult) -> int:
+        """The pass's flags with the exact copies (which it would have flagged: lshbloom_udf.spark.exact)."""
+        return decided.duplicates + (len(self.copies) if self.copies else 0)
+
+    def empty(self, decided: PassResult) -> int:
+        """The documents without shingles: those the pass found inactive, but for the exact copies it did not key."""
+        return decided.empty - (len(self.copies) if self.copies else 0)
 
     # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
 
@@ -192,9 +207,12 @@ class DedupRun:
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
                 prior_documents=prior, broadcast_limit=c.broadcast_limit,
                 driver_text_bytes=budget, sample_rows=sample_rows,
+                exact_rows=self.copies.rows if self.copies else None,
             )
         finally:
             source.close()
+        if self.copies:
+            self.copies.resolve(verified)
         self._lap("verify")
         return verified
 
@@ -249,9 +267,10 @@ class DedupRun:
 
     def keyed_frame(self, among=None, inside: bool = True):
         """The pinned rows' (row id, band keys, active), computed on the executors when Spark runs it;
-        ``among`` (sorted row ids): only those rows (``inside``) or only the others."""
+        ``among`` (sorted row ids): only those rows (``inside``) or only the others; the exact copies (once found)
+        inactive and unkeyed."""
         text = self.config.text_column
-        mapper = keys_mapper(text, self.params.key_spec, among, inside)
+        mapper = keys_mapper(text, self.params.key_spec, among, inside, self.copies.shipped if self.copies else None)
         return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
 
     # -- checks on the pinned input ---------------------------------------------------
@@ -314,7 +333,7 @@ class DedupRun:
         except ValueError as e:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
-                         self.measured.fingerprints, self.measure_later)
+                         self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None)
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
@@ -336,8 +355,8 @@ class DedupRun:
             "sequence_fingerprint": sequence_fp,
             "params": run_params(decided.params),
             "documents": self.documents,
-            "duplicates": decided.duplicates,
-            "empty_documents": decided.empty,
+            "duplicates": self.pass_duplicates(decided),
+            "empty_documents": self.empty(decided),
             "inserted": decided.stats["inserted"] - decided.index.inserted_before,
             "mode": c.mode,
             "insert": c.insert_rule,

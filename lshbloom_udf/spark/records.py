@@ -32,7 +32,10 @@ from lshbloom_udf.spark.keys import ROW_COL, _replace_invalid_utf8, _selected, s
 
 
 ID_COL = "_lshb_id"
-RECORD_SCHEMA = "row long, id string, sketch binary, size float"
+# text_hash: the 128-bit hash of the text the exact copies are found by (lshbloom_udf.spark.exact: two xxhash64,
+# little-endian); null in the records of runs before it, which a schema-on-read fills in.
+RECORD_SCHEMA = "row long, id string, sketch binary, size float, text_hash binary"
+HASH_COLS = ("_lshb_h1", "_lshb_h2")
 EMPTY = 0xFFFFFFFF  # a signature row without shingles
 SKETCH_MASK = (1 << rec.SKETCH_BITS) - 1
 
@@ -114,16 +117,27 @@ def sketch_mapper(text_col: str, spec, among, inside: bool, with_id: bool):
             keep = pa.array(active)
             ids = batch.column(batch.schema.get_field_index(ID_COL)) if with_id else pa.nulls(batch.num_rows, pa.string())
             out = pa.RecordBatch.from_arrays(
-                [batch.column(batch.schema.get_field_index(ROW_COL)), ids, fixed_binary(sketch), pa.array(size)],
-                names=["row", "id", "sketch", "size"])
+                [batch.column(batch.schema.get_field_index(ROW_COL)), ids, fixed_binary(sketch), pa.array(size),
+                 fixed_binary(text_hashes(batch))],
+                names=["row", "id", "sketch", "size", "text_hash"])
             yield out.filter(keep)
 
     return compute
 
 
+def text_hashes(batch) -> np.ndarray:
+    """The ``(n, 16)`` uint8 text hashes of a batch with the :data:`HASH_COLS` columns (two int64, little-endian)."""
+    halves = [np.asarray(batch.column(batch.schema.get_field_index(c)).to_numpy(zero_copy_only=False), "<i8")
+              for c in HASH_COLS]
+    return np.ascontiguousarray(np.stack(halves, axis=1)).view(np.uint8)
+
+
 def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.ndarray, inside: bool):
     """The records (:data:`RECORD_SCHEMA`) of the pinned rows in (``inside``) or out of the sorted ``among``."""
-    cols = [col(ROW_COL), col(text_col)] + ([col(id_col).cast("string").alias(ID_COL)] if id_col else [])
+    from lshbloom_udf.spark.exact import text_hash_columns
+
+    cols = [col(ROW_COL), col(text_col), *text_hash_columns(text_col, HASH_COLS)]
+    cols += [col(id_col).cast("string").alias(ID_COL)] if id_col else []
     shipped = ship(pinned.sparkSession, np.asarray(among, np.int64))
     return pinned.select(*cols).mapInArrow(sketch_mapper(text_col, spec, shipped, inside, id_col is not None),
                                            RECORD_SCHEMA)

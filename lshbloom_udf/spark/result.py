@@ -30,6 +30,7 @@ class RunReport:
     first_keys_seconds: float = 0.0
     verify: Optional[Mapping] = None
     warnings: tuple = ()
+    exact: Optional[int] = None  # the exact copies found before the pass (None: not looked for)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Opti
         "documents": documents,
         "empty_documents": report.empty,
         "duplicates": duplicates,
+        "exact_duplicates": report.exact,
         "kept": documents - duplicates,
         "duplicate_rate": duplicates / documents if documents else 0.0,
         "mode": config.mode,
@@ -224,7 +226,7 @@ def format_summary(summary: dict) -> str:
     p = summary.get("params", {})
     lines = [
         f"documents          {summary['documents']:,}  (empty/null text: {summary['empty_documents']:,})",
-        f"duplicates         {summary['duplicates']:,}  ({100 * summary['duplicate_rate']:.2f}%)",
+        f"duplicates         {summary['duplicates']:,}  ({100 * summary['duplicate_rate']:.2f}%){_exact_text(summary)}",
         f"kept               {summary['kept']:,}",
         f"run                {_run_text(summary)}",
         f"pass               {_PASS_TEXT.get(summary.get('pass', 'driver'), summary.get('pass'))}",
@@ -242,6 +244,11 @@ def format_summary(summary: dict) -> str:
     if v:
         lines.insert(3, _verify_text(v, summary, idx))
     return "\n".join(lines)
+
+
+def _exact_text(summary: dict) -> str:
+    exact = summary.get("exact_duplicates")
+    return "" if exact is None else f", of which exact copies {exact:,}"
 
 
 def _run_text(summary: dict) -> str:

@@ -63,9 +63,10 @@ IDLE_CHECK_SECONDS = 5.0
 
 
 def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple, token: bytes,
-                  measure: bool = False):
+                  measure: bool = False, skip=None):
     """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents,
-    and with ``measure`` the partition's :class:`~lshbloom_udf.spark.ingest.InputSums` as JSON)."""
+    and with ``measure`` the partition's :class:`~lshbloom_udf.spark.ingest.InputSums` as JSON); ``skip``: rows
+    sent inactive, not keyed (:func:`~lshbloom_udf.spark.keys.keyed_batches`), but measured."""
     b = spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
@@ -83,7 +84,7 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
             sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
             sums: list = []
             keyed = keyed_batches(measured(batches, text_col, sums) if measure else batches, text_col, spec,
-                                  task_threads(ctx))
+                                  task_threads(ctx), skip)
             for start, keys, active in chunks(keyed, chunk_rows):
                 if keys.shape[1] != b:
                     raise InternalError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")

@@ -92,9 +92,10 @@ from lshbloom_udf.spark.keys import is_in
 from lshbloom_udf.spark.verify_candidates import PairBloom, pair_hashes
 from lshbloom_udf.spark.verify_templates import TemplateRule, Templates
 
-# The measure that verified a pair, by code (Verified.measure, the similarity_measure column).
-MEASURES = ("jaccard", "containment")
-JACCARD, CONTAINMENT = 0, 1
+# The measure that verified a pair, by code (Verified.measure, the similarity_measure column); exact: a byte-identical
+# copy found before the pass (lshbloom_udf.spark.exact), never computed here.
+MEASURES = ("jaccard", "containment", "exact")
+JACCARD, CONTAINMENT, EXACT = 0, 1, 2
 
 __all__ = ["MEASURES", "PairBloom", "Shingling", "TemplateRule", "Verified", "VerifyRule", "pair_hashes", "shingle_set",
            "verify_flags"]
@@ -227,7 +228,7 @@ def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:
 
 def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: VerifyRule,
                  prior_documents: bool, broadcast_limit: int, driver_text_bytes: int,
-                 sample_rows: Optional[np.ndarray] = None) -> Verified:
+                 sample_rows: Optional[np.ndarray] = None, exact_rows: Optional[np.ndarray] = None) -> Verified:
     """Verify the pass's flags (see the module's docs).
 
     ``source``: where the candidate pairs come from
@@ -240,13 +241,16 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     candidate pair verifies (Jaccard, or containment too);
     ``prior_documents``: the index held documents before this run; ``driver_text_bytes``: the candidates'
     texts the driver may hold (``verify_driver_bytes``); ``sample_rows``: the template sample's candidates the pass
-    noted (their texts then come with round 1's; None: the sample is found by a Spark job when needed).
+    noted (their texts then come with round 1's; None: the sample is found by a Spark job when needed);
+    ``exact_rows``: the run's exact copies, left out of ``flagged_rows`` (the pass did not see them) but flagged, so
+    never in the template sample of kept documents (:mod:`lshbloom_udf.spark.exact`).
     """
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
     held: dict = {}  # texts on the driver, for both rounds
-    refine, sample = _template_step(out, rule, shingling, texts_of, flagged, held, broadcast_limit, sample_rows)
+    all_flagged = flagged if exact_rows is None else np.union1d(flagged, exact_rows)
+    refine, sample = _template_step(out, rule, shingling, texts_of, all_flagged, held, broadcast_limit, sample_rows)
     if not len(flagged):
         out.seconds = time.monotonic() - t0
         return out
@@ -286,7 +290,8 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
                    held: dict, broadcast_limit: int, sample_rows: Optional[np.ndarray]):
     """``(refine, rows)``: what refines a round's verified pairs, the template rule's :meth:`Templates.refuse` (its
     figures kept in ``out.template``; its sample, documents the pass kept, not ``flagged``), or nothing without one;
-    the sample's rows when the pass noted its candidates (round 1 then brings their texts), else none."""
+    the sample's rows and its top-up's when the pass noted their candidates (round 1 then brings their texts), else
+    none."""
     none = np.zeros(0, np.int64)
     if rule.template is None:
         return (lambda pairs: pairs), none
@@ -311,7 +316,7 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
         return pairs
 
     out.template = templates.summary()
-    return refine, rows
+    return refine, np.union1d(rows, top_up)
 
 
 def _laps(stages: dict, t0: float):

@@ -73,6 +73,9 @@ class PassInput:
     # Whether the run wants the input's sums (ingest.InputSums) from a pass that reads every text anyway; one that
     # does not leaves PassResult.input_sums None, and the run aggregates them itself.
     measure_input: bool = False
+    # The run's exact copies (spark/exact.py: ship()'s sorted row ids, or None): decided before the pass, so its
+    # keys stage leaves them unkeyed and inactive.
+    skip: Any = None
 
     @property
     def index_dir(self) -> Optional[str]:

@@ -139,8 +139,9 @@ class DriverPass(KeyedPass):
         spark, text, spec, b = pinned.sparkSession, c.text_column, given.params.key_spec, given.params.b
         with ArrowBatchLimits(spark):
             if not streams(spark, c.key_transfer):
-                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows), index_now(), given.documents,
-                                       c.progress, c.insert_rule, sample_below=_sample_below(given)), None, None
+                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows, given.skip), index_now(),
+                                       given.documents, c.progress, c.insert_rule,
+                                       sample_below=_sample_below(given)), None, None
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
@@ -148,7 +149,8 @@ class DriverPass(KeyedPass):
             stream = KeyStream(spark, b, keep=keep)
             candidates = None
             try:
-                mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input)
+                mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input,
+                                       given.skip)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
