@@ -8,7 +8,7 @@ committed with the index (:data:`FLAGS_DIR`):
 
 - with an id column: each flagged row's id (and, with ``duplicate_of``, the
   row's ``duplicate_of``, ``similarity`` and ``similarity_measure``);
-- without one: each flagged text's 128-bit hash (two seeded ``xxhash64``) and
+- without one: each flagged text's 128-bit hash (the exact-copy hash, two seeded ``xxhash64``) and
   how many of its copies were flagged. Copies of one text are
   interchangeable: a replay flags that many of them, the last ones in its
   own order (their texts are the same; other columns of the copies may be
@@ -32,8 +32,6 @@ from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
 FLAGS_DIR = "streams"
 H1, H2, COPIES, FLAGGED = "_lshb_h1", "_lshb_h2", "_lshb_copies", "_lshb_flagged"
 _RANK, _ORDER, _MARK = "_lshb_rank", "_lshb_order", "_lshb_mark"
-# The second hash's seed (the first is xxhash64's own, 42): two independent 64-bit hashes make the text's identity.
-SECOND_SEED = 0x6C7368626C6F6F6D
 
 
 def flags_path(index_dir: str, query_id: str, batch_id: int) -> str:
@@ -42,10 +40,11 @@ def flags_path(index_dir: str, query_id: str, batch_id: int) -> str:
 
 
 def text_hashes(text_col: str) -> list:
-    """The two 64-bit hashes of a text that identify it (Spark columns :data:`H1`, :data:`H2`)."""
-    from pyspark.sql import functions as F
+    """The two 64-bit hashes of a text that identify it (Spark columns :data:`H1`, :data:`H2`): the exact-copy
+    hash (:func:`lshbloom_udf.spark.exact.text_hash_columns`)."""
+    from lshbloom_udf.spark.exact import text_hash_columns
 
-    return [F.xxhash64(col(text_col)).alias(H1), F.xxhash64(F.lit(SECOND_SEED), col(text_col)).alias(H2)]
+    return text_hash_columns(text_col, (H1, H2))
 
 
 def identity_columns(config) -> list[str]:
