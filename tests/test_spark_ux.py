@@ -54,8 +54,9 @@ def frame(spark, n=300, seed=11):
 
 @pytest.mark.parametrize("settings, steps", [
     # a kept index: the run writes its records (verification across runs) after verification
-    ({"verify": True, "duplicate_of": True}, {"pin", "check input", "keys + driver pass", "verify", "records"}),
-    ({"pass_mode": "sharded", "verify": False}, {"pin", "check input", "keys + sharded pass", "records"}),
+    ({"verify": True, "duplicate_of": True},
+     {"pin", "check input", "exact copies", "keys + driver pass", "verify", "records"}),
+    ({"pass_mode": "sharded", "verify": False}, {"pin", "check input", "exact copies", "keys + sharded pass", "records"}),
 ])
 def test_every_job_of_a_run_carries_its_step(spark, tmp_path, settings, steps):
     df = frame(spark)
@@ -139,9 +140,11 @@ def test_verified_summary_explains_kept_against_inserted(spark, tmp_path):
     # Under verification the pass inserts every document by default (any-earlier), and the summary says so.
     default = deduplicate(df, id_col="id", index_dir=str(tmp_path / "index2"), progress=False, return_summary=True)
     d = default.summary
-    assert d["insert"] == "all" and d["index"]["inserted_total"] == d["documents"] - d["empty_documents"]
-    assert f"the pass inserted every document with shingles ({d['index']['inserted_total']:,}, any-earlier)" in \
-        default.summary_text()
+    # ... but the exact copies, decided before it (their text is in the index once).
+    assert d["exact_duplicates"] > 0 and d["insert"] == "all"
+    assert d["index"]["inserted_total"] == d["documents"] - d["empty_documents"] - d["exact_duplicates"]
+    assert (f"the pass inserted every document with shingles but the {d['exact_duplicates']:,} exact copies "
+            f"({d['index']['inserted_total']:,}, any-earlier)") in default.summary_text()
 
 
 def test_rate_is_over_the_decision_stage_and_says_when_startup_dominates(spark):
@@ -299,7 +302,7 @@ def test_the_jobs_steps_are_described_and_its_log_level_applies(spark, tmp_path,
     before = set(jobs(spark))
     err = job()
     run = {j: d for j, d in jobs(spark).items() if j not in before}
-    steps = {"lshbloom: " + s for s in ("read input", "pin", "keys + driver pass", "write")}
+    steps = {"lshbloom: " + s for s in ("read input", "pin", "exact copies", "keys + driver pass", "write")}
     described = set(run.values())
     # verify: when the settings verify; check input: not here (no id column nor kept index: the keys stage measures)
     assert steps <= described <= steps | {"lshbloom: verify"}

@@ -317,8 +317,11 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
     if idx.get("inserted_total") is not None and not idx.get("reproduced"):
         inserted = idx.get("inserted_total", 0) - idx.get("inserted_before", 0)
         if summary.get("insert") == "all":
-            text += (f"\n                   the pass inserted every document with shingles ({inserted:,}, any-earlier): "
-                     "verification decides keep-first over its candidates, so the index also holds the removed ones")
+            exact = summary.get("exact_duplicates")
+            but = f" but the {exact:,} exact copies" if exact else ""
+            text += (f"\n                   the pass inserted every document with shingles{but} ({inserted:,}, "
+                     "any-earlier): verification decides keep-first over its candidates, so the index also holds "
+                     "the removed ones")
         else:
             text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} documents "
                      f"the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the {v['unflagged']:,} "
