@@ -196,6 +196,8 @@ def test_stream_settings_it_cannot_run_are_refused(spark, tmp_path):
         deduplicate_stream(batch_df, index, str(tmp_path / "out"), checkpoint_location=str(tmp_path / "ck"))
     with pytest.raises(DedupInputError, match="outside a streaming query"):
         StreamDedup(index, str(tmp_path / "out"), progress=False)(batch_df, 0)
+    with pytest.raises(DedupInputError, match="letters, digits"):  # it would name a folder outside the index
+        StreamDedup(index, str(tmp_path / "out"), query_id="../../elsewhere", progress=False)(batch_df, 0)
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ LOCK_WAIT_SECONDS = 600.0
 PROGRESS_KEPT = 100
 # The local property Spark's stream execution thread sets to the query's id (persisted in its checkpoint).
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+# A query id names the folder of its batches' flags in the index (streams/<query id>/): a UUID, or a caller's name.
+QUERY_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -208,12 +211,14 @@ class StreamDedup:
 
     def _query_id(self, batch_df) -> str:
         if self.query_id is not None:
+            if not QUERY_ID.fullmatch(self.query_id):  # it names a folder in the index: no path of the caller's
+                raise DedupInputError(f"query_id {self.query_id!r}: use letters, digits, '-' and '_' only")
             return self.query_id
         try:
             found = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
         except Exception:  # a Spark Connect session has no SparkContext here
             found = None
-        if not found:
+        if not found or not QUERY_ID.fullmatch(found):
             raise DedupInputError("StreamDedup was called outside a streaming query's foreachBatch: give query_id= "
                                   "(the key of the stream's batches in the index)")
         return found
