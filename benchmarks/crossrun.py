@@ -21,6 +21,7 @@ against the exact one under the defaults' rule.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -120,7 +121,7 @@ def pairs(args) -> dict:
     from lshbloom_udf import _native
     from lshbloom_udf.config import DedupConfig
     from lshbloom_udf.minhash import normalization_mask
-    from lshbloom_udf.spark.crossrun import band_chunks, estimated_jaccard
+    from lshbloom_udf.spark.crossrun import estimated_jaccard
     from lshbloom_udf.spark.records import sketch_batch
     from lshbloom_udf.spark.verify import VerifyRule
 
@@ -151,7 +152,8 @@ def pairs(args) -> dict:
     a, b = as_text(words_at(start, length)), as_text(words_at(start + shift, length_b))
     sk_a, n_a, _ = sketch_batch(a, spec, 2)
     sk_b, n_b, _ = sketch_batch(b, spec, 2)
-    shared = (band_chunks(sk_a, spec.b, spec.r) == band_chunks(sk_b, spec.b, spec.r)).any(axis=1)
+    band_keys = functools.partial(_native.sketch_band_keys, b=spec.b, r=spec.r)
+    shared = (band_keys(sk_a) == band_keys(sk_b)).any(axis=1)
     ov = _native.shingle_overlaps(a.to_pylist(), b.to_pylist(), spec.ngram, normalization_mask(spec.normalize),
                                   spec.shingle, 2)
     # b is the later document d (the truncation), a the earlier e.

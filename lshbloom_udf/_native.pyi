@@ -221,6 +221,11 @@ class PairIndex:
         entry per shared band; ``only`` (M bools): only those documents of ``keys``."""
 
 
+def sketch_band_keys(sketches: npt.NDArray[np.uint8], b: int, r: int) -> _U64Array:
+    """The (m, b) band keys of b-bit MinHash sketches ((m, k) uint8): band ``i``'s from bytes ``[i·r, (i+1)·r)``,
+    packed little-endian up to 8 bytes, else folded (cross-run verification's candidates)."""
+
+
 def shared_band_pairs(
     keys: _U64Array, anchors: int, threads: int = 1
 ) -> tuple[

@@ -157,3 +157,35 @@ def test_a_run_killed_after_writing_its_records_leaves_the_index_as_it_was(spark
     fresh, _ = _run(spark, data[1], clean)
     assert index_state(index) == index_state(clean) != before
     assert {i: r["is_duplicate"] for i, r in recovered.items()} == {i: r["is_duplicate"] for i, r in fresh.items()}
+
+
+def test_the_records_scan_finds_every_record_sharing_a_band_most_shared_first():
+    """The records scan's mapper (no Spark: one Arrow batch) against a brute-force reference: for each flagged
+    sketch, the records sharing a band's ``r`` bytes with it, at most ``cap``, most shared bands first, then the
+    earliest record."""
+    import numpy as np
+    import pyarrow as pa
+
+    from lshbloom_udf.spark.crossrun import MATCH_SCHEMA_RECORD, match_mapper
+    from lshbloom_udf import _native
+
+    rng = np.random.default_rng(5)
+    k, b, r, cap = 16, 8, 2, 3
+    records = rng.integers(0, 3, (400, k), dtype=np.uint8)  # three byte values: bands are often shared
+    flags = rng.integers(0, 3, (30, k), dtype=np.uint8)
+    columns = {"run": pa.array(["r1"] * 400), "row": pa.array(np.arange(400) * 10),
+               "id": pa.array([f"d{i}" for i in range(400)]),
+               "sketch": pa.array([bytes(x) for x in records], pa.binary()),
+               "size": pa.array(np.ones(400, np.float32)), "text_hash": pa.array([None] * 400, pa.binary())}
+    batch = pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
+    assert set(MATCH_SCHEMA_RECORD) == set(columns)
+    found = pa.Table.from_batches(list(match_mapper(_native.sketch_band_keys(flags, b, r), b, r, k, cap)([batch])))
+    got = sorted(zip(found.column("owner").to_pylist(), found.column("row").to_pylist(),
+                     found.column("shared").to_pylist()))
+    band = lambda s: [bytes(s[i * r:(i + 1) * r]) for i in range(b)]  # noqa: E731
+    want = []
+    for f, flag in enumerate(flags):
+        shared = [(sum(x == y for x, y in zip(band(flag), band(rec))), j) for j, rec in enumerate(records)]
+        best = sorted((-n, j) for n, j in shared if n)[:cap]
+        want += [(f, j * 10, -n) for n, j in best]
+    assert got == sorted(want) and len(want) > 30

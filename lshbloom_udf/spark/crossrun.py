@@ -8,7 +8,8 @@ would judge it, on estimates:
    Band ``i`` of a document is its sketch bytes ``[i·r, (i+1)·r)``; every earlier document that shares the
    band's ``r`` MinHash values (what made the pass flag it) shares these bytes, so the records sharing a band
    with it are a superset of its band-key candidates. One scan of the records on the executors (the flagged
-   documents' ``(band, bytes)`` shipped sorted; a binary search per record band) keeps, per flagged document,
+   documents' band keys shipped and indexed band by band, :class:`~lshbloom_udf._native.PairIndex`, where each
+   record's are looked up) keeps, per flagged document,
    the records sharing the most bands: at most :data:`CANDIDATES_PER_DOCUMENT` (a true source shares many
    bands, ``b·J^r`` expected: 14.8 of 64 at J 0.69; a distinct neighbour at J 0.3 shares 0.5), ties to the
    earliest (run, row).
@@ -34,6 +35,7 @@ from typing import Optional
 
 import numpy as np
 
+from lshbloom_udf import _native
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
 from lshbloom_udf.spark.verify import EXACT
@@ -44,54 +46,9 @@ log = logging.getLogger(__name__)
 # Records a flagged document is compared with at most (verification's bound, one declaration): its candidates ranked
 # by shared bands, then by age.
 MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float, text_hash binary"
+MATCH_SCHEMA_RECORD = ("run", "row", "id", "sketch", "size", "text_hash")
 # of_rows codes (verify.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
 UNVERIFIABLE = -1
-
-
-def band_chunks(sketch: np.ndarray, b: int, r: int) -> np.ndarray:
-    """``(n, b)`` uint64: band ``i``'s sketch bytes ``[i·r, (i+1)·r)`` (packed, or hashed past 7 bytes), with
-    ``i`` in the top byte."""
-    n = len(sketch)
-    bands = np.arange(b, dtype=np.uint64) << np.uint64(56)
-    if r in (1, 2, 4):  # the bytes as little-endian integers: a view, no arithmetic per byte
-        packed = np.ascontiguousarray(sketch[:, : b * r]).view(f"<u{r}").astype(np.uint64)
-        return packed | bands[None, :]
-    x = sketch[:, : b * r].reshape(n, b, r).astype(np.uint64)
-    if r <= 7:
-        packed = (x << (np.uint64(8) * np.arange(r, dtype=np.uint64))).sum(axis=2, dtype=np.uint64)
-    else:
-        packed = np.zeros((n, b), np.uint64)
-        for j in range(r):
-            packed = _mix64(packed ^ x[:, :, j] ^ np.uint64(j << 8))
-        packed >>= np.uint64(8)
-    return packed | bands[None, :]
-
-
-# A bitmap over the flags' (band, bytes) keys (2^24 bits, 2 MiB): a record band whose bit is clear is no match, so
-# only the few others are searched in the sorted keys (measured: 1.3 s -> 0.1 s per 10,000 records, 4,666 flags).
-FILTER_BITS = 24
-
-
-def _slot(chunks: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return ((chunks * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - FILTER_BITS)).astype(np.int64)
-
-
-def query_of(chunks: np.ndarray, b: int) -> tuple:
-    """What the records' scan is shipped: the flags' ``(band, bytes)`` keys sorted, their owners (flag index),
-    and the bitmap of their slots."""
-    order = np.argsort(chunks, kind="stable")
-    bitmap = np.zeros(1 << FILTER_BITS, np.bool_)
-    bitmap[_slot(chunks)] = True
-    return chunks[order], (order // b).astype(np.int32), np.packbits(bitmap)
-
-
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (wrapping): a band's bytes folded into 64 bits when they do not fit in 7 bytes."""
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
 
 
 def estimated_jaccard(equal: np.ndarray, b: int, r: int) -> np.ndarray:
@@ -104,31 +61,26 @@ def estimated_jaccard(equal: np.ndarray, b: int, r: int) -> np.ndarray:
     return np.clip((p - chance) / (1 - chance), 0.0, 1.0)
 
 
-def match_mapper(query, b: int, r: int, k: int, cap: int):
-    """The ``mapInArrow`` function over records: those sharing a band with a flagged document of ``query``
-    (shipped ``(sorted (band, bytes) keys, their owners)``), at most ``cap`` per owner and batch, with
-    ``owner`` and ``shared`` (:data:`MATCH_SCHEMA`)."""
+def match_mapper(flag_keys, b: int, r: int, k: int, cap: int):
+    """The ``mapInArrow`` function over records: those sharing a band with a flagged document (``flag_keys``, shipped:
+    the flags' ``(F, b)`` band keys, :func:`~lshbloom_udf._native.sketch_band_keys`), at most ``cap`` per owner
+    (flag index) and batch, with ``owner`` and ``shared`` (:data:`MATCH_SCHEMA`)."""
     from lshbloom_udf.spark.keys import shipped_value
 
     def compute(batches):
         import pyarrow as pa
 
-        keys, owners, packed = shipped_value(query)
+        from lshbloom_udf import _native
+
+        index = _native.PairIndex(shipped_value(flag_keys))
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            chunks = band_chunks(binary_matrix(batch.column(batch.schema.get_field_index("sketch")), k), b, r).ravel()
-            slot = _slot(chunks)
-            maybe = np.flatnonzero((packed[slot >> 3] >> (7 - (slot & 7)).astype(np.uint8)) & 1)
-            lo, hi = np.searchsorted(keys, chunks[maybe], "left"), np.searchsorted(keys, chunks[maybe], "right")
-            count = hi - lo
-            found = np.flatnonzero(count)
-            if not len(found):
+            sketches = binary_matrix(batch.column(batch.schema.get_field_index("sketch")), k)
+            record, owner = index.matches(_native.sketch_band_keys(sketches, b, r))
+            if not len(record):
                 continue
-            hit, c = maybe[found], count[found]
-            at = np.repeat(lo[found], c) + np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
-            pair = (owners[at].astype(np.int64) << 32) | np.repeat(hit // b, c).astype(np.int64)
-            pair, shared = np.unique(pair, return_counts=True)
+            pair, shared = np.unique((owner.astype(np.int64) << 32) | record, return_counts=True)
             owner, record = pair >> 32, pair & 0xFFFFFFFF
             order = np.lexsort((record, -shared, owner))
             owner, record, shared = owner[order], record[order], shared[order]
@@ -138,11 +90,8 @@ def match_mapper(query, b: int, r: int, k: int, cap: int):
             picked = batch.take(pa.array(record[keep]))
             yield pa.RecordBatch.from_arrays(
                 [pa.array(owner[keep].astype(np.int32)), pa.array(shared[keep].astype(np.int32)),
-                 picked.column(picked.schema.get_field_index("run")), picked.column(picked.schema.get_field_index("row")),
-                 picked.column(picked.schema.get_field_index("id")), picked.column(picked.schema.get_field_index("sketch")),
-                 picked.column(picked.schema.get_field_index("size")),
-                 picked.column(picked.schema.get_field_index("text_hash"))],
-                names=["owner", "shared", "run", "row", "id", "sketch", "size", "text_hash"])
+                 *(picked.column(picked.schema.get_field_index(name)) for name in MATCH_SCHEMA_RECORD)],
+                names=["owner", "shared", *MATCH_SCHEMA_RECORD])
 
     return compute
 
@@ -198,8 +147,9 @@ class CrossRun:
         f_size = mine.column("size").to_numpy().astype(np.float64)
         from lshbloom_udf.spark.keys import ship
 
-        query = ship(spark, query_of(band_chunks(f_sketch, b, r).ravel(), b))
-        found = self.runs.frame(spark).mapInArrow(match_mapper(query, b, r, k, CANDIDATES_PER_DOCUMENT), MATCH_SCHEMA)
+        flag_keys = ship(spark, _native.sketch_band_keys(f_sketch, b, r))
+        found = self.runs.frame(spark).mapInArrow(match_mapper(flag_keys, b, r, k, CANDIDATES_PER_DOCUMENT),
+                                                  MATCH_SCHEMA)
         cand = _best(_collect(found))
         self.stats["candidates"] = int(cand.num_rows)
         if not cand.num_rows:

@@ -1,5 +1,7 @@
 //! Which (band, key) pairs of many documents equal a pair of a few: round 1
-//! of verification's candidates on the driver (lshbloom_udf/spark/verify.py).
+//! of verification's candidates on the driver (lshbloom_udf/spark/verify.py),
+//! and the earlier runs' records sharing a band with this run's flagged
+//! documents (lshbloom_udf/spark/crossrun.py, keys from b-bit sketches).
 //!
 //! The few (the pass's flagged documents, `F` of them) are indexed band by
 //! band: band `i`'s keys, bijectively mixed (splitmix64's finalizer, so
@@ -19,6 +21,35 @@ fn mix(mut h: u64) -> u64 {
     h ^ (h >> 31)
 }
 
+/// Band `i`'s key of a b-bit MinHash sketch (a byte a value), from its bytes `[i·r, (i+1)·r)`: packed
+/// little-endian when they fit in 8 bytes, else folded through [`mix`] (cross-run verification's candidates,
+/// lshbloom_udf/spark/crossrun.py: every earlier document that shares a band's `r` MinHash values shares these
+/// bytes).
+#[inline]
+fn sketch_band_key(bytes: &[u8]) -> u64 {
+    if bytes.len() <= 8 {
+        let mut packed = [0u8; 8];
+        packed[..bytes.len()].copy_from_slice(bytes);
+        u64::from_le_bytes(packed)
+    } else {
+        bytes
+            .iter()
+            .enumerate()
+            .fold(0, |v, (j, &x)| mix(v ^ u64::from(x) ^ ((j as u64) << 8)))
+    }
+}
+
+/// The `m × b` band keys (row-major) of `m` sketches of `k` bytes: [`sketch_band_key`] of each band's `r` bytes,
+/// to index (the flagged documents) and to look up ([`PairIndex::matches`]: the earlier runs' records).
+pub fn sketch_band_keys(sketches: &[u8], k: usize, b: usize, r: usize) -> Vec<u64> {
+    assert!(k >= 1 && sketches.len().is_multiple_of(k), "sketches must be m × k");
+    assert!(b * r <= k, "b · r must not exceed the sketch's k bytes");
+    sketches
+        .chunks_exact(k)
+        .flat_map(|s| (0..b).map(move |i| sketch_band_key(&s[i * r..(i + 1) * r])))
+        .collect()
+}
+
 /// Documents between two prefetch steps of a band's lookups (`match_band`).
 const LOOKUP_AHEAD: usize = 8;
 
@@ -30,6 +61,18 @@ struct Band {
     docs: Vec<u32>,
     /// `keys[starts[t]..starts[t + 1]]` have top bits `t`.
     starts: Vec<u32>,
+    /// One bit per slot of the mixed keys' low bits, set where a key is (~1/16 of them set, a few KiB to
+    /// 2 MiB): most keys looked up are not indexed, and this answers them from the cache.
+    filter: Vec<u64>,
+    filter_mask: u64,
+}
+
+impl Band {
+    #[inline]
+    fn may_hold(&self, mixed: u64) -> bool {
+        let slot = mixed & self.filter_mask;
+        self.filter[(slot >> 6) as usize] & (1 << (slot & 63)) != 0
+    }
 }
 
 /// The (band, key) pairs of the few documents, band by band.
@@ -63,8 +106,15 @@ impl PairIndex {
                 for t in 1..starts.len() {
                     starts[t] += starts[t - 1];
                 }
+                let filter_bits = (usize::BITS - n.max(1).leading_zeros() + 4).clamp(6, 24);
+                let filter_mask = (1u64 << filter_bits) - 1;
+                let mut filter = vec![0u64; 1 << (filter_bits - 6)];
+                for &(k, _) in &pairs {
+                    let slot = k & filter_mask;
+                    filter[(slot >> 6) as usize] |= 1 << (slot & 63);
+                }
                 let (keys, docs) = pairs.into_iter().unzip();
-                Band { keys, docs, starts }
+                Band { keys, docs, starts, filter, filter_mask }
             })
             .collect();
         PairIndex { b, shift, bands }
@@ -97,6 +147,26 @@ impl PairIndex {
         out
     }
 
+    /// The indexed documents of `band` whose key is `key`, each pushed as `(j, document)`.
+    #[inline]
+    fn lookup(&self, band: &Band, key: u64, j: u32, out: &mut Vec<(u32, u32)>) {
+        let k = mix(key);
+        if !band.may_hold(k) {
+            return;
+        }
+        let t = (k >> self.shift) as usize;
+        let (lo, hi) = (band.starts[t] as usize, band.starts[t + 1] as usize);
+        // Buckets hold ~1 key on average: a short scan of a sorted run.
+        for at in lo..hi {
+            let here = band.keys[at];
+            if here == k {
+                out.push((j, band.docs[at]));
+            } else if here > k {
+                break;
+            }
+        }
+    }
+
     /// [`PairIndex::matches`] of one band: `column[j * b]` is document `j`'s
     /// key. The lookups are independent, so each document's cache lines are
     /// prefetched ahead of it in three steps: its key (the column is strided
@@ -116,18 +186,7 @@ impl PairIndex {
             if !only.is_empty() && !only[j] {
                 continue;
             }
-            let k = mix(column[j * b]);
-            let t = (k >> self.shift) as usize;
-            let (lo, hi) = (band.starts[t] as usize, band.starts[t + 1] as usize);
-            // Buckets hold ~1 key on average: a short scan of a sorted run.
-            for at in lo..hi {
-                let here = band.keys[at];
-                if here == k {
-                    out.push((j as u32, band.docs[at]));
-                } else if here > k {
-                    break;
-                }
-            }
+            self.lookup(band, column[j * b], j as u32, out);
         }
     }
 }
@@ -185,6 +244,21 @@ mod tests {
             want_all.sort_unstable();
             assert_eq!(all, want_all);
         }
+    }
+
+    #[test]
+    fn sketch_band_keys_are_the_bands_bytes() {
+        let s: Vec<u8> = (1..=8).collect();
+        assert_eq!(sketch_band_keys(&s, 8, 2, 4), vec![0x0403_0201, 0x0807_0605]);
+        assert_eq!(sketch_band_keys(&s, 8, 1, 8), vec![0x0807_0605_0403_0201]);
+        // Past 8 bytes a band is folded: equal bytes give equal keys, another byte another key.
+        let long: Vec<u8> = (0..20).collect();
+        let mut other = long.clone();
+        other[19] = 0;
+        let keys = sketch_band_keys(&long, 20, 2, 10);
+        assert_ne!(keys[0], keys[1]);
+        assert_eq!(keys[0], sketch_band_keys(&other, 20, 2, 10)[0]);
+        assert_ne!(keys[1], sketch_band_keys(&other, 20, 2, 10)[1]);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use super::errors::value_err;
-use super::input::{detach_with_texts, input_u64, Input};
+use super::input::{detach_with_texts, input_exact, input_u64, Input};
 use super::settings::{positive, shingle_settings};
 use crate::overlap;
 use crate::pairmatch;
@@ -145,6 +145,41 @@ fn key_matrix<'py>(keys: &Bound<'py, PyAny>) -> PyResult<(Input<'py, u64>, usize
     Ok((k, b))
 }
 
+/// An (m, k) uint8 matrix of b-bit sketches, with `b · r <= k` for its band keys.
+fn sketch_matrix<'py>(sketches: &Bound<'py, PyAny>, b: usize, r: i64) -> PyResult<(Input<'py, u8>, usize, usize)> {
+    let s = input_exact::<u8>(sketches, "sketches", "uint8")?;
+    let r = positive("r", r)?;
+    if s.shape.len() != 2 || s.shape[1] == 0 {
+        return Err(value_err("sketches must be an (m, k) uint8 matrix with k >= 1"));
+    }
+    if u32::try_from(s.shape[0]).is_err() {
+        return Err(value_err("at most 2**32 - 1 documents per call"));
+    }
+    let k = s.shape[1];
+    if b.checked_mul(r).is_none_or(|br| br > k) {
+        return Err(value_err(format!("b · r = {b} · {r} is more than the sketch's {k} bytes")));
+    }
+    Ok((s, k, r))
+}
+
+/// The (m, b) uint64 band keys of `sketches` ((m, k) uint8 b-bit MinHash sketches): band `i`'s key from bytes
+/// `[i·r, (i+1)·r)` (packed little-endian up to 8 bytes, else folded): the keys [`PairIndex`] indexes and matches
+/// across runs.
+#[pyfunction]
+fn sketch_band_keys<'py>(
+    py: Python<'py>,
+    sketches: &Bound<'py, PyAny>,
+    b: i64,
+    r: i64,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let b = positive("b", b)?;
+    let (s, k, r) = sketch_matrix(sketches, b, r)?;
+    let m = s.shape[0];
+    let slice = s.slice();
+    let keys = py.detach(|| pairmatch::sketch_band_keys(slice, k, b, r));
+    Ok(Array2::from_shape_vec((m, b), keys).expect("shape").into_pyarray(py))
+}
+
 /// `(j, f)` index arrays of [`PairIndex::matches`].
 type Matches<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>);
 
@@ -246,6 +281,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(indexed_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(shingle_hash_sets, m)?)?;
     m.add_class::<PairIndex>()?;
+    m.add_function(wrap_pyfunction!(sketch_band_keys, m)?)?;
     m.add_function(wrap_pyfunction!(shared_band_pairs, m)?)?;
     Ok(())
 }
