@@ -26,8 +26,9 @@ from typing import Optional
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.common import col
+from lshbloom_udf.common import col, default_parallelism
 from lshbloom_udf.index import records as rec
+from lshbloom_udf.sizing import parse_bytes
 from lshbloom_udf.spark.keys import ROW_COL, _replace_invalid_utf8, _selected, ship, task_start, task_threads
 
 
@@ -181,6 +182,7 @@ class PriorRuns:
     with_records: list = field(default_factory=list)
     without: list = field(default_factory=list)
     documents: int = 0
+    bytes: int = 0
 
     @property
     def complete(self) -> bool:
@@ -188,7 +190,10 @@ class PriorRuns:
         return not self.without
 
     def frame(self, spark):
-        """All their records, with a column ``run`` (the run id), as one DataFrame."""
+        """All their records, with a column ``run`` (the run id), as one DataFrame, in as many partitions as one
+        read of their bytes would make (at least one per core): a union keeps a run's partitions apart, and a
+        stream's many small runs would otherwise pay a task each (its fixed cost: the scan's lookup index built
+        again)."""
         from pyspark.sql import functions as F
 
         frames = [spark.read.schema(RECORD_SCHEMA).parquet(path).withColumn("run", F.lit(run_id))
@@ -196,7 +201,8 @@ class PriorRuns:
         out = frames[0]
         for f in frames[1:]:
             out = out.unionByName(f)
-        return out
+        split = parse_bytes(spark.conf.get("spark.sql.files.maxPartitionBytes"))
+        return out.coalesce(max(default_parallelism(spark), -(-self.bytes // split)))
 
 
 def hadoop_checksums(spark, wheres: list) -> dict:
@@ -229,6 +235,7 @@ def prior_runs(txn, before: Optional[str] = None) -> PriorRuns:
         if where is not None:
             out.with_records.append((run_id, hadoop_uri(where)))
             out.documents += int(rec.of_run(run).get("documents", 0))
+            out.bytes += int(rec.of_run(run).get("bytes", 0))
         elif int(run.get("inserted", 0) or 0) > 0:
             out.without.append(run_id)
     return out
