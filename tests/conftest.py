@@ -1,4 +1,5 @@
-"""Shared fixtures: one local[2] SparkSession for the whole test session."""
+"""Shared fixtures: one local[2] SparkSession for the whole test session (``make test`` runs one session per core,
+pytest-xdist's processes, each with its own)."""
 
 from __future__ import annotations
 
