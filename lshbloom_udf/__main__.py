@@ -125,7 +125,7 @@ def _dedup(argv: list[str]) -> None:
 def _check_index(argv: list[str]) -> None:
     """``lshbloom check-index DIR``: the full check of a kept index (exit 0: whole; 2: the damaged file named)."""
     from lshbloom_udf.errors import LSHBloomError, exit_code
-    from lshbloom_udf.index.check import check_index
+    from lshbloom_udf.spark.passes.check import check_index
     from lshbloom_udf.index.lock import waiting_for_lock
 
     parser = argparse.ArgumentParser(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lshbloom_udf.errors import IndexMismatchError
-from lshbloom_udf.index.check import check_index
+from lshbloom_udf.spark.passes.check import check_index
 from lshbloom_udf.spark.passes import PASSES
 
 
