@@ -61,8 +61,9 @@ struct Band {
     docs: Vec<u32>,
     /// `keys[starts[t]..starts[t + 1]]` have top bits `t`.
     starts: Vec<u32>,
-    /// One bit per slot of the mixed keys' low bits, set where a key is (~1/16 of them set, a few KiB to
-    /// 2 MiB): most keys looked up are not indexed, and this answers them from the cache.
+    /// One bit per slot of the mixed keys' low bits, set where a key is: 16 to 32 slots per key (2 to 4
+    /// bytes), at most 2 MiB a band. Most keys looked up are not indexed, and this answers them from the
+    /// cache (docs/benchmarks.md, "The records scan, cut").
     filter: Vec<u64>,
     filter_mask: u64,
 }
