@@ -53,6 +53,7 @@ def checks(spark, inp: str, work: str) -> dict:
     out["index_dir_again"] = flags(again.df)
     out["index_reproduced"] = bool(again.summary["index"].get("reproduced"))
     out["filter_rows"] = deduplicate(df, id_col="id", mode="filter", progress=False).count()
+    out["cross_run"] = cross_run(spark, f"{work}/crossrun-index")
     result = deduplicate(df, id_col="id", verify=True, duplicate_of=True, progress=False, return_summary=True)
     verified = result.df
     out["verified"] = {r["id"]: [r["is_duplicate"], r["duplicate_of"], r["similarity"]]
@@ -82,6 +83,26 @@ def checks(spark, inp: str, work: str) -> dict:
     except Exception as e:  # noqa: BLE001  (reported to the test)
         out["job"] = {"error": type(e).__name__, "exit_code": exit_code(e), "message": str(e)}
     return out
+
+
+def cross_run(spark, index: str) -> list:
+    """Each batch of :data:`CROSS_RUN_BATCHES` deduplicated into one kept index (verification judges the later
+    batches' flags against the earlier runs' records): ``{id: [is_duplicate, duplicate_of]}`` per batch."""
+    from crossrun_support import batches
+
+    from lshbloom_udf import deduplicate
+
+    out = []
+    for batch in batches(*CROSS_RUN_BATCHES):
+        df = spark.createDataFrame([(i, t) for i, t, _ in batch], "id string, text string")
+        result = deduplicate(df, id_col="id", index_dir=index, duplicate_of=True, progress=False)
+        out.append({r["id"]: [r["is_duplicate"], r["duplicate_of"]]
+                    for r in result.select("id", "is_duplicate", "duplicate_of").collect()})
+    return out
+
+
+# (batches, documents a batch, planted copies of first-batch documents in the last): tests/crossrun_support.py
+CROSS_RUN_BATCHES = (3, 40, 6)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ clusters run PySpark: no ``sparkContext``, the DataFrame API only. The checks
 run in a fresh interpreter (tests/connect_checks.py), each against the same
 settings in this session's classic ``local[2]``: same flags, with and without
 ``id_col``, with ``index_dir`` (a second run over the index reproduces the
-first), the ``filter`` mode, ``verify`` with ``duplicate_of``, the sharded
+first), verification across the runs of a kept index, the ``filter`` mode, ``verify`` with ``duplicate_of``, the sharded
 pass, and the Transformer in a ``Pipeline``, fitted, saved and loaded. The job (``lshbloom dedup``) needs a classic session: over
 Spark Connect it refuses to start, with exit status 2 and a message saying
 what to do instead.
@@ -92,6 +92,21 @@ def test_verify_and_the_sharded_pass_over_spark_connect_give_the_classic_results
     # A kept sharded index commits through the driver's Hadoop filesystem, which Connect does not expose.
     assert got["sharded_index"]["error"] == "DedupInputError"
     assert "Spark Connect" in got["sharded_index"]["message"] and "classic" in got["sharded_index"]["message"]
+
+
+@pytest.mark.slow
+def test_verification_across_runs_over_spark_connect_gives_the_classic_flags(over_connect, spark, tmp_path):
+    """Batches into one kept index: a later batch's flags are judged against the earlier runs' records (their scan
+    and the flags' sketches run as Spark jobs from the client), as in a classic session; the planted copies name
+    their first-batch source."""
+    from connect_checks import cross_run
+
+    classic = cross_run(spark, str(tmp_path / "index"))
+    assert over_connect[1]["cross_run"] == [{k: list(v) for k, v in b.items()} for b in classic]
+    last = classic[-1]
+    copies = {i: of for i, (flag, of) in last.items() if i.startswith("copy-of-")}
+    assert copies and all(of == i.removeprefix("copy-of-") for i, of in copies.items())
+    assert not any(flag for b in classic for i, (flag, _) in b.items() if not i.startswith("copy-of-"))
 
 
 @pytest.mark.slow

@@ -139,9 +139,21 @@ def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.n
 
     cols = [col(ROW_COL), col(text_col), *text_hash_columns(text_col, HASH_COLS)]
     cols += [col(id_col).cast("string").alias(ID_COL)] if id_col else []
-    shipped = ship(pinned.sparkSession, np.asarray(among, np.int64))
-    return pinned.select(*cols).mapInArrow(sketch_mapper(text_col, spec, shipped, inside, id_col is not None),
-                                           RECORD_SCHEMA)
+    if inside:  # a few rows (flags): chosen in the JVM, so that only their texts go to Python
+        rows, shipped = among_rows(pinned, among), None
+    else:
+        rows, shipped = pinned, ship(pinned.sparkSession, np.asarray(among, np.int64))
+    return rows.select(*cols).mapInArrow(sketch_mapper(text_col, spec, shipped, inside, id_col is not None),
+                                         RECORD_SCHEMA)
+
+
+def among_rows(pinned, among: np.ndarray):
+    """The pinned rows whose row id is in ``among``: a semi-join with them, broadcast."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    wanted = pinned.sparkSession.createDataFrame(pa.table({ROW_COL: np.asarray(among, np.int64)}))
+    return pinned.join(F.broadcast(wanted), ROW_COL, "left_semi")
 
 
 def hadoop_uri(path: str) -> str:
