@@ -189,3 +189,17 @@ def test_the_records_scan_finds_every_record_sharing_a_band_most_shared_first():
         best = sorted((-n, j) for n, j in shared if n)[:cap]
         want += [(f, j * 10, -n) for n, j in best]
     assert got == sorted(want) and len(want) > 30
+
+
+def test_sketch_band_keys_refuses_what_is_not_a_sketch_matrix():
+    import numpy as np
+
+    from lshbloom_udf import _native
+
+    with pytest.raises(TypeError, match="sketches must be a numpy array of dtype uint8"):
+        _native.sketch_band_keys(np.zeros((2, 8), np.int64), 2, 4)
+    with pytest.raises(ValueError, match=r"b · r = 3 · 4 is more than the sketch's 8 bytes"):
+        _native.sketch_band_keys(np.zeros((2, 8), np.uint8), 3, 4)
+    with pytest.raises(ValueError, match=r"\(m, k\) uint8 matrix"):
+        _native.sketch_band_keys(np.zeros(8, np.uint8), 2, 4)
+    assert _native.sketch_band_keys(np.zeros((0, 8), np.uint8), 2, 4).shape == (0, 2)
