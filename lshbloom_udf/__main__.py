@@ -15,7 +15,6 @@ from lshbloom_udf.job.cli import add_setting_flag
 from lshbloom_udf.memory import run_needs, run_needs_text
 from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
 
-
 # The job's settings that plan sizes or shows: their flags, types, choices and help are the config's declarations.
 PLAN_SETTINGS = ("threshold", "num_perm", "p_effective", "ngram", "bands", "bloom", "growth", "pass_mode",
                  "shard_memory")
@@ -125,8 +124,8 @@ def _dedup(argv: list[str]) -> None:
 def _check_index(argv: list[str]) -> None:
     """``lshbloom check-index DIR``: the full check of a kept index (exit 0: whole; 2: the damaged file named)."""
     from lshbloom_udf.errors import LSHBloomError, exit_code
-    from lshbloom_udf.spark.passes.check import check_index
     from lshbloom_udf.index.lock import waiting_for_lock
+    from lshbloom_udf.spark.passes.check import check_index
 
     parser = argparse.ArgumentParser(
         prog="lshbloom check-index",

@@ -27,16 +27,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (pyproject.toml's requires-python): the same parser, from PyPI
+    import tomli as tomllib
 
 from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.errors import ConfigError
 from lshbloom_udf.index import BLOOMS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
 from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS
+
 # The checks keep their short private names here so that each declaration below reads as before.
 from lshbloom_udf.setting import Setting, setting  # noqa: F401  (Setting: importable from here)
 from lshbloom_udf.setting import bands as _bands
@@ -51,8 +56,8 @@ from lshbloom_udf.setting import memory as _memory
 from lshbloom_udf.setting import normalize as _normalize
 from lshbloom_udf.setting import open_unit as _open_unit
 from lshbloom_udf.setting import optional as _optional
-from lshbloom_udf.setting import order_by as _order_by
 from lshbloom_udf.setting import options as _options
+from lshbloom_udf.setting import order_by as _order_by
 from lshbloom_udf.setting import seed as _seed
 from lshbloom_udf.setting import threshold as _threshold
 

@@ -47,10 +47,10 @@ from dataclasses import asdict, dataclass, field
 
 from lshbloom_udf.advice import measured_costs
 from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
-from lshbloom_udf.index.backends import DEFAULT_BLOOM, BLOOM_PREAMBLE_BYTES, backend
+from lshbloom_udf.index.backends import BLOOM_PREAMBLE_BYTES, DEFAULT_BLOOM, backend
 from lshbloom_udf.index.fs import human_bytes
-from lshbloom_udf.index.records import record_bytes
 from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
+from lshbloom_udf.index.records import record_bytes
 from lshbloom_udf.lsh import (
     false_negative_probability,
     false_positive_probability,

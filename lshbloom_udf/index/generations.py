@@ -23,8 +23,13 @@ from typing import Optional
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.errors import (IndexCorruptError, IndexFilesMissingError, IndexFullError, IndexMismatchError,
-                                 IndexStorageError)
+from lshbloom_udf.errors import (
+    IndexCorruptError,
+    IndexFilesMissingError,
+    IndexFullError,
+    IndexMismatchError,
+    IndexStorageError,
+)
 from lshbloom_udf.index.backends import BloomBackend
 from lshbloom_udf.index.fs import check_free_space, human_bytes, reserve_space
 from lshbloom_udf.index.params import IndexParams, effective_p

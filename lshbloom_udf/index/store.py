@@ -18,7 +18,7 @@ import numpy as np
 from lshbloom_udf.errors import CapacityWarning, IndexMismatchError, IndexRecoveryNeededError
 from lshbloom_udf.index import checksums
 from lshbloom_udf.index import manifest as mf
-from lshbloom_udf.index.backends import DEFAULT_BLOOM, BACKENDS, backend
+from lshbloom_udf.index.backends import BACKENDS, DEFAULT_BLOOM, backend
 from lshbloom_udf.index.generations import FilterStack, Generation, create_generation
 from lshbloom_udf.index.journal import has_journal, recover
 from lshbloom_udf.index.lock import IndexLock, LockHolder

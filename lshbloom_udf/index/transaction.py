@@ -14,13 +14,13 @@ import numpy as np
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
 from lshbloom_udf.index import checksums, journal
-from lshbloom_udf.index import records as rec
 from lshbloom_udf.index import manifest as mf
+from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
 from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
 from lshbloom_udf.index.lock import IndexLock, LockHolder
-from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside, is_temporary_of
 from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
+from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside, is_temporary_of
 from lshbloom_udf.index.store import LSHBloomIndex
 
 

@@ -46,10 +46,8 @@ def _refused(prefix: str = ""):
     """Spark's analysis errors, unreadable input files and the index's storage refusing a write (unwritable, full
     disk) as job errors. Any other error, a ValueError or OSError included, is an internal failure: it propagates
     with its traceback (exit 1)."""
-    from pyspark.errors import AnalysisException
-
     from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
+    from pyspark.errors import AnalysisException, PySparkException
 
     try:
         yield

@@ -19,14 +19,13 @@ from typing import Optional
 
 import numpy as np
 
+from lshbloom_udf import hooks
+from lshbloom_udf.common import col, local_rows
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.litter import fast_temp_base, make_temp_dir
-from lshbloom_udf import hooks
 from lshbloom_udf.log import logger
 from lshbloom_udf.minhash import KeySpec
-from lshbloom_udf.common import col, local_rows
 from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
-
 
 WAITING_INTERVAL = 10.0
 

@@ -15,7 +15,6 @@ import numpy as np
 from lshbloom_udf.common import col
 from lshbloom_udf.spark.keys import DUP_COL, ROW_COL
 
-
 # Rows a task of a driver-made frame carries at most: Spark warns about tasks over 1,000 KiB (TaskSetManager), and
 # a frame built from local data in one piece ships it all inside the plan of every task that reads it.
 SLICE_BYTES = 256 << 10

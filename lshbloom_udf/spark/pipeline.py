@@ -186,11 +186,10 @@ class DedupRun:
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
         ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
         from lshbloom_udf.minhash import normalization_mask
+        from lshbloom_udf.spark.crossrun import crossrun_for
         from lshbloom_udf.spark.verify import Shingling, verify_flags
         from lshbloom_udf.spark.verify_similarity import TextsSource
         from lshbloom_udf.spark.verify_sources import SparkCandidates
-
-        from lshbloom_udf.spark.crossrun import crossrun_for
 
         c, p = self.config, self.params
         prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule)

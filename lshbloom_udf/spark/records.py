@@ -31,7 +31,6 @@ from lshbloom_udf.index import records as rec
 from lshbloom_udf.sizing import parse_bytes
 from lshbloom_udf.spark.keys import ROW_COL, _replace_invalid_utf8, _selected, ship, task_start, task_threads
 
-
 ID_COL = "_lshb_id"
 # text_hash: the 128-bit hash of the text the exact copies are found by (lshbloom_udf.spark.exact: two xxhash64,
 # little-endian); null in the records of runs before it, which a schema-on-read fills in.

@@ -42,12 +42,12 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import InternalError
-from lshbloom_udf.common import GOLDEN, default_parallelism, mix64, unique_rows
-from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf import hooks
+from lshbloom_udf.common import GOLDEN, default_parallelism, mix64, unique_rows
+from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index.generations import SealAndGrow
 from lshbloom_udf.index.shards import SHARD_BLOOM, ShardPlan, plan_shards, shard_bloom, shard_keys  # noqa: F401
+from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL, ArrowBatchLimits, task_start, unpack_keyed
 
 SHARD_COL, FIRST_COL = "shard", "first"

@@ -35,8 +35,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, SparkSessionRequiredError
 from lshbloom_udf.common import unique_rows
+from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, SparkSessionRequiredError
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
 from lshbloom_udf.spark.hadoop_dir import HadoopDir

@@ -47,12 +47,11 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import InternalError
+from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf.minhash import KeySpec
-from lshbloom_udf.spark.keys import POS_BITS, chunks, keyed_batches
-from lshbloom_udf.spark.keys import task_start, task_threads
+from lshbloom_udf.spark.keys import POS_BITS, chunks, keyed_batches, task_start, task_threads
 
 MAGIC = b"LSHB"
 HELLO = struct.Struct("<4s16sii")

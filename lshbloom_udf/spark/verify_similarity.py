@@ -21,10 +21,10 @@ from typing import Optional
 
 import numpy as np
 
+from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.memory import DriverMemory, str_cost
 from lshbloom_udf.spark.keys import ROW_COL
 from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
-from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW
 
 log = logging.getLogger(__name__)

@@ -229,8 +229,13 @@ class SparkCandidates(_Counting):
         return self._flagged_keys
 
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
-        from lshbloom_udf.spark.verify_candidates import (PAIRS_SCHEMA, candidates, flagged_bloom,
-                                                          kept_pairs_mapper, pairs_mapper)
+        from lshbloom_udf.spark.verify_candidates import (
+            PAIRS_SCHEMA,
+            candidates,
+            flagged_bloom,
+            kept_pairs_mapper,
+            pairs_mapper,
+        )
 
         flagged_keys = self._flagged_frame(flagged)
         bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))

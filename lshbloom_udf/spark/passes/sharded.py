@@ -13,10 +13,10 @@ from typing import Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import over_capacity_warning, unique_rows
+from lshbloom_udf.index.shards import SHARD_BLOOM, plan_shards, shard_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
-from lshbloom_udf.index.shards import SHARD_BLOOM, plan_shards, shard_bloom
 from lshbloom_udf.spark.sharded import decided_frame
 
 

@@ -94,8 +94,8 @@ def _sha256(path: str) -> str:
 
 def replayed(batch_df, table, config, sources: tuple):
     """``batch_df`` with the flag column (``config.flag_column``) and ``sources`` of the stored decisions."""
-    from pyspark.sql import functions as F
     from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
     spark, flag = batch_df.sparkSession, config.flag_column
     marks = F.broadcast(spark.createDataFrame(table).withColumn(_MARK, F.lit(True)))
