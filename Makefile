@@ -40,7 +40,7 @@ test-rust: venv
 # The slowest tests named at the end of every run, so that a test that grows shows up in CI's log.
 # One pytest process per core (pytest-xdist), each with its own SparkSession; a test file stays in one process
 # (--dist loadfile: its module fixtures, a standalone cluster or a Connect server, are started once). Most of the
-# slow tests wait on a JVM starting or a child job, so two processes take 11.3 min where one took 16.5-17.9.
+# slow tests wait on a JVM starting or a child job, so a second process keeps the cores busy meanwhile.
 test-python:
 	$(PY) -m pytest -q -n auto --dist loadfile --durations=40
 
