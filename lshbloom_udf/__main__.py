@@ -35,7 +35,8 @@ def plan_parser() -> argparse.ArgumentParser:
     for name, default in plan_defaults().items():
         add_setting_flag(parser, name, default=default)
     add_setting_flag(parser, "verify", default=DEFAULTS["verify"])  # which threshold the bands serve (below)
-    parser.add_argument("--generations", type=int, default=5, help="generations of a growing index to show (default %(default)s)")
+    parser.add_argument("--generations", type=int, default=5,
+                        help="generations of a growing index to show (default %(default)s)")
     parser.add_argument("--executors", type=int, default=1,
                         help="executors computing the keys (both passes) and the shards (default %(default)s)")
     parser.add_argument("--executor-cores", type=int, default=4, help="cores per executor (default %(default)s)")

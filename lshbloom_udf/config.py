@@ -104,11 +104,13 @@ class DedupConfig:
     # -- MinHash / LSH: they decide compatibility with an existing index. The defaults of these and of the
     # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 11-grams,
     # permissive bands (T 0.3, 64 x 4: the study picked T 0.25 at 128, 42 x 3, whose pass flags a share of
-    # documents that grows with N: 6.2 % at 10^5 against 2.0 %, docs/benchmarks-history.md "The study's defaults at scale") and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
+    # documents that grows with N: 6.2 % at 10^5 against 2.0 %, docs/benchmarks-history.md "The study's defaults at
+    # scale") and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
     threshold: float = setting(0.3, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
                                "becomes a candidate with probability ~1/2; with verify, the decision is then "
                                "verify_threshold / containment_threshold; without verify, unless given, the bands "
-                               "are for verify_threshold's value (docs/algorithm.md section 3b)", _threshold, "minhash", cli={"type": float})
+                               "are for verify_threshold's value (docs/algorithm.md section 3b)", _threshold, "minhash",
+                               cli={"type": float})
     num_perm: int = setting(256, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
     bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
                                      _optional(_bands), "minhash",
@@ -118,9 +120,10 @@ class DedupConfig:
     shingle: str = setting("mixed", "shingle unit: words (word n-grams), chars (code point n-grams of the text "
                            "without whitespace: for every script and noisy text) or mixed (as chars, Han/kana/Hangul "
                            "weigh 3), docs/algorithm.md", _choice(*SHINGLE_UNITS), "minhash")
-    normalize: str = setting("dehyphen,nfkc,lower,punct", "normalize text first: none, all (NFKC, lowercase, punctuation to space), or a "
-                             "comma list of dehyphen,nfkc,lower,punct (dehyphen joins words hyphenated across a line "
-                             "break); a bare flag means all", _normalize, "minhash", cli={"nargs": "?", "const": "all"})
+    normalize: str = setting("dehyphen,nfkc,lower,punct", "normalize text first: none, all (NFKC, lowercase, "
+                             "punctuation to space), or a comma list of dehyphen,nfkc,lower,punct (dehyphen joins "
+                             "words hyphenated across a line break); a bare flag means all", _normalize, "minhash",
+                             cli={"nargs": "?", "const": "all"})
     seed: int = setting(1, "seed of the MinHash permutations", _seed, "minhash", cli={"type": int})
     scheme: str = setting("poisson", "permutation scheme: affine32 (datasketch >= 2), legacy (datasketch < 2, "
                           "the paper's code) or poisson (xxh3 shingle hashes, independent rows in O(shingles + "
@@ -202,8 +205,9 @@ class DedupConfig:
     # -- the decision
     insert: str = setting("first", "which documents' keys enter the index: first (keep-first: only documents kept; a "
                           "duplicate has a kept near-duplicate earlier) or all (any-earlier: every document; flagged "
-                          "when any band key was seen earlier, docs/algorithm.md). The sharded pass implies all, and so does verify "
-                          "unless insert is given: verification then decides keep-first over the pass's candidates",
+                          "when any band key was seen earlier, docs/algorithm.md). The sharded pass implies all, "
+                          "and so does verify unless insert is given: verification then decides keep-first over "
+                          "the pass's candidates",
                           _choice(*INSERT_RULES), "decision")
     pass_mode: str = setting("driver", "where the Bloom filters are tested and set: driver (one ordered pass in the "
                              "driver, the whole index in one process) or sharded (band-key shards on the executors, "

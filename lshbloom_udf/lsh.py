@@ -44,7 +44,8 @@ def _optimal_params_cached(threshold: float, num_perm: int, w_fp: float, w_fn: f
     best, best_error = (0, 0), float("inf")
     for b in range(1, num_perm + 1):
         for r in range(1, num_perm // b + 1):
-            error = false_positive_probability(threshold, b, r) * w_fp + false_negative_probability(threshold, b, r) * w_fn
+            error = (false_positive_probability(threshold, b, r) * w_fp
+                     + false_negative_probability(threshold, b, r) * w_fn)
             if error < best_error:
                 best, best_error = (b, r), error
     return best

@@ -62,7 +62,8 @@ COLLECT_SHARE_OF_MAX_RESULT = 0.5
 # task results land there, not in the unified region, which in local mode holds the pinned rows. The 204 MB input of
 # issue 33 died at 194 MB of results in a 1 GiB heap, whose part outside the unified region is 290 MB.
 COLLECT_SHARE_OF_USER_HEAP = 0.25
-# Spark's reserved system memory (UnifiedMemoryManager.RESERVED_SYSTEM_MEMORY_BYTES) and spark.memory.fraction's default.
+# Spark's reserved system memory (UnifiedMemoryManager.RESERVED_SYSTEM_MEMORY_BYTES) and spark.memory.fraction's
+# default.
 RESERVED_HEAP = 300 << 20
 MEMORY_FRACTION = 0.6
 # A stream (toLocalIterator with prefetch) holds two partitions in the JVM: each gets half of the collect budget.

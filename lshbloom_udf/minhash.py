@@ -138,7 +138,8 @@ def permutations(num_perm: int, seed: int = _D["seed"], scheme: str = _D["scheme
     elif scheme == "legacy":
         # datasketch < 2 draws (a, b) interleaved per permutation, a >= 1.
         drawn = np.array(
-            [(gen.randint(1, MERSENNE_PRIME, dtype=np.uint64), gen.randint(0, MERSENNE_PRIME, dtype=np.uint64)) for _ in range(num_perm)],
+            [(gen.randint(1, MERSENNE_PRIME, dtype=np.uint64), gen.randint(0, MERSENNE_PRIME, dtype=np.uint64))
+             for _ in range(num_perm)],
             dtype=np.uint64,
         )
         a, b = drawn[:, 0], drawn[:, 1]
@@ -305,7 +306,8 @@ def _arrow_buffers(array) -> tuple:
         raise TypeError(f"text column must be a string column, got Arrow type {array.type}")
     validity, offsets_buf, data_buf = array.buffers()
     n = len(array)
-    offsets = np.frombuffer(offsets_buf, dtype=offset_type, count=n + 1, offset=array.offset * np.dtype(offset_type).itemsize)
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type, count=n + 1,
+                            offset=array.offset * np.dtype(offset_type).itemsize)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     valid = None
     if validity is not None and array.null_count:

@@ -136,7 +136,8 @@ def _param_doc(f, spec: Setting) -> str:
     if spec.sizes is None:
         return spec.help
     default = DEFAULTS[f.name]
-    new = "the number of input documents" if default is None else (f"{default:g}" if isinstance(default, float) else default)
+    shown = f"{default:g}" if isinstance(default, float) else default
+    new = "the number of input documents" if default is None else shown
     return f"{spec.help}; undefined: a new index uses {new}, an existing index keeps its own"
 
 

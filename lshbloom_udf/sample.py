@@ -76,7 +76,8 @@ def stdlib_documents(min_words: int = 25) -> list[str]:
 
 
 def docstring_documents(module_names: list[str], min_words: int = 25) -> list[str]:
-    """Distinct docstrings of the modules ``module_names`` (and their public members) of at least ``min_words`` words."""
+    """Distinct docstrings of the modules ``module_names`` (and their public members) of at least ``min_words``
+    words."""
     seen: set[str] = set()
     docs = []
     with warnings.catch_warnings():
@@ -171,7 +172,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--duplicate-fraction", type=float, default=0.2,
                         help="share of the documents that are near-duplicate variants of an original "
                              "(default %(default)s)")
-    parser.add_argument("--seed", type=int, default=7, help="random seed of the variants and the order (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=7,
+                        help="random seed of the variants and the order (default %(default)s)")
     args = parser.parse_args(argv)
     try:
         docs = build_sample(args.docs, args.duplicate_fraction, args.seed)

@@ -142,15 +142,18 @@ class Plan:
                 "  = size of one band's filter; the formula is an optimal Bloom filter's, -n ln p / (ln 2)^2",
                 f"index size               {human_bytes(self.index_bytes)}  ({self.index_bytes:,} bytes, "
                 f"{self.index_bytes / self.formula_index_bytes:.2f}x a classic Bloom filter's bits)",
-                f"records (kept index)     {human_bytes(self.records_bytes)}  (<= {self.records_bytes // max(self.docs, 1)}"
+                f"records (kept index)     {human_bytes(self.records_bytes)}  "
+                f"(<= {self.records_bytes // max(self.docs, 1)}"
                 f" bytes per kept document); with the filters {human_bytes(self.kept_index_bytes)}",
                 "  = what --index-dir keeps beside the filters so later runs verify against this run's documents",
                 f"LSH FP / FN (integrals)  {self.lsh_false_positive:.6g} / {self.lsh_false_negative:.6g}",
                 "  = the bands' errors: share of pairs below the threshold flagged / above it missed (S-curve areas)",
                 f"LSHBloom FP / FN         {self.lshbloom_false_positive:.6g} / {self.lshbloom_false_negative:.6g}",
                 "  = the same with the Bloom filters' false positives added (what a run should see)",
-                f"fits here in             {where}  (/dev/shm free {human_bytes(self.shm_free_bytes)}, RAM {human_bytes(self.ram_bytes)})",
-                "  = where this machine can hold the index: /dev/shm or RAM is fast, disk only is slow for the driver pass",
+                f"fits here in             {where}  (/dev/shm free {human_bytes(self.shm_free_bytes)}, "
+                f"RAM {human_bytes(self.ram_bytes)})",
+                "  = where this machine can hold the index: /dev/shm or RAM is fast, disk only is slow for the "
+                "driver pass",
             ]
             + self._growth_lines()
         )

@@ -105,7 +105,8 @@ class BloomBackend:
 
     def band_false_positive(self, inserted: int, capacity: int, p_band: float,
                             recorded: Optional[dict] = None) -> float:
-        """The false-positive rate of one band's filter (sized for ``capacity`` at ``p_band``) holding ``inserted`` keys;
+        """The false-positive rate of one band's filter (sized for ``capacity`` at ``p_band``) holding ``inserted``
+        keys;
         ``recorded``: the geometry a manifest recorded for its files (:meth:`manifest_fields`), which wins over
         today's sizing of ``capacity`` at ``p_band`` (a sizing rule may change after the files were made)."""
         raise NotImplementedError

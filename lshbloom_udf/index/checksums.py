@@ -59,7 +59,8 @@ def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:  # label
         return 0
     files = recorded.get("files") if isinstance(recorded, dict) else None
     if not isinstance(files, dict) or recorded.get("algorithm") != ALGORITHM:
-        raise IndexCorruptError(f"{label}: corrupt manifest (its {CHECKSUMS} entry is not {ALGORITHM} of each band file)")
+        raise IndexCorruptError(
+            f"{label}: corrupt manifest (its {CHECKSUMS} entry is not {ALGORITHM} of each band file)")
     for path in paths:
         if files.get(os.path.basename(path)) is None:
             raise IndexCorruptError(f"{path}: the manifest records no checksum for this band file")

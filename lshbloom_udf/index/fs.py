@@ -62,7 +62,8 @@ def rmtree(path: str) -> None:
 
 
 def check_free_space(path: str, needed: int, what: str, why: str) -> None:
-    """Raise ``OSError(ENOSPC)`` naming ``what`` when the file system of ``path`` has less than ``needed`` bytes free."""
+    """Raise ``OSError(ENOSPC)`` naming ``what`` when the file system of ``path`` has less than ``needed`` bytes
+    free."""
     free = shutil.disk_usage(path).free
     if needed > free:
         raise OSError(
@@ -118,4 +119,5 @@ def commit_rename(tmp: str, final: str) -> None:
     """
     tmp, final = os.path.abspath(tmp), os.path.abspath(final)
     fsync_tree(tmp)
-    apply_renames("/", [[tmp, final]], lambda src, dst: FileNotFoundError(f"cannot rename {src} to {dst}: both are gone"))
+    apply_renames("/", [[tmp, final]],
+                  lambda src, dst: FileNotFoundError(f"cannot rename {src} to {dst}: both are gone"))

@@ -73,7 +73,8 @@ def create_generation(directory: str, backend: BloomBackend, b: int, generation:
         for band_path in paths:
             if os.path.exists(band_path):
                 os.remove(band_path)
-        raise IndexStorageError(e.errno, f"cannot reserve {human_bytes(needed)} for {what}: {e.strerror}", directory) from e
+        raise IndexStorageError(e.errno, f"cannot reserve {human_bytes(needed)} for {what}: {e.strerror}",
+                                directory) from e
     return paths
 
 

@@ -69,7 +69,8 @@ class IndexLock:
                 raise
             if self.read_only:
                 return None
-            raise PermissionError(e.errno, f"{self.path}: index directory is not writable ({e.strerror})", lock_path) from None
+            raise PermissionError(e.errno, f"{self.path}: index directory is not writable ({e.strerror})",
+                                  lock_path) from None
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if self.read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -89,7 +90,8 @@ class IndexLock:
         return self._fd is not None
 
     def keep(self) -> "IndexLock":
-        """Hand the lock over: leaving the ``with`` block no longer releases it; the new holder calls :meth:`release`."""
+        """Hand the lock over: leaving the ``with`` block no longer releases it; the new holder calls
+        :meth:`release`."""
         self._kept = True
         return self
 

@@ -90,7 +90,8 @@ def read_manifest(path: str) -> dict:
         raise IndexCorruptError(f"{manifest_path}: corrupt manifest ({e})") from None
     backend = backend_for_format(manifest.get("format")) if isinstance(manifest, dict) else None
     if backend is None:
-        raise IndexCorruptError(f"{manifest_path}: not an LSHBloom index manifest (format {' or '.join(MANIFEST_FORMATS)})")
+        raise IndexCorruptError(
+            f"{manifest_path}: not an LSHBloom index manifest (format {' or '.join(MANIFEST_FORMATS)})")
     version = manifest.get("format_version")
     if version not in FORMAT_VERSIONS.values():
         raise IndexMismatchError(
@@ -152,7 +153,8 @@ def generations_from_manifest(manifest: Mapping, params: IndexParams) -> list[Ge
     """The generations a (validated) manifest records."""
     if "generations" not in manifest:
         return [Generation(params.capacity, manifest["p_band"], manifest["inserted"])]
-    return [Generation(g["capacity"], g["p_band"], g["inserted"], {k: v for k, v in g.items() if k not in GENERATION_FILL})
+    return [Generation(g["capacity"], g["p_band"], g["inserted"],
+                       {k: v for k, v in g.items() if k not in GENERATION_FILL})
             for g in manifest["generations"]]
 
 
@@ -205,7 +207,8 @@ def check_expected(path: str, params: IndexParams, expected: Mapping[str, Any]) 
         if want is None:
             continue
         got = have[name]
-        same = math.isclose(got, want, rel_tol=1e-12) if isinstance(got, float) and isinstance(want, float) else got == want
+        floats = isinstance(got, float) and isinstance(want, float)
+        same = math.isclose(got, want, rel_tol=1e-12) if floats else got == want
         if not same:
             diffs.append(f"{name}: index has {got!r}, asked for {want!r}")
     if diffs:

@@ -59,7 +59,8 @@ class IndexParams:
     fields default to :data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`.
     """
 
-    # The defaults are the low-level API's (COMPAT_DEFAULTS: datasketch's formats), not the job's; see lshbloom_udf.compat.
+    # The defaults are the low-level API's (COMPAT_DEFAULTS: datasketch's formats), not the job's; see
+    # lshbloom_udf.compat.
     b: int
     r: int
     capacity: int
@@ -153,7 +154,8 @@ def expected_params(params: IndexParams, sizing_given: SizingGiven = True) -> di
     else:
         unknown = set(sizing_given) - set(SIZING_FIELDS)
         if unknown:
-            raise ValueError(f"not sizing parameters: {', '.join(sorted(unknown))} (sizing: {', '.join(SIZING_FIELDS)})")
+            raise ValueError(
+                f"not sizing parameters: {', '.join(sorted(unknown))} (sizing: {', '.join(SIZING_FIELDS)})")
         keep = tuple(sizing_given)
     return without_sizing(params, keep)
 

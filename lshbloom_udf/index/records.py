@@ -102,7 +102,8 @@ def check_files(where: str, run: Mapping, got: Mapping[str, str]) -> None:
               "its runs' inputs into a new --index-dir (docs/reliability.md)")
     for name in sorted(set(want) | set(got)):
         if name not in got:
-            raise IndexCorruptError(f"{where}/{name}: missing: run {run.get('run_id')}'s records are incomplete; {advice}")
+            raise IndexCorruptError(
+                f"{where}/{name}: missing: run {run.get('run_id')}'s records are incomplete; {advice}")
         if name not in want:
             raise IndexCorruptError(f"{where}/{name}: not a part of run {run.get('run_id')}'s records; {advice}")
         if got[name] != want[name]:

@@ -43,7 +43,8 @@ class LSHBloomIndex(LockHolder):
 
     def __init__(self, path: str, manifest: dict, read_only: bool, lock: Optional[IndexLock] = None,
                  verify: bool = True):
-        """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases it.
+        """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases
+        it.
 
         ``verify``: check the band files against the manifest's checksums (:mod:`~.checksums`).
         """
@@ -82,7 +83,8 @@ class LSHBloomIndex(LockHolder):
         return mf.exists(path)
 
     @classmethod
-    def create(cls, path: str, params: IndexParams, *, bloom: str = DEFAULT_BLOOM, lock: bool = True) -> "LSHBloomIndex":
+    def create(cls, path: str, params: IndexParams, *, bloom: str = DEFAULT_BLOOM,
+               lock: bool = True) -> "LSHBloomIndex":
         """Create an empty index at ``path`` (which must not hold one), with ``bloom`` filters.
 
         ``lock=False`` is for a caller that already holds the directory's lock
@@ -92,7 +94,8 @@ class LSHBloomIndex(LockHolder):
         os.makedirs(path, exist_ok=True)
 
         def new_files() -> dict:
-            if cls.exists(path) or any(os.path.exists(os.path.join(path, other.file_name(0))) for other in BACKENDS.values()):
+            if cls.exists(path) or any(os.path.exists(os.path.join(path, other.file_name(0)))
+                                       for other in BACKENDS.values()):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
             manifest = mf.new_manifest(bloom_backend, params)
             paths = create_generation(path, bloom_backend, params.b, 0, Generation(params.capacity, manifest["p_band"]))
@@ -191,9 +194,11 @@ class LSHBloomIndex(LockHolder):
             raise FileExistsError(f"{path}: already has a manifest; open it instead")
         params = dict(params)
         if params.get("band_key", "sum") != "sum":
-            raise IndexMismatchError(f"{path}: datasketch's band files are keyed by band_key 'sum', not {params['band_key']!r}")
+            raise IndexMismatchError(
+                f"{path}: datasketch's band files are keyed by band_key 'sum', not {params['band_key']!r}")
         if params.get("growth", "fixed") != "fixed":
-            raise IndexMismatchError(f"{path}: datasketch's band files are one fixed generation, not growth {params['growth']!r}")
+            raise IndexMismatchError(
+                f"{path}: datasketch's band files are one fixed generation, not growth {params['growth']!r}")
         b = params.get("b")
         if b is None:
             raise ValueError("adopt needs at least b and r in params")
@@ -354,7 +359,8 @@ class LSHBloomIndex(LockHolder):
             self._release_lock()
 
     def discard(self) -> None:
-        """Close without writing the manifest (what was inserted since the last sync is not recorded); release the lock."""
+        """Close without writing the manifest (what was inserted since the last sync is not recorded); release the
+        lock."""
         if self.closed:
             return
         try:

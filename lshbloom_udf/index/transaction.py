@@ -110,7 +110,8 @@ class IndexTransaction(LockHolder):
         with open(path, "rb") as f:
             data = f.read()
         if len(data) % 8 or hashlib.sha256(data).hexdigest() != run["duplicates_sha256"]:
-            raise IndexCorruptError(f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.get('run_id')})")
+            raise IndexCorruptError(
+                f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.get('run_id')})")
         return np.frombuffer(data, dtype="<i8").astype(np.int64)
 
     def records_location(self, run: Mapping) -> Optional[str]:
@@ -168,7 +169,8 @@ class IndexTransaction(LockHolder):
         journal.write_pending(self.staging, self._outputs)
 
     def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = DEFAULT_BLOOM) -> LSHBloomIndex:
-        """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds none)."""
+        """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds
+        none)."""
         backend(bloom)
         staging = self._ensure_staging()
         if self.index is not None:
@@ -191,13 +193,15 @@ class IndexTransaction(LockHolder):
         live.close()
         need = sum(os.path.getsize(os.path.join(self.path, n)) for n in names)
         check_free_space(
-            staging, need, "the staging copy of the index", "a run works on a copy, so the index's file system needs room for two"
+            staging, need, "the staging copy of the index",
+            "a run works on a copy, so the index's file system needs room for two"
         )
         try:
             for name in names + [mf.MANIFEST_NAME]:
                 shutil.copyfile(os.path.join(self.path, name), os.path.join(staging, name))
         except OSError as e:
-            raise IndexStorageError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}", self.path) from e
+            raise IndexStorageError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}",
+                                    self.path) from e
 
     def commit(
         self,
@@ -233,7 +237,8 @@ class IndexTransaction(LockHolder):
             self.staging = None
         return record
 
-    def _seal_staged_index(self, run: Optional[Mapping], duplicates: Optional[np.ndarray]) -> tuple[Optional[dict], list]:
+    def _seal_staged_index(self, run: Optional[Mapping],
+                           duplicates: Optional[np.ndarray]) -> tuple[Optional[dict], list]:
         """Close the staged index, add the run's record and duplicates to it; the renames that make it live."""
         staging, rel = self.staging, os.path.basename(self.staging)
         self.index.sync()

@@ -61,7 +61,8 @@ def add_stream_flags(group) -> None:
     group.add_argument("--stream", action="store_true",
                        help="read --input (a directory) as a stream of arriving files; each micro-batch is "
                             "deduplicated against --index-dir and written to <output>/batch=<n>, exactly once")
-    group.add_argument("--checkpoint-location", help="the stream's checkpoint directory (restart with the same one to resume)")
+    group.add_argument("--checkpoint-location",
+                       help="the stream's checkpoint directory (restart with the same one to resume)")
     group.add_argument("--trigger", default="available-now",
                        help="available-now (process what has arrived, then stop) or an interval, e.g. '30 seconds' "
                             "(run until stopped: SIGTERM or Ctrl-C stops it between batches) (default available-now)")

@@ -50,10 +50,10 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     ``bloom``: a new index is {new_bloom!r} with the default band key (cuckoo
     filters: ~1.05x a classic Bloom filter's bits, not readable by
     datasketch); with ``band_key="sum"`` it is {sum_bloom!r},
-    datasketch's file format; an existing index keeps its own. ``p_effective`` and ``expected_docs`` size a *new* index (defaults
-    {p_effective:g} and the number of input rows); an existing index at
-    ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must match an
-    existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
+    datasketch's file format; an existing index keeps its own. ``p_effective`` and ``expected_docs`` size a *new* index
+    (defaults {p_effective:g} and the number of input rows); an existing index at
+    ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must
+    match an existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
 
     The driver pass runs when this function is called; the returned DataFrame
     is lazy only in its final join. With ``return_summary=True`` returns a

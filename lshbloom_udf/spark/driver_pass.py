@@ -148,7 +148,8 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: 
                     keep_keys: bool = False, started: Optional[float] = None,
                     sample_below: Optional[int] = None) -> PassOutcome:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
-    rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier; :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
+    rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier;
+    :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
     ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates). ``started``: when the
     keys' job began (``time.monotonic()``; default now), from which ``first_keys_seconds`` counts.
     ``sample_below``: also note the rows that are candidates of verification's template sample

@@ -196,7 +196,8 @@ def key_fingerprints(keyed) -> tuple[str, str]:
         F.sum(F.hash(F.col(KEYS_COL), F.col(ROW_COL)).cast(dec)).alias("s2"),
     ).collect()[0]
     content = hashlib.sha256(f"lshbloom-content:{row['n']}:{row['c1']}:{row['c2']}".encode()).hexdigest()[:32]
-    sequence = hashlib.sha256(f"lshbloom-sequence:{row['n']}:{row['s1']}:{row['s2']}:{content}".encode()).hexdigest()[:32]
+    sequence_key = f"lshbloom-sequence:{row['n']}:{row['s1']}:{row['s2']}:{content}"
+    sequence = hashlib.sha256(sequence_key.encode()).hexdigest()[:32]
     return content, sequence
 
 

@@ -112,7 +112,8 @@ def join_sources(pinned, columns, verified, config, crossrun=None):
     names = np.array(MEASURES, dtype=object)[np.where(known, verified.measure, 0)]
     spark = pinned.sparkSession
     small = len(rows) <= config.broadcast_limit
-    dups = local_frame(spark, {ROW_COL: rows, of: np.where(in_run, np.asarray(verified.of_rows.tolist(), dtype=object), None),
+    of_values = np.where(in_run, np.asarray(verified.of_rows.tolist(), dtype=object), None)
+    dups = local_frame(spark, {ROW_COL: rows, of: of_values,
                                SOURCE_COLS[1]: nullable(verified.similarity.tolist()),
                                SOURCE_COLS[2]: nullable(names), prior: earlier}, schema, small)
     hint = F.broadcast if small else (lambda d: d)
@@ -129,7 +130,8 @@ def join_sources(pinned, columns, verified, config, crossrun=None):
         dups = dups.join(hint(of_ids), of, "left").select(
             ROW_COL, F.coalesce(F.col(SOURCE_COLS[0]), F.col(prior).cast(id_type)).alias(SOURCE_COLS[0]),
             *SOURCE_COLS[1:])
-    joined = pinned.join(hint(dups.withColumn(DUP_COL, F.lit(True))), ROW_COL, "left" if config.mode == "flag" else "inner")
+    joined = pinned.join(hint(dups.withColumn(DUP_COL, F.lit(True))), ROW_COL,
+                         "left" if config.mode == "flag" else "inner")
     if not small:
         joined = joined.orderBy(ROW_COL)
     if config.mode == "flag":

@@ -195,8 +195,8 @@ def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
             yield pa.RecordBatch.from_arrays(
-                [pa.array(rows, pa.int64()), key_arr, pa.array(active, pa.bool_())], names=[ROW_COL, KEYS_COL, ACTIVE_COL]
-            )
+                [pa.array(rows, pa.int64()), key_arr, pa.array(active, pa.bool_())],
+                names=[ROW_COL, KEYS_COL, ACTIVE_COL])
 
     return compute
 
@@ -219,7 +219,8 @@ def _replace_invalid_utf8(text):
     import pyarrow as pa
 
     raw = text.cast(pa.large_binary() if pa.types.is_large_string(text.type) else pa.binary())
-    return pa.array([None if v is None else v.decode("utf-8", "replace") for v in raw.to_pylist()], type=pa.large_string())
+    return pa.array([None if v is None else v.decode("utf-8", "replace") for v in raw.to_pylist()],
+                    type=pa.large_string())
 
 
 def chunks(keyed, chunk_rows: int):

@@ -78,7 +78,8 @@ def fixed_binary(matrix: np.ndarray):
 
     n, width = matrix.shape
     offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(matrix))])
+    return pa.Array.from_buffers(pa.binary(), n,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(matrix))])
 
 
 def binary_matrix(array, width: int) -> np.ndarray:
@@ -115,7 +116,8 @@ def sketch_mapper(text_col: str, spec, among, inside: bool, with_id: bool):
                 continue
             sketch, size, active = sketch_batch(batch.column(batch.schema.get_field_index(text_col)), spec, threads)
             keep = pa.array(active)
-            ids = batch.column(batch.schema.get_field_index(ID_COL)) if with_id else pa.nulls(batch.num_rows, pa.string())
+            ids = (batch.column(batch.schema.get_field_index(ID_COL)) if with_id
+                   else pa.nulls(batch.num_rows, pa.string()))
             out = pa.RecordBatch.from_arrays(
                 [batch.column(batch.schema.get_field_index(ROW_COL)), ids, fixed_binary(sketch), pa.array(size),
                  fixed_binary(text_hashes(batch))],

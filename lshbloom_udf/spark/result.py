@@ -1,4 +1,5 @@
-"""What a run returns: :class:`DedupResult` (the DataFrame, the summary, the commit still to do) and the summary text."""
+"""What a run returns: :class:`DedupResult` (the DataFrame, the summary, the commit still to do) and the summary
+text."""
 
 from __future__ import annotations
 
@@ -230,8 +231,10 @@ def format_summary(summary: dict) -> str:
         f"kept               {summary['kept']:,}",
         f"run                {_run_text(summary)}",
         f"pass               {_PASS_TEXT.get(summary.get('pass', 'driver'), summary.get('pass'))}",
-        f"parameters         threshold {p.get('threshold')}{_bands_for_text(p)}, num_perm {p.get('num_perm')}, b x r {p.get('b')} x {p.get('r')}, "
-        f"ngram {p.get('ngram')} {p.get('shingle', 'words')}, normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, band key {p.get('band_key', 'sum')}",
+        f"parameters         threshold {p.get('threshold')}{_bands_for_text(p)}, num_perm {p.get('num_perm')}, "
+        f"b x r {p.get('b')} x {p.get('r')}, ngram {p.get('ngram')} {p.get('shingle', 'words')}, "
+        f"normalize {p.get('normalize')}, seed {p.get('seed')}, scheme {p.get('scheme')}, "
+        f"band key {p.get('band_key', 'sum')}",
         f"index              {_index_text(idx)}",
         "seconds            " + ", ".join(f"{k} {v:.2f}" for k, v in summary.get("seconds", {}).items()),
         f"rate               {_rate_text(summary)}",
@@ -239,7 +242,8 @@ def format_summary(summary: dict) -> str:
     for warning in summary.get("warnings", ()):
         lines.insert(-2, f"warning            {warning}")
     if math.isfinite(idx.get("expected_false_positive", 0.0) or 0.0) and idx.get("expected_false_positive"):
-        lines.insert(-2, f"index FP rate now  {idx['expected_false_positive']:.3g} (sized for p_effective {idx.get('p_effective'):.3g})")
+        lines.insert(-2, f"index FP rate now  {idx['expected_false_positive']:.3g} "
+                         f"(sized for p_effective {idx.get('p_effective'):.3g})")
     v = summary.get("verify")
     if v:
         lines.insert(3, _verify_text(v, summary, idx))
@@ -310,9 +314,10 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
         text += f"; {v['unverifiable']:,} stay flagged unverified (only earlier runs without records explain them)"
     cross = v.get("cross_run")
     if cross:
-        text += (f"\n                   across runs: {cross['looked_up']:,} flags judged against {cross['records_read']:,} "
-                 f"records of {cross['records_runs']} earlier run(s): {cross['verified']:,} name an earlier run's "
-                 f"document, {cross['unflagged']:,} unflagged ({cross['seconds']:.1f} s); this run's records: "
+        text += (f"\n                   across runs: {cross['looked_up']:,} flags judged against "
+                 f"{cross['records_read']:,} records of {cross['records_runs']} earlier run(s): "
+                 f"{cross['verified']:,} name an earlier run's document, {cross['unflagged']:,} unflagged "
+                 f"({cross['seconds']:.1f} s); this run's records: "
                  f"{cross['records_written']:,} ({human_bytes(cross['record_bytes'])})")
     if idx.get("inserted_total") is not None and not idx.get("reproduced"):
         inserted = idx.get("inserted_total", 0) - idx.get("inserted_before", 0)
@@ -323,7 +328,7 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
                      "any-earlier): verification decides keep-first over its candidates, so the index also holds "
                      "the removed ones")
         else:
-            text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} documents "
-                     f"the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the {v['unflagged']:,} "
-                     "unflagged (and empty documents are never inserted)")
+            text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} "
+                     f"documents the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the "
+                     f"{v['unflagged']:,} unflagged (and empty documents are never inserted)")
     return text

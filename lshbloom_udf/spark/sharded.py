@@ -1,4 +1,5 @@
-"""The sharded pass (docs/algorithm.md §4b, docs/architecture.md): the any-earlier decisions made on the executors, band-key shard by shard.
+"""The sharded pass (docs/algorithm.md §4b, docs/architecture.md): the any-earlier decisions made on the executors,
+band-key shard by shard.
 
 Under any-earlier (``insert = "all"``) a document ``k`` is a duplicate when
 

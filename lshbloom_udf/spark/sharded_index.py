@@ -70,7 +70,8 @@ def holds_sharded(path: str) -> bool:
     import os
 
     return os.path.isdir(path) and any(
-        n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) and n != DRIVER_MANIFEST for n in os.listdir(path))
+        n.startswith(MANIFEST_PREFIX) and n.endswith(MANIFEST_SUFFIX) and n != DRIVER_MANIFEST
+        for n in os.listdir(path))
 
 
 def refuse_sharded(path: str) -> None:
@@ -153,7 +154,8 @@ class ShardedTransaction:
             raise IndexCorruptError(f"{self.dir.child(name)}: corrupt manifest ({e})") from None
         if manifest.get("format") != FORMAT or manifest.get("version") != version:
             raise IndexCorruptError(f"{self.dir.child(name)}: not the manifest of version {version} of a sharded index")
-        data = [manifest.get("data")] + [r.get("data") if isinstance(r, dict) else None for r in manifest.get("runs", [])]
+        data = [manifest.get("data")] + [r.get("data") if isinstance(r, dict) else None
+                                         for r in manifest.get("runs", [])]
         bad = [d for d in data if not (isinstance(d, str) and _VERSION_DIR.fullmatch(d))]
         if bad:  # only this index's own version directories are ever read (or deleted)
             raise IndexCorruptError(f"{self.dir.child(name)}: names {bad[0]!r}, not a version directory of this index; "
@@ -298,8 +300,9 @@ class ShardedTransaction:
             b = row["bad"]
             raise IndexCorruptError(
                 f"{where}: corrupt filter part (band {b['band']}, shard {b['shard']}, generation {b['generation']}, "
-                f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. Restore the "
-                "index from a backup, or rebuild it from its runs' inputs into a new --index-dir (docs/reliability.md)")
+                f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. "
+                "Restore the index from a backup, or rebuild it from its runs' inputs into a new --index-dir "
+                "(docs/reliability.md)")
         records = len(self.verify_records_many(manifest.get("runs", [])))
         return {"filter_parts": int(row["parts"]), "checksums": True, "records": records}
 

@@ -99,7 +99,8 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
             if sock.recv(1):
                 raise InternalError("internal error: the driver answered the keys stream")
         sent = sum(sums, InputSums()).to_json() if measure else None
-        yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "documents": pa.array([total], pa.int64()),
+        yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()),
+                                          "documents": pa.array([total], pa.int64()),
                                           "sums": pa.array([sent], pa.string())})
 
     return send
@@ -164,7 +165,8 @@ class KeyStream:
         def job():
             t = time.monotonic()
             try:
-                # The thread inherited the run's local properties; the group (to cancel the job) replaces the description.
+                # The thread inherited the run's local properties; the group (to cancel the job) replaces the
+                # description.
                 sc.setJobGroup(self.group, "lshbloom: keys + driver pass", interruptOnCancel=True)
                 sent = df.collect()
             except BaseException as e:  # handed to the pass, which raises it

@@ -164,7 +164,8 @@ def _texts_frame(texts_of, rows: np.ndarray, broadcast_limit: int):
 
 def _driver_texts(texts_of, rows: np.ndarray, broadcast_limit: int, budget: int, held: dict) -> bool:
     """Add ``{row id: text}`` of ``rows`` to ``held`` on the driver; False once ``held`` would pass ``budget``
-    (:func:`~lshbloom_udf.memory.str_cost` of each text). The rows arrive as Arrow batches, not one by one (:func:`_arrow_batches`)."""
+    (:func:`~lshbloom_udf.memory.str_cost` of each text). The rows arrive as Arrow batches, not one by one
+    (:func:`_arrow_batches`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

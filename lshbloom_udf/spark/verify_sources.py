@@ -5,8 +5,8 @@
   the flagged documents' keys the pass kept (``F·b``). Round 1 is one
   sequential scan of the spool: every kept document's ``(band, key)`` pairs
   looked up in the flagged documents' (:class:`lshbloom_udf._native.PairIndex`,
-  native, exact, a chunk per driver core while the scan reads on), stopping after the last flagged row (a candidate source is
-  earlier than its flagged document). Round 2 joins the round-1-unflagged
+  native, exact, a chunk per driver core while the scan reads on), stopping after the last flagged row (a candidate
+  source is earlier than its flagged document). Round 2 joins the round-1-unflagged
   documents' keys with themselves in memory (``_native.shared_band_pairs``:
   sorted band by band, the bands shared among the driver's cores, each bucket
   paired with its first :data:`ANCHORS_PER_BUCKET` members). No Spark job, no

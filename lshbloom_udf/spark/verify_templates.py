@@ -20,12 +20,14 @@ smallest hash (Spark's ``xxhash64``; a bottom-k sample: uniform, and the same ro
 so that ``T`` is the shingles held by about ``max_df / SAMPLE`` of the kept documents (0.5 % at the default): a
 share, not a count, so that at scale ordinary phrases do not become a template's. A run that is mostly one template
 family keeps almost nothing (its siblings are flagged): with fewer than ``TOP_UP_BELOW · max_df`` kept documents in
-the sample it is topped up with flagged candidates, copies of one source entering once (:data:`TOP_UP_BELOW`). The driver pass notes the rows
-whose hash is small enough to be candidates (:func:`sample_candidates`, about ``2·SAMPLE``) and round 1 brings
+the sample it is topped up with flagged candidates, copies of one source entering once (:data:`TOP_UP_BELOW`). The
+driver pass notes the rows whose hash is small enough to be candidates (:func:`sample_candidates`, about ``2·SAMPLE``)
+and round 1 brings
 their texts with its own; without a driver pass (the sharded pass), or when round 1's texts stay on the executors,
 one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify_similarity.TextsSource.sample_texts`), only
-when some verified pair is a suspect. The sample's shingles are hashed (xxh3-64, :func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct
-shingles may merge their counts (about ``m² / 2^65`` among ``m``). ``J'`` and the containment check of the suspects
+when some verified pair is a suspect. The sample's shingles are hashed (xxh3-64,
+:func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct shingles may merge their counts (about ``m² / 2^65``
+among ``m``). ``J'`` and the containment check of the suspects
 are computed on the same hashes.
 """
 

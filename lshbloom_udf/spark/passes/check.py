@@ -17,5 +17,6 @@ def check_index(path: str) -> str:
     owners = [p for p in PASSES.values() if p.holds_index(path)]
     if len(owners) > 1:
         raise IndexMismatchError(f"{path}: holds the files of more than one kind of index ("
-                                 f"{', '.join(p.name for p in owners)} pass); check-index checks one kind: move one away")
+                                 f"{', '.join(p.name for p in owners)} pass); check-index checks one kind: "
+                                 "move one away")
     return (owners or [PASSES[DEFAULTS["pass_mode"]]])[0].check_index(path)

@@ -20,7 +20,8 @@ class ReproducedPass:
         outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), given.documents)
         if len(rows) != outcome.duplicates:
             raise InternalError(
-                f"{given.index_dir}: run {prior['run_id']} records {outcome.duplicates} duplicates but stores {len(rows)}"
+                f"{given.index_dir}: run {prior['run_id']} records {outcome.duplicates} duplicates but stores "
+                f"{len(rows)}"
             )
         report = given.report().replace(
             reproduced=True,

@@ -249,7 +249,8 @@ def _source_columns(config: DedupConfig) -> tuple:
 
 def _progress_line(entry: dict) -> str:
     if entry["replayed"]:
-        return f"{entry['batch']}: replayed run {entry['run_id']} ({entry['documents']} documents) in {entry['seconds']} s"
+        return (f"{entry['batch']}: replayed run {entry['run_id']} ({entry['documents']} documents) in "
+                f"{entry['seconds']} s")
     index = entry["index"]
     fp = index.get("expected_false_positive")
     return (f"{entry['batch']}: {entry['documents']:,} documents, {entry['duplicates']:,} duplicates in "
