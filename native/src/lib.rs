@@ -6,7 +6,8 @@
 //! line per key) and the band set over either (`bandset`), verification's
 //! exact overlaps (`overlap`, and `pairoverlap` over a table of texts), shingle hash sets for its template rule
 //! (`shinglehash`) and candidate matching (`pairmatch`,
-//! `sharedpairs`), and the input check's sums of the texts (`input_sums`).
+//! `sharedpairs`), the input check's sums of the texts (`input_sums`), and
+//! SplitMix64, which several of them use (`splitmix`).
 //! `py` binds them.
 
 pub mod arrow;
@@ -33,6 +34,7 @@ mod punct_table;
 mod py;
 pub mod sha1x;
 pub mod sharedpairs;
+pub mod splitmix;
 pub mod shinglehash;
 pub mod shingles;
 

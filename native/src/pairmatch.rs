@@ -13,13 +13,7 @@
 
 use crate::prefetch::prefetch;
 
-/// A bijection on u64 (splitmix64's finalizer).
-#[inline]
-fn mix(mut h: u64) -> u64 {
-    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    h ^ (h >> 31)
-}
+use crate::splitmix::mix;
 
 /// Band `i`'s key of a b-bit MinHash sketch (a byte a value), from its bytes `[i·r, (i+1)·r)`: packed
 /// little-endian when they fit in 8 bytes, else folded through [`mix`] (cross-run verification's candidates,
@@ -62,15 +56,22 @@ struct Band {
     /// `keys[starts[t]..starts[t + 1]]` have top bits `t`.
     starts: Vec<u32>,
     /// One bit per slot of the mixed keys' low bits, set where a key is: 16 to 32 slots per key (2 to 4
-    /// bytes), at most 2 MiB a band. Most keys looked up are not indexed, and this answers them from the
-    /// cache (docs/benchmarks.md, "The records scan, cut").
+    /// bytes), at most [`FILTER_MAX_BITS`] a band, so that it stays in the core's cache. Most keys looked up
+    /// are not indexed, and this answers them there (docs/benchmarks.md, "The records scan, cut"). Empty: no
+    /// filter (more keys than a cache-sized one holds: it would cost a miss of its own before the bucket's).
     filter: Vec<u64>,
     filter_mask: u64,
 }
 
+/// The largest filter a band gets: 2^20 bits (128 KiB), for up to 2^16 indexed keys.
+const FILTER_MAX_BITS: u32 = 20;
+
 impl Band {
     #[inline]
     fn may_hold(&self, mixed: u64) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
         let slot = mixed & self.filter_mask;
         self.filter[(slot >> 6) as usize] & (1 << (slot & 63)) != 0
     }
@@ -107,12 +108,15 @@ impl PairIndex {
                 for t in 1..starts.len() {
                     starts[t] += starts[t - 1];
                 }
-                let filter_bits = (usize::BITS - n.max(1).leading_zeros() + 4).clamp(6, 24);
+                let filter_bits = (usize::BITS - n.max(1).leading_zeros() + 4).max(6);
                 let filter_mask = (1u64 << filter_bits) - 1;
-                let mut filter = vec![0u64; 1 << (filter_bits - 6)];
-                for &(k, _) in &pairs {
-                    let slot = k & filter_mask;
-                    filter[(slot >> 6) as usize] |= 1 << (slot & 63);
+                let mut filter = Vec::new();
+                if filter_bits <= FILTER_MAX_BITS {
+                    filter = vec![0u64; 1 << (filter_bits - 6)];
+                    for &(k, _) in &pairs {
+                        let slot = k & filter_mask;
+                        filter[(slot >> 6) as usize] |= 1 << (slot & 63);
+                    }
                 }
                 let (keys, docs) = pairs.into_iter().unzip();
                 Band { keys, docs, starts, filter, filter_mask }
@@ -228,6 +232,8 @@ mod tests {
             (3, 1, 20, 3),
             (8, 500, 200, 1000),
             (1, 0, 10, 5),
+            // Past 2^16 indexed keys a band has no filter: every lookup goes to its buckets.
+            (1, 70_000, 60, 200_000),
         ] {
             // Small key ranges: many shared keys, within the few too (copies of one source share keys).
             let few: Vec<u64> = (0..nf * b).map(|_| lcg(&mut seed) % range).collect();

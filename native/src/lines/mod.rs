@@ -132,14 +132,7 @@ pub fn line_mut(data: &mut [u8], i: usize) -> &mut [u8] {
 }
 
 /// SplitMix64: the pseudo-random keys of the rate measurements and tests.
-#[inline]
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::splitmix::next as splitmix;
 
 /// 64x64 -> 128-bit multiply folded to 64 bits (wyhash's `mum`).
 #[inline(always)]

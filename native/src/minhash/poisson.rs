@@ -28,6 +28,8 @@
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::exponential::{exponential, exponential_fast};
+// SplitMix64: the arrival stream of one shingle, seeded by its hash.
+use crate::splitmix::next as next_random;
 #[cfg(target_arch = "x86_64")]
 use super::poisson_avx512::{self, Avx512, WideWalks};
 
@@ -39,16 +41,6 @@ const FIRST_SLACK: f64 = 1.0;
 /// Added to `ln e` when `e` rows are still empty: filled by then with
 /// probability `exp(-e^-c)` = 0.87.
 const NEXT_SLACK: f64 = 2.0;
-
-/// SplitMix64: the arrival stream of one shingle, seeded by its hash.
-#[inline(always)]
-fn next_random(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// The next arrival of a stream: its random word (whose high bits pick the
 /// bin) and its Exp(1) gap (from the low bits, and more words when the
