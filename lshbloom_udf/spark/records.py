@@ -150,11 +150,11 @@ def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.n
 
 def among_rows(pinned, among: np.ndarray):
     """The pinned rows whose row id is in ``among``: a semi-join with them, broadcast."""
-    import pyarrow as pa
     from pyspark.sql import functions as F
 
-    wanted = pinned.sparkSession.createDataFrame(pa.table({ROW_COL: np.asarray(among, np.int64)}))
-    return pinned.join(F.broadcast(wanted), ROW_COL, "left_semi")
+    from lshbloom_udf.spark.join import row_frame
+
+    return pinned.join(F.broadcast(row_frame(pinned.sparkSession, among, small=True)), ROW_COL, "left_semi")
 
 
 def hadoop_uri(path: str) -> str:
