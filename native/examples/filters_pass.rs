@@ -16,8 +16,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use _native::bandset::{test_insert_columns, BandSet};
-use _native::lines::{splitmix, Layout, LineFile};
+use _native::filters::band_set::{test_insert_columns, BandSet};
+use _native::filters::lines::{splitmix, Layout, LineFile};
 
 fn band_matrix(n: usize, b: usize) -> Vec<u64> {
     let mut st = 1u64;
@@ -79,12 +79,12 @@ fn main() {
     for _ in 0..repeat {
         let mut reference = None;
         if which != "cuckoo" {
-            let (s, out) = run::<_native::blocked::Blocked>(&dir, "bbf", &keys, n, b, p_band, rule);
+            let (s, out) = run::<_native::filters::blocked::Blocked>(&dir, "bbf", &keys, n, b, p_band, rule);
             best_b = best_b.min(s);
             reference = Some(out);
         }
         if which != "blocked" {
-            let (s, out) = run::<_native::cuckoo::Cuckoo>(&dir, "cbf", &keys, n, b, p_band, rule);
+            let (s, out) = run::<_native::filters::cuckoo::Cuckoo>(&dir, "cbf", &keys, n, b, p_band, rule);
             best_c = best_c.min(s);
             if let Some(r) = reference {
                 // The layouts' false positives differ: a few decisions may too.

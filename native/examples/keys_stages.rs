@@ -8,9 +8,9 @@
 
 use std::time::Instant;
 
-use _native::bands::{minhash_band_keys, BandKey, Banding};
+use _native::minhash::band_keys::{minhash_band_keys, BandKey, Banding};
 use _native::minhash::{MinHasher, Permutations, Scheme};
-use _native::shingles::{normalize, ShingleSettings, Shingler, Unit, NORM_ALL, NORM_DEHYPHEN};
+use _native::text::shingles::{normalize, ShingleSettings, Shingler, Unit, NORM_ALL, NORM_DEHYPHEN};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 fn best<F: FnMut()>(repeat: usize, mut f: F) -> f64 {

@@ -1,8 +1,8 @@
 use std::io::Read;
 use std::time::Instant;
 use _native::minhash::*;
-use _native::shingles::*;
-use _native::distinct::DistinctSet;
+use _native::text::shingles::*;
+use _native::text::distinct::DistinctSet;
 
 fn best<F: FnMut()>(mut f: F) -> f64 {
     let mut b = f64::MAX;
@@ -26,7 +26,7 @@ fn main() {
     for d in &docs { ds.clear(); sh.for_each(d, |x| { ds.insert(x); }); hs.push(ds.iter().map(sha1_hash32).collect()); }
     let t_dist_sha = best(|| { for d in &docs { ds.clear(); sh.for_each(d, |x| { ds.insert(x); }); for x in ds.iter() { std::hint::black_box(sha1_hash32(x)); } } });
     let mut hv = Vec::new();
-    let t_dist_sha4 = best(|| { for d in &docs { ds.clear(); sh.for_each(d, |x| { ds.insert(x); }); hv.clear(); _native::sha1x::sha1_hash32_many(ds.iter(), &mut hv); std::hint::black_box(&hv); } });
+    let t_dist_sha4 = best(|| { for d in &docs { ds.clear(); sh.for_each(d, |x| { ds.insert(x); }); hv.clear(); _native::hash::sha1::sha1_hash32_many(ds.iter(), &mut hv); std::hint::black_box(&hv); } });
     let mut sb: Vec<&[u8]> = Vec::new();
     let t_sha4_all = best(|| { for d in &docs { sb.clear(); sh.for_each(d, |x| { hv.push(0); let _ = x; }); } });
     let _ = t_sha4_all;

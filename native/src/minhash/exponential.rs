@@ -90,7 +90,7 @@ fn rejected(t: &Tables, mut jz: u32, next: &mut impl FnMut() -> u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lines::splitmix;
+    use crate::filters::lines::splitmix;
 
     #[test]
     fn draws_follow_exp1() {

@@ -4,8 +4,10 @@
 //! `permute` holds the permutation kernels, `words` the per-thread table of
 //! word hashes that turns a document into the hashes of its distinct shingles,
 //! `poisson` the independent-rows sketch of the `poisson` scheme
-//! (`poisson_avx512` its AVX-512 kernel).
+//! (`poisson_avx512` its AVX-512 kernel). `band_keys` turns signatures into
+//! LSH band keys, `parallel` runs the batch functions on several threads.
 
+pub mod band_keys;
 mod exponential;
 mod permute;
 mod poisson;
@@ -14,20 +16,21 @@ mod poisson_avx512;
 #[cfg(test)]
 mod pinned;
 mod words;
+pub mod parallel;
 
 pub use poisson::{PoissonSketch, Walks};
 
 pub use permute::{simd_backend, update_affine32, update_legacy};
 pub use words::reset_word_table;
 
-use crate::distinct::DistinctSet;
-use crate::shingles::{ShingleSettings, Shingler};
+use crate::text::distinct::DistinctSet;
+use crate::text::shingles::{ShingleSettings, Shingler};
 use words::{ShortKey, WORDS};
 
 /// 2^61 - 1.
 pub const MERSENNE61: u64 = (1u64 << 61) - 1;
 
-pub use crate::sha1x::sha1_hash32;
+pub use crate::hash::sha1::sha1_hash32;
 
 /// MurmurHash3's 32-bit finalizer (datasketch's `_fmix(hv, 32)`).
 #[inline(always)]

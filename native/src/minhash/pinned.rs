@@ -6,8 +6,8 @@
 //! code before it was optimized.)
 
 use super::{MinHasher, Permutations, Scheme};
-use crate::bands::{minhash_band_keys, BandKey, Banding};
-use crate::shingles::{ShingleSettings, Unit, NORM_ALL, NORM_DEHYPHEN, NORM_LOWER, NORM_NFKC, NORM_PUNCT};
+use crate::minhash::band_keys::{minhash_band_keys, BandKey, Banding};
+use crate::text::shingles::{ShingleSettings, Unit, NORM_ALL, NORM_DEHYPHEN, NORM_LOWER, NORM_NFKC, NORM_PUNCT};
 
 /// Fragments chosen to hit every branch of normalization and shingling:
 /// ASCII with case, punctuation and every Python whitespace kind; line-break

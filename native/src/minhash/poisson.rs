@@ -29,7 +29,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::exponential::{exponential, exponential_fast};
 // SplitMix64: the arrival stream of one shingle, seeded by its hash.
-use crate::splitmix::next as next_random;
+use crate::hash::splitmix::next as next_random;
 #[cfg(target_arch = "x86_64")]
 use super::poisson_avx512::{self, Avx512, WideWalks};
 

@@ -368,7 +368,7 @@ impl Streams for Kernel<'_> {
 mod tests {
     use super::super::poisson::{Path, PoissonSketch, Walks};
     use super::*;
-    use crate::lines::splitmix;
+    use crate::filters::lines::splitmix;
 
     #[test]
     fn avx512_equals_scalar_bit_for_bit() {

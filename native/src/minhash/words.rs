@@ -2,11 +2,11 @@
 //! in earlier documents.
 
 use super::MinHasher;
-use crate::distinct::{read_u64, short_fp, MASKS};
+use crate::text::distinct::{read_u64, short_fp, MASKS};
 use crate::prefetch::prefetch;
-use crate::sha1x::sha1_hash32_many;
-use crate::shingles::Shingler;
-use crate::distinct::DistinctSet;
+use crate::hash::sha1::sha1_hash32_many;
+use crate::text::shingles::Shingler;
+use crate::text::distinct::DistinctSet;
 
 /// A short shingle (<= 16 bytes) by value, and its word-table slot:
 /// (a, b, len, slot), `a` and `b` its zero-padded little-endian words.

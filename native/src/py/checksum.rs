@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::checksum;
+use crate::filters::checksum;
 
 /// xxh3-64 of the whole file at `path`, read through a memory map.
 #[pyfunction]

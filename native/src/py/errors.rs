@@ -3,7 +3,7 @@
 use pyo3::exceptions::{PyOSError, PyPermissionError, PyValueError};
 use pyo3::PyErr;
 
-use crate::error::BloomError;
+use crate::filters::error::BloomError;
 
 pub fn value_err(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())

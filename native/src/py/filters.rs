@@ -14,11 +14,11 @@ use pyo3::prelude::*;
 
 use super::errors::value_err;
 use super::input::{input_keys, input_u64};
-use crate::bandset::{BandFilter, BandSet, FilterFile};
-use crate::blocked::BlockedFile;
-use crate::bloom::BloomFile;
-use crate::cuckoo::CuckooFile;
-use crate::error::BloomError;
+use crate::filters::band_set::{BandFilter, BandSet, FilterFile};
+use crate::filters::blocked::BlockedFile;
+use crate::filters::pybloom::BloomFile;
+use crate::filters::cuckoo::CuckooFile;
+use crate::filters::error::BloomError;
 
 /// What a filter class holds.
 pub trait Held: Send + Sync {

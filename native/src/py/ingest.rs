@@ -1,10 +1,10 @@
-//! The input check's sums of every text (`input_sums`), the GIL released.
+//! The input check's sums of every text (`crate::input::sums`), the GIL released.
 
 use pyo3::prelude::*;
 
 use super::errors::value_err;
 use super::input::{detach_with_byte_rows, input_exact, ArrowTexts};
-use crate::input_sums::InputSums;
+use crate::input::sums::InputSums;
 
 /// `(documents, content xxhash64 sum, content hash sum, sequence xxhash64 sum, sequence hash sum, longest
 /// text's bytes, all texts' bytes)` of `texts` at row ids `rows` (int64, one per text): the sums of Spark's

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use super::errors::{shape_str, value_err};
-use crate::arrow;
+use crate::input::arrow;
 
 enum Data<'py, T: Element> {
     Borrowed(PyReadonlyArrayDyn<'py, T>),

@@ -14,7 +14,8 @@ mod verify;
 
 use pyo3::prelude::*;
 
-use crate::{blocked, cuckoo, punct_table, shingles};
+use crate::filters::{blocked, cuckoo};
+use crate::text::shingles::{self, punct_table};
 
 /// Adds every function, class and constant of `lshbloom_udf._native` to `m`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -5,10 +5,10 @@ use pyo3::prelude::*;
 
 use super::errors::value_err;
 use super::input::input_u64;
-use crate::bands::{BandKey, Banding};
+use crate::minhash::band_keys::{BandKey, Banding};
 use crate::minhash::{MinHasher, Permutations, Scheme};
-use crate::parallel;
-use crate::shingles::{ShingleSettings, Unit, NORM_VALID};
+use crate::minhash::parallel;
+use crate::text::shingles::{ShingleSettings, Unit, NORM_VALID};
 
 pub fn positive(name: &str, v: i64) -> PyResult<usize> {
     if v < 1 {

@@ -8,8 +8,9 @@ use pyo3::types::PyString;
 use super::errors::value_err;
 use super::input::{detach_with_rows, input_u32, ArrowTexts};
 use super::settings::{positive, shingle_settings, BandSettings, SignatureSettings};
-use crate::bands::{self, BandKey, Banding};
-use crate::{minhash, shingles};
+use crate::minhash::band_keys::{band_keys as keys_of_signatures, BandKey, Banding};
+use crate::minhash;
+use crate::text::shingles;
 
 fn matrix<T: Element>(py: Python<'_>, rows: usize, cols: usize, v: Vec<T>) -> Bound<'_, PyArray2<T>> {
     Array2::from_shape_vec((rows, cols), v)
@@ -72,7 +73,7 @@ fn band_keys<'py>(
     let out = py.detach(|| {
         let mut out = vec![0u64; n * banding.b];
         if n > 0 {
-            bands::band_keys(slice, k, banding, &mut out);
+            keys_of_signatures(slice, k, banding, &mut out);
         }
         out
     });

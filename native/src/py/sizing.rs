@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 
 use super::errors::value_err;
-use crate::{blocked, bloom, cuckoo};
+use crate::filters::{blocked, cuckoo, pybloom as bloom};
 
 /// (num_hashes, num_bits) exactly as pybloomfilter sizes a filter.
 #[pyfunction]

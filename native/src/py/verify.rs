@@ -8,11 +8,11 @@ use pyo3::prelude::*;
 use super::errors::value_err;
 use super::input::{detach_with_texts, input_exact, input_u64, Input};
 use super::settings::{positive, shingle_settings};
-use crate::overlap;
-use crate::pairmatch;
-use crate::pairoverlap;
-use crate::sharedpairs;
-use crate::shinglehash;
+use crate::verify::overlap;
+use crate::verify::pair_match;
+use crate::verify::pair_overlap;
+use crate::verify::shared_pairs;
+use crate::verify::shingle_hashes;
 
 /// Overlaps as an (N, 3) int64 array: `(|S_l ∩ S_r|, |S_l|, |S_r|)` per row.
 fn overlap_array<'py>(py: Python<'py>, out: &[overlap::Overlap]) -> Bound<'py, PyArray2<i64>> {
@@ -93,7 +93,7 @@ fn indexed_overlaps<'py>(
                 table.len()
             ));
         }
-        Ok(pairoverlap::indexed_overlaps(
+        Ok(pair_overlap::indexed_overlaps(
             settings,
             table,
             (ls, rs),
@@ -123,7 +123,7 @@ fn shingle_hash_sets<'py>(
     let settings = shingle_settings(unit, ngram, normalize)?;
     let threads = positive("threads", threads)?;
     let (hashes, offsets) = detach_with_texts(py, texts, |rows| {
-        shinglehash::hash_sets(settings, rows, threads)
+        shingle_hashes::hash_sets(settings, rows, threads)
     })?;
     let offsets: Vec<i64> = offsets.into_iter().map(|o| o as i64).collect();
     Ok((
@@ -176,7 +176,7 @@ fn sketch_band_keys<'py>(
     let (s, k, r) = sketch_matrix(sketches, b, r)?;
     let m = s.shape[0];
     let slice = s.slice();
-    let keys = py.detach(|| pairmatch::sketch_band_keys(slice, k, b, r));
+    let keys = py.detach(|| pair_match::sketch_band_keys(slice, k, b, r));
     Ok(Array2::from_shape_vec((m, b), keys).expect("shape").into_pyarray(py))
 }
 
@@ -185,7 +185,7 @@ type Matches<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>);
 
 /// The (band, key) pairs of a few documents, to find the documents of many that share one.
 #[pyclass(frozen, module = "lshbloom_udf._native")]
-pub struct PairIndex(pairmatch::PairIndex);
+pub struct PairIndex(pair_match::PairIndex);
 
 #[pymethods]
 impl PairIndex {
@@ -194,7 +194,7 @@ impl PairIndex {
     fn new(py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Self> {
         let (k, b) = key_matrix(keys)?;
         let slice = k.slice();
-        Ok(PairIndex(py.detach(|| pairmatch::PairIndex::new(slice, b))))
+        Ok(PairIndex(py.detach(|| pair_match::PairIndex::new(slice, b))))
     }
 
     /// Bands per document.
@@ -257,8 +257,8 @@ fn shared_band_pairs<'py>(
     let anchors = positive("anchors", anchors)?;
     let (k, b) = key_matrix(keys)?;
     let slice = k.slice();
-    let pairs = py.detach(|| sharedpairs::shared_pairs(slice, b, anchors, threads));
-    let column = |f: fn(&sharedpairs::SharedPair) -> u32| {
+    let pairs = py.detach(|| shared_pairs::shared_pairs(slice, b, anchors, threads));
+    let column = |f: fn(&shared_pairs::SharedPair) -> u32| {
         Array1::from_iter(pairs.iter().map(f)).into_pyarray(py)
     };
     Ok((
