@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use _native::filters::band_set::{test_insert_columns, BandSet};
-use _native::filters::lines::{splitmix, Layout, LineFile};
+use _native::filters::lines::{Layout, LineFile};
+use _native::hash::splitmix::next as splitmix;
 
 fn band_matrix(n: usize, b: usize) -> Vec<u64> {
     let mut st = 1u64;

@@ -9,12 +9,12 @@
 
 pub mod filters;
 pub mod hash;
-pub mod input;
+pub(crate) mod input;
 pub mod minhash;
-pub mod prefetch;
+pub(crate) mod prefetch;
 mod py;
 pub mod text;
-pub mod verify;
+pub(crate) mod verify;
 
 use pyo3::prelude::*;
 

@@ -4,7 +4,7 @@
 /// Hints the CPU to load the cache line of `items[i]`; no effect on results,
 /// and none at all when `i` is out of range.
 #[inline(always)]
-pub fn prefetch<T>(items: &[T], i: usize) {
+pub(crate) fn prefetch<T>(items: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(x) = items.get(i) {

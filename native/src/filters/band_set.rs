@@ -15,19 +15,19 @@ use crate::filters::mapped::MappedFile;
 /// its header records that both formats share.
 #[derive(Debug)]
 pub struct FileCore {
-    pub file: MappedFile,
-    pub capacity: u64,
-    pub error_rate: f64,
+    pub(crate) file: MappedFile,
+    pub(crate) capacity: u64,
+    pub(crate) error_rate: f64,
     /// Keys added while absent (in memory; the header gets it on
     /// [`FileCore::store_elem_count`]).
-    pub elem_count: u64,
+    pub(crate) elem_count: u64,
     /// Where the header keeps `elem_count`.
-    pub elem_count_offset: usize,
+    pub(crate) elem_count_offset: usize,
 }
 
 impl FileCore {
     /// Writes the in-memory `elem_count` into the mapped header.
-    pub fn store_elem_count(&mut self) {
+    pub(crate) fn store_elem_count(&mut self) {
         self.file.store_u64(self.elem_count_offset, self.elem_count);
     }
 }
@@ -128,7 +128,7 @@ impl<F: BandFilter> BandSet<F> {
     }
 
     /// Opens one file per band, in band order.
-    pub fn open(paths: &[PathBuf], writable: bool) -> Result<BandSet<F>, BloomError> {
+    pub(crate) fn open(paths: &[PathBuf], writable: bool) -> Result<BandSet<F>, BloomError> {
         let files = paths
             .iter()
             .map(|p| F::open(p, writable))
@@ -136,11 +136,11 @@ impl<F: BandFilter> BandSet<F> {
         Self::new(files)
     }
 
-    pub fn num_bands(&self) -> usize {
+    pub(crate) fn num_bands(&self) -> usize {
         self.filters.len()
     }
 
-    pub fn filters(&self) -> &[F] {
+    pub(crate) fn filters(&self) -> &[F] {
         &self.filters
     }
 
@@ -156,13 +156,13 @@ impl<F: BandFilter> BandSet<F> {
     }
 
     /// Row j is a duplicate iff some band key is in its filter. No inserts.
-    pub fn query(&self, keys: &[u64], out: &mut [bool]) {
+    pub(crate) fn query(&self, keys: &[u64], out: &mut [bool]) {
         assert_eq!(self.rows(keys), out.len());
         F::query_rows(&self.filters, keys, out);
     }
 
     /// Inserts every row's key i into filter i.
-    pub fn insert(&mut self, keys: &[u64]) -> Result<(), BloomError> {
+    pub(crate) fn insert(&mut self, keys: &[u64]) -> Result<(), BloomError> {
         self.rows(keys);
         self.check_writable()?;
         F::insert_rows(&mut self.filters, keys)?;
@@ -196,7 +196,7 @@ impl<F: BandFilter> BandSet<F> {
         result
     }
 
-    pub fn sync(&self) -> Result<(), BloomError> {
+    pub(crate) fn sync(&self) -> Result<(), BloomError> {
         self.filters.iter().try_for_each(|f| f.sync())
     }
 }

@@ -11,12 +11,12 @@ use crate::filters::error::{io_err, BloomError};
 use crate::filters::mapped;
 
 /// xxh3-64 of `data`.
-pub fn bytes_xxh3(data: &[u8]) -> u64 {
+pub(crate) fn bytes_xxh3(data: &[u8]) -> u64 {
     xxh3_64(data)
 }
 
 /// xxh3-64 of the whole file at `path` (an empty file hashes as no bytes).
-pub fn file_xxh3(path: &Path) -> Result<u64, BloomError> {
+pub(crate) fn file_xxh3(path: &Path) -> Result<u64, BloomError> {
     let (file, size) = mapped::open(path, false)?;
     if size == 0 {
         return Ok(xxh3_64(&[]));

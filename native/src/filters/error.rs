@@ -32,7 +32,7 @@ impl std::fmt::Display for BloomError {
 impl std::error::Error for BloomError {}
 
 /// For `map_err`: an OS error on `path`.
-pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BloomError + '_ {
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BloomError + '_ {
     move |source| BloomError::Io {
         path: path.to_path_buf(),
         source,
@@ -40,7 +40,7 @@ pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BloomError + '_ {
 }
 
 /// `path` is not a valid filter file, because of `msg`.
-pub fn format_err(path: &Path, msg: impl Into<String>) -> BloomError {
+pub(crate) fn format_err(path: &Path, msg: impl Into<String>) -> BloomError {
     BloomError::Format {
         path: path.to_path_buf(),
         msg: msg.into(),

@@ -9,7 +9,7 @@ use crate::filters::mapped::test_dir;
 /// At three sizes the measured false-positive rate is within the target
 /// (allowing 4 sigma of binomial noise) and at least `min_share` of it: the
 /// sizing model is tight, not just an upper bound.
-pub fn check_measured_rate<L: Layout>(min_share: f64) {
+pub(crate) fn check_measured_rate<L: Layout>(min_share: f64) {
     for (cap, p) in [(100_000u64, 1e-2), (100_000, 1e-3), (200_000, 1e-4)] {
         let q = 2_000_000u64;
         let m = measure_fp::<L>(cap, p, q, 42).unwrap();
@@ -22,7 +22,7 @@ pub fn check_measured_rate<L: Layout>(min_share: f64) {
 
 /// A short file, a header of zeros and a whole file less its last byte are
 /// all refused as format errors.
-pub fn check_rejects_bad_files<L: Layout>(test_name: &str) {
+pub(crate) fn check_rejects_bad_files<L: Layout>(test_name: &str) {
     let d = test_dir(test_name);
     let (ok, bad) = (d.join("ok"), d.join("bad"));
     drop(LineFile::<L>::create(&ok, 10, 0.01, 1).unwrap());

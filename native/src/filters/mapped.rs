@@ -11,21 +11,21 @@ use memmap2::{Mmap, MmapMut, MmapOptions};
 
 use crate::filters::error::{io_err, BloomError};
 
-pub fn le_u64(b: &[u8], off: usize) -> u64 {
+pub(crate) fn le_u64(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
 }
 
-pub fn le_u32(b: &[u8], off: usize) -> u32 {
+pub(crate) fn le_u32(b: &[u8], off: usize) -> u32 {
     u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
 }
 
-pub fn le_f64(b: &[u8], off: usize) -> f64 {
+pub(crate) fn le_f64(b: &[u8], off: usize) -> f64 {
     f64::from_le_bytes(b[off..off + 8].try_into().unwrap())
 }
 
 /// Creates `path` (never over an existing file) holding `header` and then
 /// zeros up to `len` bytes. On failure the half-made file is removed.
-pub fn create_new(path: &Path, header: &[u8], len: u64) -> Result<(), BloomError> {
+pub(crate) fn create_new(path: &Path, header: &[u8], len: u64) -> Result<(), BloomError> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -41,7 +41,7 @@ pub fn create_new(path: &Path, header: &[u8], len: u64) -> Result<(), BloomError
 }
 
 /// Opens `path` for reading (and writing when `writable`): the file and its size.
-pub fn open(path: &Path, writable: bool) -> Result<(File, u64), BloomError> {
+pub(crate) fn open(path: &Path, writable: bool) -> Result<(File, u64), BloomError> {
     let file = OpenOptions::new()
         .read(true)
         .write(writable)
@@ -59,14 +59,14 @@ enum Map {
 
 /// A filter file mapped into memory, read-only or writable.
 #[derive(Debug)]
-pub struct MappedFile {
+pub(crate) struct MappedFile {
     path: PathBuf,
     map: Map,
 }
 
 impl MappedFile {
     /// Maps the first `len` bytes of `file`, which the caller has checked it has.
-    pub fn map(file: &File, path: &Path, len: usize, writable: bool) -> Result<MappedFile, BloomError> {
+    pub(crate) fn map(file: &File, path: &Path, len: usize, writable: bool) -> Result<MappedFile, BloomError> {
         // SAFETY: the mapping is only accessed through this struct; as with
         // pybloomfilter, another process truncating the file while it is mapped
         // is not supported.
@@ -83,16 +83,16 @@ impl MappedFile {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn writable(&self) -> bool {
+    pub(crate) fn writable(&self) -> bool {
         matches!(self.map, Map::Rw(_))
     }
 
     #[inline(always)]
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match &self.map {
             Map::Ro(m) => m,
             Map::Rw(m) => m,
@@ -100,7 +100,7 @@ impl MappedFile {
     }
 
     #[inline(always)]
-    pub fn bytes_mut(&mut self) -> Result<&mut [u8], BloomError> {
+    pub(crate) fn bytes_mut(&mut self) -> Result<&mut [u8], BloomError> {
         match &mut self.map {
             Map::Rw(m) => Ok(m),
             Map::Ro(_) => Err(BloomError::ReadOnly {
@@ -109,7 +109,7 @@ impl MappedFile {
         }
     }
 
-    pub fn check_writable(&self) -> Result<(), BloomError> {
+    pub(crate) fn check_writable(&self) -> Result<(), BloomError> {
         if self.writable() {
             Ok(())
         } else {
@@ -121,14 +121,14 @@ impl MappedFile {
 
     /// Writes `v` at `off`; nothing to do on a read-only mapping, whose
     /// contents cannot have changed.
-    pub fn store_u64(&mut self, off: usize, v: u64) {
+    pub(crate) fn store_u64(&mut self, off: usize, v: u64) {
         if let Map::Rw(m) = &mut self.map {
             m[off..off + 8].copy_from_slice(&v.to_le_bytes());
         }
     }
 
     /// msync (synchronous) of the whole mapping; no-op when read-only.
-    pub fn sync(&self) -> Result<(), BloomError> {
+    pub(crate) fn sync(&self) -> Result<(), BloomError> {
         match &self.map {
             Map::Rw(m) => m.flush().map_err(io_err(&self.path)),
             Map::Ro(_) => Ok(()),
@@ -138,7 +138,7 @@ impl MappedFile {
 
 /// A fresh empty directory for one test (`name` unique among the tests).
 #[cfg(test)]
-pub fn test_dir(name: &str) -> PathBuf {
+pub(crate) fn test_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("lshbloom-native-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();

@@ -14,11 +14,11 @@
 
 pub mod band_set;
 pub mod blocked;
-pub mod checksum;
+pub(crate) mod checksum;
 pub mod cuckoo;
-pub mod error;
+pub(crate) mod error;
 #[cfg(test)]
 mod layout_checks;
 pub mod lines;
-pub mod mapped;
-pub mod pybloom;
+pub(crate) mod mapped;
+pub(crate) mod pybloom;

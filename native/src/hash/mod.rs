@@ -4,7 +4,7 @@
 //! format's key hash; its finalizer mixes the `Mix` band keys), and Spark's
 //! `xxhash64` and `hash` expressions (`spark`: the input check's sums).
 
-pub mod murmur3;
+pub(crate) mod murmur3;
 pub mod sha1;
-pub mod spark;
+pub(crate) mod spark;
 pub mod splitmix;

@@ -6,7 +6,7 @@ const C1: u64 = 0x87c3_7b91_1142_53d5;
 const C2: u64 = 0x4cf5_ad43_2745_937f;
 
 #[inline(always)]
-pub fn fmix64(mut k: u64) -> u64 {
+pub(crate) fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
     k ^= k >> 33;
@@ -15,8 +15,10 @@ pub fn fmix64(mut k: u64) -> u64 {
     k
 }
 
-/// MurmurHash3_x64_128 of `data` with a 32-bit seed; returns (h1, h2).
-pub fn murmur3_x64_128(data: &[u8], seed: u32) -> (u64, u64) {
+/// MurmurHash3_x64_128 of `data` with a 32-bit seed; returns (h1, h2): the
+/// reference the specialized [`murmur3_u64`] is tested against.
+#[cfg(test)]
+pub(crate) fn murmur3_x64_128(data: &[u8], seed: u32) -> (u64, u64) {
     let len = data.len();
     let mut h1 = u64::from(seed);
     let mut h2 = u64::from(seed);
@@ -68,7 +70,7 @@ fn finalize(mut h1: u64, mut h2: u64, len: u64) -> (u64, u64) {
 
 /// MurmurHash3_x64_128 of the 8 little-endian bytes of `key` (specialized).
 #[inline(always)]
-pub fn murmur3_u64(key: u64, seed: u32) -> (u64, u64) {
+pub(crate) fn murmur3_u64(key: u64, seed: u32) -> (u64, u64) {
     let h1 = u64::from(seed) ^ key.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
     finalize(h1, u64::from(seed), 8)
 }

@@ -72,7 +72,7 @@ mod shani {
     /// First state word of SHA-1 over `LANES` independent single padded blocks
     /// (the same schedule as the `sha1` crate's SHA-NI backend, interleaved).
     #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
-    pub fn first_words(blocks: &[[u8; 64]; super::LANES]) -> [u32; super::LANES] {
+    pub(crate) fn first_words(blocks: &[[u8; 64]; super::LANES]) -> [u32; super::LANES] {
         const L: usize = super::LANES;
         let mask = _mm_set_epi64x(0x0001_0203_0405_0607, 0x0809_0A0B_0C0D_0E0F);
         let [a, b, c, d, e] = super::H0;

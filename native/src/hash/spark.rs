@@ -7,11 +7,11 @@
 use xxhash_rust::xxh64::xxh64;
 
 /// The seed of Spark's `hash` and `xxhash64` expressions.
-pub const SPARK_SEED: u32 = 42;
+pub(crate) const SPARK_SEED: u32 = 42;
 
 /// Spark's `xxhash64` of one value given as its bytes.
 #[inline]
-pub fn xxhash64(bytes: &[u8], seed: u64) -> u64 {
+pub(crate) fn xxhash64(bytes: &[u8], seed: u64) -> u64 {
     xxh64(bytes, seed)
 }
 
@@ -36,7 +36,7 @@ fn fmix(mut h: u32, len: u32) -> u32 {
 }
 
 /// Spark's `hash` of a string's bytes (`Murmur3_x86_32.hashUnsafeBytes`).
-pub fn murmur3_bytes(bytes: &[u8], seed: u32) -> u32 {
+pub(crate) fn murmur3_bytes(bytes: &[u8], seed: u32) -> u32 {
     let mut blocks = bytes.chunks_exact(4);
     let mut h = seed;
     for block in &mut blocks {
@@ -49,12 +49,12 @@ pub fn murmur3_bytes(bytes: &[u8], seed: u32) -> u32 {
 }
 
 /// Spark's `hash` of an int.
-pub fn murmur3_int(v: u32, seed: u32) -> u32 {
+pub(crate) fn murmur3_int(v: u32, seed: u32) -> u32 {
     fmix(mix_h1(seed, mix_k1(v)), 4)
 }
 
 /// Spark's `hash` of a long.
-pub fn murmur3_long(v: u64, seed: u32) -> u32 {
+pub(crate) fn murmur3_long(v: u64, seed: u32) -> u32 {
     let h = mix_h1(seed, mix_k1(v as u32));
     fmix(mix_h1(h, mix_k1((v >> 32) as u32)), 8)
 }

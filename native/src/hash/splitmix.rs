@@ -8,7 +8,7 @@ const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 /// The finalizer: a bijection on u64 that spreads every input bit over the
 /// output (so structured keys, such as datasketch's band sums, spread too).
 #[inline(always)]
-pub fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -2,7 +2,7 @@
 //! buffers (offsets, data, validity as bools), validated.
 
 /// An Arrow offset type (int32 for `string`, int64 for `large_string`).
-pub trait Offset: Copy {
+pub(crate) trait Offset: Copy {
     fn to_i64(self) -> i64;
 }
 
@@ -24,7 +24,7 @@ impl Offset for i64 {
 /// are `None`. Offsets must be non-decreasing and within `data` for every row
 /// (null rows included, as the Arrow format requires); each non-null row must
 /// be valid UTF-8.
-pub fn rows<'a, O: Offset>(
+pub(crate) fn rows<'a, O: Offset>(
     offsets: &[O],
     data: &'a [u8],
     valid: Option<&[bool]>,
@@ -40,7 +40,7 @@ pub fn rows<'a, O: Offset>(
 }
 
 /// The rows of [`rows`] as bytes, whatever they hold (Spark's strings may hold invalid UTF-8).
-pub fn byte_rows<'a, O: Offset>(
+pub(crate) fn byte_rows<'a, O: Offset>(
     offsets: &[O],
     data: &'a [u8],
     valid: Option<&[bool]>,

@@ -24,21 +24,21 @@ use crate::hash::spark::{murmur3_bytes, murmur3_int, murmur3_long, xxhash64, SPA
 
 /// The sums of the module's docstring over some rows; sums of disjoint rows add up.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct InputSums {
-    pub documents: u64,
-    pub content_xxhash: i128,
-    pub content_murmur: i128,
-    pub sequence_xxhash: i128,
-    pub sequence_murmur: i128,
+pub(crate) struct InputSums {
+    pub(crate) documents: u64,
+    pub(crate) content_xxhash: i128,
+    pub(crate) content_murmur: i128,
+    pub(crate) sequence_xxhash: i128,
+    pub(crate) sequence_murmur: i128,
     /// The longest non-null text's UTF-8 bytes (0 when there is none).
-    pub longest: u64,
+    pub(crate) longest: u64,
     /// All non-null texts' UTF-8 bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 impl InputSums {
     /// Adds the row `row` (its row id) holding `text` (None: null).
-    pub fn add(&mut self, row: i64, text: Option<&[u8]>) {
+    pub(crate) fn add(&mut self, row: i64, text: Option<&[u8]>) {
         let seed = u64::from(SPARK_SEED);
         let (xx, murmur) = match text {
             Some(t) => (xxhash64(t, seed), murmur3_bytes(t, SPARK_SEED)),
@@ -57,7 +57,7 @@ impl InputSums {
     }
 
     /// The sums of `texts` at row ids `rows` (same length).
-    pub fn of(rows: &[i64], texts: &[Option<&[u8]>]) -> InputSums {
+    pub(crate) fn of(rows: &[i64], texts: &[Option<&[u8]>]) -> InputSums {
         assert_eq!(rows.len(), texts.len(), "one row id per text");
         let mut sums = InputSums::default();
         rows.iter().zip(texts).for_each(|(&row, &text)| sums.add(row, text));

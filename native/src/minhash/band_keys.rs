@@ -11,7 +11,7 @@ use crate::hash::murmur3::fmix64;
 use crate::minhash::{MinHasher, MERSENNE61};
 
 /// Checks `b`, `r` against the signature length `k`.
-pub fn check_bands(k: usize, b: usize, r: usize) -> Result<(), String> {
+pub(crate) fn check_bands(k: usize, b: usize, r: usize) -> Result<(), String> {
     if b == 0 || r == 0 {
         return Err(format!("b and r must be >= 1, got b={b}, r={r}"));
     }
@@ -33,7 +33,7 @@ pub enum BandKey {
 }
 
 impl BandKey {
-    pub fn parse(name: &str) -> Result<BandKey, String> {
+    pub(crate) fn parse(name: &str) -> Result<BandKey, String> {
         match name {
             "sum" => Ok(BandKey::Sum),
             "mix" => Ok(BandKey::Mix),
@@ -41,7 +41,7 @@ impl BandKey {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             BandKey::Sum => "sum",
             BandKey::Mix => "mix",
@@ -60,14 +60,14 @@ pub struct Banding {
 
 impl Banding {
     /// Checks that the bands fit in a signature of length `k`.
-    pub fn check(&self, k: usize) -> Result<(), String> {
+    pub(crate) fn check(&self, k: usize) -> Result<(), String> {
         check_bands(k, self.b, self.r)
     }
 }
 
 /// Band keys of one signature row into `out` (length `b`); `b*r <= sig.len()`.
 #[inline]
-pub fn band_keys_row(sig: &[u32], r: usize, band_key: BandKey, out: &mut [u64]) {
+pub(crate) fn band_keys_row(sig: &[u32], r: usize, band_key: BandKey, out: &mut [u64]) {
     for (i, key) in out.iter_mut().enumerate() {
         let band = &sig[i * r..(i + 1) * r];
         *key = match band_key {
@@ -96,7 +96,7 @@ fn key_of_sum(sum: u128) -> u64 {
 }
 
 /// Band keys of an (n, k) row-major signature matrix into an (n, b) matrix.
-pub fn band_keys(sigs: &[u32], k: usize, banding: Banding, out: &mut [u64]) {
+pub(crate) fn band_keys(sigs: &[u32], k: usize, banding: Banding, out: &mut [u64]) {
     let Banding { b, r, key } = banding;
     assert!(k > 0 && sigs.len().is_multiple_of(k));
     let n = sigs.len() / k;

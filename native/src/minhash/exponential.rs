@@ -50,7 +50,7 @@ fn uniform(r: u64) -> f64 {
 /// An Exp(1) variate from the low 32 bits of `r`, drawing more words from
 /// `next` only when the first is rejected.
 #[inline(always)]
-pub fn exponential(r: u64, next: &mut impl FnMut() -> u64) -> f64 {
+pub(crate) fn exponential(r: u64, next: &mut impl FnMut() -> u64) -> f64 {
     match exponential_fast(r) {
         Some(x) => x,
         None => rejected(tables(), r as u32, next),
@@ -61,7 +61,7 @@ pub fn exponential(r: u64, next: &mut impl FnMut() -> u64) -> f64 {
 /// first word is accepted (98.9 %), else `None`. Lets a hot loop keep its
 /// random state in registers and leave the rejection to an outlined call.
 #[inline(always)]
-pub fn exponential_fast(r: u64) -> Option<f64> {
+pub(crate) fn exponential_fast(r: u64) -> Option<f64> {
     let t = tables();
     let jz = r as u32;
     let iz = (jz & 255) as usize;

@@ -16,25 +16,26 @@ mod poisson_avx512;
 #[cfg(test)]
 mod pinned;
 mod words;
-pub mod parallel;
+pub(crate) mod parallel;
 
-pub use poisson::{PoissonSketch, Walks};
+pub(crate) use poisson::{PoissonSketch, Walks};
 
-pub use permute::{simd_backend, update_affine32, update_legacy};
-pub use words::reset_word_table;
+pub(crate) use permute::simd_backend;
+pub use permute::{update_affine32, update_legacy};
+pub(crate) use words::reset_word_table;
 
 use crate::text::distinct::DistinctSet;
 use crate::text::shingles::{ShingleSettings, Shingler};
 use words::{ShortKey, WORDS};
 
 /// 2^61 - 1.
-pub const MERSENNE61: u64 = (1u64 << 61) - 1;
+pub(crate) const MERSENNE61: u64 = (1u64 << 61) - 1;
 
 pub use crate::hash::sha1::sha1_hash32;
 
 /// MurmurHash3's 32-bit finalizer (datasketch's `_fmix(hv, 32)`).
 #[inline(always)]
-pub fn fmix32(mut h: u32) -> u32 {
+pub(crate) fn fmix32(mut h: u32) -> u32 {
     h ^= h >> 16;
     h = h.wrapping_mul(0x85EB_CA6B);
     h ^= h >> 13;
@@ -45,7 +46,7 @@ pub fn fmix32(mut h: u32) -> u32 {
 
 /// `x mod (2^61 - 1)` for any u64.
 #[inline(always)]
-pub fn mod_mersenne61(x: u64) -> u64 {
+pub(crate) fn mod_mersenne61(x: u64) -> u64 {
     let r = (x & MERSENNE61) + (x >> 61);
     if r >= MERSENNE61 {
         r - MERSENNE61
@@ -67,7 +68,7 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    pub fn parse(name: &str) -> Option<Scheme> {
+    pub(crate) fn parse(name: &str) -> Option<Scheme> {
         match name {
             "affine32" => Some(Scheme::Affine32),
             "legacy" => Some(Scheme::Legacy),
@@ -76,7 +77,7 @@ impl Scheme {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Scheme::Affine32 => "affine32",
             Scheme::Legacy => "legacy",
@@ -144,7 +145,7 @@ impl Permutations {
         }
     }
 
-    pub fn num_perm(&self) -> usize {
+    pub(crate) fn num_perm(&self) -> usize {
         match self {
             Permutations::Affine32 { a, .. } => a.len(),
             Permutations::Legacy { a, .. } => a.len(),
@@ -152,17 +153,10 @@ impl Permutations {
         }
     }
 
-    pub fn scheme(&self) -> Scheme {
-        match self {
-            Permutations::Affine32 { .. } => Scheme::Affine32,
-            Permutations::Legacy { .. } => Scheme::Legacy,
-            Permutations::Poisson(_) => Scheme::Poisson,
-        }
-    }
 
     /// `sig[k] = min(sig[k], phv_k(h))` for every 32-bit shingle hash `h`
     /// (the datasketch schemes; `poisson` hashes to 64 bits in `signature`).
-    pub fn update(&self, hashes: &[u32], sig: &mut [u32]) {
+    pub(crate) fn update(&self, hashes: &[u32], sig: &mut [u32]) {
         match self {
             Permutations::Affine32 { a, b } => update_affine32(a, b, hashes, sig),
             Permutations::Legacy { a, b } => update_legacy(a, b, hashes, sig),
@@ -211,14 +205,14 @@ impl MinHasher {
         }
     }
 
-    pub fn num_perm(&self) -> usize {
+    pub(crate) fn num_perm(&self) -> usize {
         self.perms.num_perm()
     }
 
     /// Writes the signature of `text` (`None` = null document) into `sig`
     /// (length `num_perm`). Returns whether the document had any shingle; if
     /// not, `sig` is all `u32::MAX`.
-    pub fn signature(&mut self, text: Option<&str>, sig: &mut [u32]) -> bool {
+    pub(crate) fn signature(&mut self, text: Option<&str>, sig: &mut [u32]) -> bool {
         assert_eq!(sig.len(), self.perms.num_perm());
         sig.fill(u32::MAX);
         let Some(text) = text else { return false };
@@ -254,7 +248,7 @@ pub fn signatures(hasher: &mut MinHasher, texts: &[Option<&str>], out: &mut [u32
 mod test_support {
     use super::fmix32;
 
-    pub fn naive_affine(a: &[u32], b: &[u32], hashes: &[u32]) -> Vec<u32> {
+    pub(crate) fn naive_affine(a: &[u32], b: &[u32], hashes: &[u32]) -> Vec<u32> {
         let mut sig = vec![u32::MAX; a.len()];
         for &h in hashes {
             let h = fmix32(h);
@@ -265,7 +259,7 @@ mod test_support {
         sig
     }
 
-    pub fn lcg(state: &mut u64) -> u64 {
+    pub(crate) fn lcg(state: &mut u64) -> u64 {
         *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         *state >> 11
     }

@@ -40,7 +40,7 @@ fn run<P: Send>(
 }
 
 /// Signatures of `rows` (row-major, `num_perm` per row) on up to `threads` threads.
-pub fn signatures(hasher: &MinHasher, rows: &[Option<&str>], threads: usize) -> Vec<u32> {
+pub(crate) fn signatures(hasher: &MinHasher, rows: &[Option<&str>], threads: usize) -> Vec<u32> {
     let k = hasher.num_perm();
     let mut out = vec![0u32; rows.len() * k];
     let per = rows_per_range(rows.len(), threads);
@@ -50,7 +50,7 @@ pub fn signatures(hasher: &MinHasher, rows: &[Option<&str>], threads: usize) -> 
 
 /// Fused MinHash + band keys of `rows` on up to `threads` threads:
 /// (keys, row-major `b` per row; has_shingles).
-pub fn band_keys(hasher: &MinHasher, rows: &[Option<&str>], banding: Banding, threads: usize) -> (Vec<u64>, Vec<bool>) {
+pub(crate) fn band_keys(hasher: &MinHasher, rows: &[Option<&str>], banding: Banding, threads: usize) -> (Vec<u64>, Vec<bool>) {
     let (n, b) = (rows.len(), banding.b);
     let mut keys = vec![0u64; n * b];
     let mut has = vec![false; n];

@@ -47,7 +47,7 @@ fn affine32_generic(a: &[u32], b: &[u32], hashes: &[u32], sig: &mut [u32]) {
 }
 
 /// The widest kernel this CPU runs (detected once): "avx512", "avx2" or "generic".
-pub fn simd_backend() -> &'static str {
+pub(crate) fn simd_backend() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {

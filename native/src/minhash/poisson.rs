@@ -82,22 +82,18 @@ pub struct PoissonSketch {
 }
 
 impl PoissonSketch {
-    pub fn new(k: usize, seed: u64) -> Self {
+    pub(crate) fn new(k: usize, seed: u64) -> Self {
         assert!(k >= 1, "k must be >= 1");
         PoissonSketch { k, seed }
     }
 
-    pub fn num_perm(&self) -> usize {
+    pub(crate) fn num_perm(&self) -> usize {
         self.k
-    }
-
-    pub fn seed(&self) -> u64 {
-        self.seed
     }
 
     /// The 64-bit hash of one shingle (xxh3 of its UTF-8 bytes).
     #[inline(always)]
-    pub fn shingle_hash(&self, shingle: &[u8]) -> u64 {
+    pub(crate) fn shingle_hash(&self, shingle: &[u8]) -> u64 {
         xxh3_64_with_seed(shingle, self.seed)
     }
 
@@ -105,7 +101,7 @@ impl PoissonSketch {
     /// allowed) into `sig` (length k): all `u32::MAX` when `hashes` is empty.
     /// `walks` is scratch space (the paused arrival streams). Runs the
     /// AVX-512 kernel when the CPU has it (bit-identical to the scalar code).
-    pub fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Walks) {
+    pub(crate) fn sketch(&self, hashes: &[u64], sig: &mut [u32], walks: &mut Walks) {
         self.sketch_on(Path::detect(), hashes, sig, walks)
     }
 
@@ -189,7 +185,7 @@ impl Path {
 /// only one list's length grows) and applied in rounds; a signature row is a
 /// minimum, so the order in which arrivals are applied does not matter.
 #[derive(Debug, Clone, Default)]
-pub struct Walks {
+pub(crate) struct Walks {
     /// `waiting[..nw]`: streams paused at or after the horizon.
     waiting: Vec<Walk>,
     /// `active[..na]`: streams with an arrival before the horizon.
@@ -261,7 +257,7 @@ impl Streams for Walks {
 
 /// One shingle's arrival stream, paused at its first arrival not yet applied.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Walk {
+pub(crate) struct Walk {
     state: u64,
     /// The pending arrival's random word (its high bits are its row).
     r: u64,

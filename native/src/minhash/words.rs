@@ -64,7 +64,7 @@ thread_local! {
 }
 
 /// Empties this thread's word table (benchmarks use it to time a cold start).
-pub fn reset_word_table() {
+pub(crate) fn reset_word_table() {
     WORDS.with(|w| *w.borrow_mut() = WordTable::new());
 }
 

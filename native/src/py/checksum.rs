@@ -20,7 +20,7 @@ fn bytes_checksum(py: Python<'_>, data: &Bound<'_, PyBytes>) -> u64 {
     py.detach(|| checksum::bytes_xxh3(bytes))
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(file_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(bytes_checksum, m)?)?;
     Ok(())

@@ -5,7 +5,7 @@ use pyo3::PyErr;
 
 use crate::filters::error::BloomError;
 
-pub fn value_err(msg: impl Into<String>) -> PyErr {
+pub(crate) fn value_err(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
 }
 
@@ -33,7 +33,7 @@ impl From<BloomError> for PyErr {
 }
 
 /// A shape as numpy prints it: `(3,)`, `(2, 4)`.
-pub fn shape_str(shape: &[usize]) -> String {
+pub(crate) fn shape_str(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
         _ => format!(

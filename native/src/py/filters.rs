@@ -21,7 +21,7 @@ use crate::filters::cuckoo::CuckooFile;
 use crate::filters::error::BloomError;
 
 /// What a filter class holds.
-pub trait Held: Send + Sync {
+pub(crate) trait Held: Send + Sync {
     /// The class's Python name.
     const NAME: &'static str;
     fn flush(&self) -> Result<(), BloomError>;
@@ -29,7 +29,7 @@ pub trait Held: Send + Sync {
 
 /// A class's filter object, or nothing once `close()` has run: every use
 /// then raises `ValueError("<class> is closed")`.
-pub struct Handle<T>(Option<T>);
+pub(crate) struct Handle<T>(Option<T>);
 
 impl<T: Held> Handle<T> {
     fn get(&self) -> PyResult<&T> {
@@ -244,7 +244,7 @@ macro_rules! filter_class {
     (@class $(#[$doc:meta])* $py:ident($inner:ty, $name:tt) { $($methods:tt)* }) => {
         $(#[$doc])*
         #[pyclass(name = $name, module = "lshbloom_udf._native")]
-        pub struct $py(Handle<$inner>);
+        pub(crate) struct $py(Handle<$inner>);
 
         impl Held for $inner {
             const NAME: &'static str = $name;
@@ -350,7 +350,7 @@ filter_class!(bands
     /// The b cuckoo band filters of an LSHBloom index (`--bloom cuckoo`).
     PyCuckooBands(CuckooFile, "CuckooBands"));
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCuckooFile>()?;
     m.add_class::<PyCuckooBands>()?;
     m.add_class::<PyBloomFile>()?;

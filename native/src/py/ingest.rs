@@ -36,7 +36,7 @@ fn input_sums(
     ))
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(input_sums, m)?)?;
     Ok(())
 }

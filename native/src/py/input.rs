@@ -19,20 +19,20 @@ enum Data<'py, T: Element> {
 }
 
 /// A numpy array as a row-major slice and its shape.
-pub struct Input<'py, T: Element> {
+pub(crate) struct Input<'py, T: Element> {
     data: Data<'py, T>,
-    pub shape: Vec<usize>,
+    pub(crate) shape: Vec<usize>,
 }
 
 impl<T: Element> Input<'_, T> {
-    pub fn slice(&self) -> &[T] {
+    pub(crate) fn slice(&self) -> &[T] {
         match &self.data {
             Data::Borrowed(a) => a.as_slice().expect("checked C-contiguous"),
             Data::Owned(v) => v,
         }
     }
 
-    pub fn require_ndim(&self, name: &str, ndim: usize, what: &str) -> PyResult<()> {
+    pub(crate) fn require_ndim(&self, name: &str, ndim: usize, what: &str) -> PyResult<()> {
         if self.shape.len() != ndim {
             return Err(value_err(format!(
                 "{name} must be a {what} array, got shape {}",
@@ -108,7 +108,7 @@ where
 }
 
 /// uint64 (in place), or int64 / uint32 (converted; int64 must be >= 0).
-pub fn input_u64<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py, u64>> {
+pub(crate) fn input_u64<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py, u64>> {
     if let Some(a) = exact::<u64>(obj, name)? {
         return Ok(a);
     }
@@ -125,7 +125,7 @@ pub fn input_u64<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py
 }
 
 /// uint32 (in place), or uint64 / int64 (converted; values must fit in 32 bits).
-pub fn input_u32<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py, u32>> {
+pub(crate) fn input_u32<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py, u32>> {
     if let Some(a) = exact::<u32>(obj, name)? {
         return Ok(a);
     }
@@ -141,7 +141,7 @@ pub fn input_u32<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Input<'py
     )))
 }
 
-pub fn input_exact<'py, T: Element + Copy>(obj: &Bound<'py, PyAny>, name: &str, dtype: &str) -> PyResult<Input<'py, T>> {
+pub(crate) fn input_exact<'py, T: Element + Copy>(obj: &Bound<'py, PyAny>, name: &str, dtype: &str) -> PyResult<Input<'py, T>> {
     exact::<T>(obj, name)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
             "{name} must be a numpy array of dtype {dtype}, got {}",
@@ -288,7 +288,7 @@ fn text_cows<'a>(objs: &'a [Option<Bound<'_, PyString>>]) -> PyResult<Vec<Option
 
 /// Runs `f` without the GIL on the rows of `texts` (str or None each) as
 /// Rust strings, borrowed from the Python strings where they are UTF-8 already.
-pub fn detach_with_texts<R: Send>(
+pub(crate) fn detach_with_texts<R: Send>(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     f: impl FnOnce(&[Option<&str>]) -> R + Send,
@@ -315,7 +315,7 @@ fn detach_with_arrow_rows<R: Send>(
 /// the functions that take texts: they read it in place, without one Python
 /// object per document.
 #[pyclass(frozen, module = "lshbloom_udf._native")]
-pub struct ArrowTexts {
+pub(crate) struct ArrowTexts {
     offsets: Py<PyAny>,
     data: Py<PyAny>,
     valid: Option<Py<PyAny>>,
@@ -332,7 +332,7 @@ impl ArrowTexts {
 
 /// Runs `f` without the GIL on `texts`: an [`ArrowTexts`], or a sequence of
 /// `str`/`None`.
-pub fn detach_with_rows<R: Send>(
+pub(crate) fn detach_with_rows<R: Send>(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     f: impl FnOnce(&[Option<&str>]) -> R + Send,
@@ -349,7 +349,7 @@ pub fn detach_with_rows<R: Send>(
 
 /// Runs `f` without the GIL on the rows of `texts` (an [`ArrowTexts`]) as
 /// bytes, valid UTF-8 or not.
-pub fn detach_with_byte_rows<R: Send>(
+pub(crate) fn detach_with_byte_rows<R: Send>(
     py: Python<'_>,
     texts: &Bound<'_, ArrowTexts>,
     f: impl FnOnce(&[Option<&[u8]>]) -> R + Send,
@@ -362,7 +362,7 @@ pub fn detach_with_byte_rows<R: Send>(
 }
 
 /// An (N, `num_bands`) matrix of band keys.
-pub fn input_keys<'py>(keys: &Bound<'py, PyAny>, num_bands: usize) -> PyResult<Input<'py, u64>> {
+pub(crate) fn input_keys<'py>(keys: &Bound<'py, PyAny>, num_bands: usize) -> PyResult<Input<'py, u64>> {
     let k = input_u64(keys, "keys")?;
     if k.shape.len() != 2 || k.shape[1] != num_bands {
         return Err(value_err(format!(

@@ -18,7 +18,7 @@ use crate::filters::{blocked, cuckoo};
 use crate::text::shingles::{self, punct_table};
 
 /// Adds every function, class and constant of `lshbloom_udf._native` to `m`.
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     signatures::register(m)?;
     sizing::register(m)?;
     filters::register(m)?;

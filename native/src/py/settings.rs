@@ -10,14 +10,14 @@ use crate::minhash::{MinHasher, Permutations, Scheme};
 use crate::minhash::parallel;
 use crate::text::shingles::{ShingleSettings, Unit, NORM_VALID};
 
-pub fn positive(name: &str, v: i64) -> PyResult<usize> {
+pub(crate) fn positive(name: &str, v: i64) -> PyResult<usize> {
     if v < 1 {
         return Err(value_err(format!("{name} must be >= 1, got {v}")));
     }
     usize::try_from(v).map_err(|_| value_err(format!("{name} is too large: {v}")))
 }
 
-pub fn check_normalize(normalize: i64) -> PyResult<u32> {
+pub(crate) fn check_normalize(normalize: i64) -> PyResult<u32> {
     if !(0..=i64::from(NORM_VALID)).contains(&normalize) {
         return Err(value_err(format!(
             "normalize must be a bitmask of 1 (NFKC), 2 (lowercase), 4 (punctuation), 8 (dehyphen), got {normalize}"
@@ -26,14 +26,14 @@ pub fn check_normalize(normalize: i64) -> PyResult<u32> {
     Ok(normalize as u32)
 }
 
-pub fn check_unit(unit: &str) -> PyResult<Unit> {
+pub(crate) fn check_unit(unit: &str) -> PyResult<Unit> {
     Unit::parse(unit).ok_or_else(|| {
         value_err(format!("unit must be one of {:?}, got {unit:?}", Unit::NAMES))
     })
 }
 
 /// The checked shingling settings of a call.
-pub fn shingle_settings(unit: &str, ngram: i64, normalize: i64) -> PyResult<ShingleSettings> {
+pub(crate) fn shingle_settings(unit: &str, ngram: i64, normalize: i64) -> PyResult<ShingleSettings> {
     Ok(ShingleSettings {
         unit: check_unit(unit)?,
         ngram: positive("ngram", ngram)?,
@@ -45,9 +45,9 @@ pub fn shingle_settings(unit: &str, ngram: i64, normalize: i64) -> PyResult<Shin
 /// of `scheme`, `ngram`s of `unit` after `normalize` (a bitmask of the
 /// `NORM_*` flags), computed on `threads` native threads.
 #[pyclass(frozen, module = "lshbloom_udf._native")]
-pub struct SignatureSettings {
+pub(crate) struct SignatureSettings {
     /// The prototype each thread clones.
-    pub hasher: MinHasher,
+    pub(crate) hasher: MinHasher,
     threads: usize,
     scheme: Scheme,
     shingles: ShingleSettings,
@@ -55,12 +55,12 @@ pub struct SignatureSettings {
 
 impl SignatureSettings {
     /// Signatures of `rows`, row-major.
-    pub fn signatures(&self, rows: &[Option<&str>]) -> Vec<u32> {
+    pub(crate) fn signatures(&self, rows: &[Option<&str>]) -> Vec<u32> {
         parallel::signatures(&self.hasher, rows, self.threads)
     }
 
     /// Band keys of `rows`, row-major, and which rows had shingles.
-    pub fn band_keys(&self, rows: &[Option<&str>], banding: Banding) -> (Vec<u64>, Vec<bool>) {
+    pub(crate) fn band_keys(&self, rows: &[Option<&str>], banding: Banding) -> (Vec<u64>, Vec<bool>) {
         parallel::band_keys(&self.hasher, rows, banding, self.threads)
     }
 }
@@ -140,13 +140,13 @@ impl SignatureSettings {
 /// How a signature becomes band keys: `b` bands of `r` values, each keyed
 /// by `band_key` (`"sum"`, datasketch's, or `"mix"`).
 #[pyclass(frozen, module = "lshbloom_udf._native")]
-pub struct BandSettings {
+pub(crate) struct BandSettings {
     banding: Banding,
 }
 
 impl BandSettings {
     /// The banding, checked to fit in signatures of `num_perm` values.
-    pub fn for_num_perm(&self, num_perm: usize) -> PyResult<Banding> {
+    pub(crate) fn for_num_perm(&self, num_perm: usize) -> PyResult<Banding> {
         self.banding.check(num_perm).map_err(value_err)?;
         Ok(self.banding)
     }

@@ -108,7 +108,7 @@ fn simd_backend() -> &'static str {
     minhash::simd_backend()
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SignatureSettings>()?;
     m.add_class::<BandSettings>()?;
     m.add_class::<ArrowTexts>()?;

@@ -70,7 +70,7 @@ fn cuckoo_measure_fp(py: Python<'_>, capacity: u64, error_rate: f64, queries: u6
     Ok((m.false_positives, m.num_buckets, m.fp_bits, m.stored))
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuckoo_geometry, m)?)?;
     m.add_function(wrap_pyfunction!(cuckoo_fp_rate, m)?)?;
     m.add_function(wrap_pyfunction!(cuckoo_measure_fp, m)?)?;

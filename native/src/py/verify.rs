@@ -185,7 +185,7 @@ type Matches<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>);
 
 /// The (band, key) pairs of a few documents, to find the documents of many that share one.
 #[pyclass(frozen, module = "lshbloom_udf._native")]
-pub struct PairIndex(pair_match::PairIndex);
+pub(crate) struct PairIndex(pair_match::PairIndex);
 
 #[pymethods]
 impl PairIndex {
@@ -276,7 +276,7 @@ type SharedPairs<'py> = (
     Bound<'py, PyArray1<u32>>,
 );
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(indexed_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(shingle_hash_sets, m)?)?;

@@ -37,7 +37,7 @@ struct Slot {
 const LONG: u32 = u32::MAX;
 
 /// `MASKS[n]`: the low `n` bytes of two words (n <= 16).
-pub const MASKS: [(u64, u64); 17] = {
+pub(crate) const MASKS: [(u64, u64); 17] = {
     let mut m = [(0u64, 0u64); 17];
     let mut n = 0;
     while n <= 16 {
@@ -50,7 +50,7 @@ pub const MASKS: [(u64, u64); 17] = {
 };
 
 #[inline(always)]
-pub fn short_fp(a: u64, b: u64, n: usize) -> u64 {
+pub(crate) fn short_fp(a: u64, b: u64, n: usize) -> u64 {
     const K0: u64 = 0xa076_1d64_78bd_642f;
     const K1: u64 = 0xe703_7ed1_a0b4_28db;
     fold_mul(a ^ K0 ^ (n as u64), b ^ K1)
@@ -73,7 +73,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 #[inline(always)]
-pub fn read_u64(s: &[u8], at: usize) -> u64 {
+pub(crate) fn read_u64(s: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(s[at..at + 8].try_into().unwrap())
 }
 
@@ -151,7 +151,7 @@ impl DistinctSet {
     /// (and re-insert) on the way there: a caller that knows about how many
     /// strings are coming saves the doublings from the smallest table. No
     /// effect on a non-empty set, or beyond what the table already holds.
-    pub fn reserve(&mut self, n: usize) {
+    pub(crate) fn reserve(&mut self, n: usize) {
         let want = (2 * n.max(1)).next_power_of_two().trailing_zeros().max(MIN_BITS);
         if !self.is_empty() || want <= self.bits {
             return;
@@ -228,7 +228,7 @@ impl DistinctSet {
 
     /// Whether an equal string is present (no insertion).
     #[inline]
-    pub fn contains(&self, s: &[u8]) -> bool {
+    pub(crate) fn contains(&self, s: &[u8]) -> bool {
         if self.spans.is_empty() {
             return false; // the table may not exist yet
         }
@@ -257,7 +257,7 @@ impl DistinctSet {
     /// Adds `buf[start..end]`; `buf` may extend past `end` (short strings are
     /// then read as two whole words, without copying).
     #[inline]
-    pub fn insert_in(&mut self, buf: &[u8], start: usize, end: usize) -> bool {
+    pub(crate) fn insert_in(&mut self, buf: &[u8], start: usize, end: usize) -> bool {
         let n = end - start;
         if n <= 16 && start + 16 <= buf.len() {
             let (m0, m1) = MASKS[n];
@@ -272,7 +272,7 @@ impl DistinctSet {
     /// is new, says whether `other` holds it: `(new, new and in other)`. One
     /// hash serves both tables (verification's intersection, `verify::overlap`).
     #[inline]
-    pub fn insert_in_noting(
+    pub(crate) fn insert_in_noting(
         &mut self,
         buf: &[u8],
         start: usize,
@@ -296,7 +296,7 @@ impl DistinctSet {
     /// Whether the short string `(a, b)` of `n` bytes with fingerprint `fp` is present
     /// ([`DistinctSet::short_key`] of another set's string: probed without hashing it again).
     #[inline(always)]
-    pub fn contains_short(&self, a: u64, b: u64, n: usize, fp: u64) -> bool {
+    pub(crate) fn contains_short(&self, a: u64, b: u64, n: usize, fp: u64) -> bool {
         if self.spans.is_empty() {
             return false; // the table may not exist yet
         }
@@ -380,14 +380,14 @@ impl DistinctSet {
     /// `(a, b, len, fingerprint)` of the `i`-th distinct string if it is short
     /// (<= 16 bytes, kept by value as two zero-padded words), else None.
     #[inline]
-    pub fn short_key(&self, i: usize) -> Option<(u64, u64, u32, u64)> {
+    pub(crate) fn short_key(&self, i: usize) -> Option<(u64, u64, u32, u64)> {
         let e = self.slots_by_idx[i];
         (e.tag != LONG).then_some((e.a, e.b, e.tag, self.fps[i]))
     }
 
     /// The `i`-th distinct string.
     #[inline]
-    pub fn get(&self, i: usize) -> &[u8] {
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
         let (start, len) = self.spans[i];
         &self.arena[start as usize..(start + len) as usize]
     }

@@ -6,8 +6,8 @@
 //! table of texts), and each text's shingle hashes for the template rule
 //! (`shingle_hashes`).
 
-pub mod overlap;
-pub mod pair_match;
-pub mod pair_overlap;
-pub mod shared_pairs;
-pub mod shingle_hashes;
+pub(crate) mod overlap;
+pub(crate) mod pair_match;
+pub(crate) mod pair_overlap;
+pub(crate) mod shared_pairs;
+pub(crate) mod shingle_hashes;

@@ -12,19 +12,19 @@ use crate::text::shingles::{ShingleSettings, Shingler};
 
 /// The three sizes verification's rule needs of a pair (later `d`, earlier `e`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Overlap {
+pub(crate) struct Overlap {
     /// `|S_d ∩ S_e|`
-    pub common: u64,
+    pub(crate) common: u64,
     /// `|S_d|`
-    pub left: u64,
+    pub(crate) left: u64,
     /// `|S_e|`
-    pub right: u64,
+    pub(crate) right: u64,
 }
 
 /// Computes overlaps of many pairs, keeping the last earlier text's set: pairs
 /// sorted by their earlier text shingle it once (a kept document with many
 /// copies is the common case).
-pub struct OverlapCounter {
+pub(crate) struct OverlapCounter {
     shingler: Shingler,
     right: DistinctSet,
     right_text: Option<String>,
@@ -33,7 +33,7 @@ pub struct OverlapCounter {
 
 impl OverlapCounter {
     /// Same preconditions as [`Shingler::with_settings`].
-    pub fn new(settings: ShingleSettings) -> Self {
+    pub(crate) fn new(settings: ShingleSettings) -> Self {
         OverlapCounter {
             shingler: Shingler::with_settings(settings),
             right: DistinctSet::new(),
@@ -43,7 +43,7 @@ impl OverlapCounter {
     }
 
     /// The overlap of `left`'s shingle set with `right`'s (None: no shingles).
-    pub fn overlap(&mut self, left: Option<&str>, right: Option<&str>) -> Overlap {
+    pub(crate) fn overlap(&mut self, left: Option<&str>, right: Option<&str>) -> Overlap {
         let right = right.unwrap_or("");
         if self.right_text.as_deref() != Some(right) {
             let set = &mut self.right;
@@ -85,7 +85,7 @@ const MIN_PAIRS_PER_THREAD: usize = 256;
 /// The overlaps of aligned pairs `(lefts[i], rights[i])` on up to `threads`
 /// threads (contiguous ranges, a counter each: the result does not depend on
 /// the thread count).
-pub fn overlaps(
+pub(crate) fn overlaps(
     settings: ShingleSettings,
     lefts: &[Option<&str>],
     rights: &[Option<&str>],

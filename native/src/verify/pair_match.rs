@@ -35,7 +35,7 @@ fn sketch_band_key(bytes: &[u8]) -> u64 {
 
 /// The `m × b` band keys (row-major) of `m` sketches of `k` bytes: [`sketch_band_key`] of each band's `r` bytes,
 /// to index (the flagged documents) and to look up ([`PairIndex::matches`]: the earlier runs' records).
-pub fn sketch_band_keys(sketches: &[u8], k: usize, b: usize, r: usize) -> Vec<u64> {
+pub(crate) fn sketch_band_keys(sketches: &[u8], k: usize, b: usize, r: usize) -> Vec<u64> {
     assert!(k >= 1 && sketches.len().is_multiple_of(k), "sketches must be m × k");
     assert!(b * r <= k, "b · r must not exceed the sketch's k bytes");
     sketches
@@ -79,7 +79,7 @@ impl Band {
 
 /// The (band, key) pairs of the few documents, band by band.
 #[derive(Debug, Clone)]
-pub struct PairIndex {
+pub(crate) struct PairIndex {
     b: usize,
     shift: u32,
     bands: Vec<Band>,
@@ -87,7 +87,7 @@ pub struct PairIndex {
 
 impl PairIndex {
     /// Indexes `keys` (row-major, `n × b`: document `j`'s key of band `i` at `j * b + i`).
-    pub fn new(keys: &[u64], b: usize) -> Self {
+    pub(crate) fn new(keys: &[u64], b: usize) -> Self {
         assert!(b >= 1 && keys.len().is_multiple_of(b), "keys must be n × b");
         let n = keys.len() / b;
         assert!(u32::try_from(n).is_ok(), "at most 2^32 - 1 documents");
@@ -125,7 +125,7 @@ impl PairIndex {
         PairIndex { b, shift, bands }
     }
 
-    pub fn bands(&self) -> usize {
+    pub(crate) fn bands(&self) -> usize {
         self.b
     }
 
@@ -133,7 +133,7 @@ impl PairIndex {
     /// after band (one band's index stays in the cache while the documents are
     /// looked up in it); `keys` is row-major `m × b`,
     /// `only` (length `m`, or empty: all) says which of its documents count.
-    pub fn matches(&self, keys: &[u64], only: &[bool]) -> Vec<(u32, u32)> {
+    pub(crate) fn matches(&self, keys: &[u64], only: &[bool]) -> Vec<(u32, u32)> {
         let b = self.b;
         assert!(keys.len().is_multiple_of(b), "keys must be m × b");
         let m = keys.len() / b;

@@ -31,7 +31,7 @@ const SPARSE: usize = 4;
 /// The pairs an earlier text must be in to be cached: a list is ~10x its
 /// text's bytes, read back from memory for each pair, where shingling the text
 /// again reads only the text; at two pairs the two cost about the same.
-pub const CACHED_FROM: u32 = 3;
+pub(crate) const CACHED_FROM: u32 = 3;
 
 /// A short shingle (<= 16 bytes) as [`DistinctSet`] keeps it: two zero-padded
 /// words and its length.
@@ -45,7 +45,7 @@ struct ShortKey {
 /// A text's distinct shingles, to count how many another text's set holds:
 /// the short ones by value, the longer ones by their bytes.
 #[derive(Debug, Default)]
-pub struct ProbeList {
+pub(crate) struct ProbeList {
     short: Vec<ShortKey>,
     long: Vec<u8>,
     long_spans: Vec<(u32, u32)>,
@@ -53,7 +53,7 @@ pub struct ProbeList {
 
 impl ProbeList {
     /// The distinct shingles of `text` (None: none), through `scratch` (emptied first).
-    pub fn new(shingler: &mut Shingler, scratch: &mut DistinctSet, text: Option<&str>) -> Self {
+    pub(crate) fn new(shingler: &mut Shingler, scratch: &mut DistinctSet, text: Option<&str>) -> Self {
         let text = text.unwrap_or("");
         scratch.clear();
         scratch.reserve(SPARSE * expected_shingles(text));
@@ -76,16 +76,12 @@ impl ProbeList {
         list
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.short.len() + self.long_spans.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The memory the list holds.
-    pub fn memory(&self) -> usize {
+    pub(crate) fn memory(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.short.capacity() * std::mem::size_of::<ShortKey>()
             + self.long.capacity()
@@ -93,7 +89,7 @@ impl ProbeList {
     }
 
     /// `|self ∩ set|`: each shingle of the list probed in `set`.
-    pub fn common(&self, set: &DistinctSet) -> u64 {
+    pub(crate) fn common(&self, set: &DistinctSet) -> u64 {
         let short = self
             .short
             .iter()
@@ -231,7 +227,7 @@ impl PairCounter<'_> {
 /// on up to `threads` threads (contiguous ranges: the result does not depend on
 /// the thread count), the recurring earlier texts cached within `cache_bytes`
 /// (the module's docs). Pairs sorted by their left text build its set once.
-pub fn indexed_overlaps(
+pub(crate) fn indexed_overlaps(
     settings: ShingleSettings,
     texts: &[Option<&str>],
     (lefts, rights): (&[u32], &[u32]),

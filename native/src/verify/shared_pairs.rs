@@ -23,13 +23,13 @@ const SPLIT_MIN_KEYS: usize = 1 << 16;
 
 /// A candidate pair of documents and the evidence the bands give for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SharedPair {
-    pub later: u32,
-    pub earlier: u32,
+pub(crate) struct SharedPair {
+    pub(crate) later: u32,
+    pub(crate) earlier: u32,
     /// Bands in which the two share a bucket (and the earlier one anchors it).
-    pub bands: u32,
+    pub(crate) bands: u32,
     /// The fewest documents in one of those buckets.
-    pub smallest_bucket: u32,
+    pub(crate) smallest_bucket: u32,
 }
 
 /// Every distinct `(later, earlier)` pair of documents of `keys` (row-major
@@ -37,7 +37,7 @@ pub struct SharedPair {
 /// is one of the first `anchors` members of a bucket that `later` is in,
 /// sorted by (later, earlier), on up to `threads` threads (the result does not
 /// depend on their number).
-pub fn shared_pairs(keys: &[u64], b: usize, anchors: usize, threads: usize) -> Vec<SharedPair> {
+pub(crate) fn shared_pairs(keys: &[u64], b: usize, anchors: usize, threads: usize) -> Vec<SharedPair> {
     assert!(b >= 1 && keys.len().is_multiple_of(b), "keys must be n × b");
     assert!(anchors >= 1, "at least one anchor per bucket");
     assert!(

@@ -33,7 +33,7 @@ fn append_hashes(shingler: &mut Shingler, text: &str, out: &mut Vec<u64>) {
 /// `i`'s at `hashes[offsets[i]..offsets[i + 1]]` (`offsets` has one more entry
 /// than `texts`; None or an empty text has none). Computed on up to `threads`
 /// threads over contiguous ranges: the result does not depend on the count.
-pub fn hash_sets(settings: ShingleSettings, texts: &[Option<&str>], threads: usize) -> (Vec<u64>, Vec<usize>) {
+pub(crate) fn hash_sets(settings: ShingleSettings, texts: &[Option<&str>], threads: usize) -> (Vec<u64>, Vec<usize>) {
     let threads = threads.min(texts.len().div_ceil(MIN_TEXTS_PER_THREAD)).max(1);
     let per = texts.len().div_ceil(threads).max(1);
     let parts: Vec<(Vec<u64>, Vec<usize>)> = std::thread::scope(|scope| {

@@ -49,21 +49,22 @@ impl Layout for Blocked {
 }
 
 impl LineFile<Blocked> {
-    pub fn num_blocks(&self) -> u64 {
+    pub(crate) fn num_blocks(&self) -> u64 {
         self.shape()
     }
 }
 
 /// Measures a blocked filter's false-positive rate (see [`lines::measure_fp`]):
 /// (false positives, num_blocks).
-pub fn measure_fp(capacity: u64, error_rate: f64, queries: u64, seed: u64) -> Result<(u64, u64), String> {
+pub(crate) fn measure_fp(capacity: u64, error_rate: f64, queries: u64, seed: u64) -> Result<(u64, u64), String> {
     let m = lines::measure_fp::<Blocked>(capacity, error_rate, queries, seed)?;
     Ok((m.false_positives, m.shape))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{splitmix, BlockedFile};
+    use super::super::BlockedFile;
+    use crate::hash::splitmix::next as splitmix;
     use super::*;
     use crate::filters::band_set::FilterFile;
     use crate::filters::layout_checks::{check_measured_rate, check_rejects_bad_files};

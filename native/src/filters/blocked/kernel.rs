@@ -8,22 +8,22 @@ use crate::filters::lines::{fast_range, hashes, line, line_mut, Full, Kernel};
 /// Where a key goes: its block and the 64 bits that pick its lane bits.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Loc {
-    pub block: usize,
-    pub bits: u64,
+    pub(crate) block: usize,
+    pub(crate) bits: u64,
 }
 
 /// The block and lane bits of `key` in a filter of `num_blocks` blocks with
 /// hash seed `seed`: `h1`, `h2` of [`hashes`]; block = `(h1 * num_blocks) >> 64`,
 /// lanes from `h2`.
 #[inline(always)]
-pub fn locate(key: u64, seed: u64, num_blocks: u64) -> Loc {
+pub(crate) fn locate(key: u64, seed: u64, num_blocks: u64) -> Loc {
     let (h1, h2) = hashes(key, seed);
     Loc { block: fast_range(h1, num_blocks) as usize, bits: h2 }
 }
 
 /// The 16 lane masks of a key.
 #[inline(always)]
-pub fn masks(bits: u64) -> [u32; LANES] {
+pub(crate) fn masks(bits: u64) -> [u32; LANES] {
     let lo = bits as u32;
     let hi = (bits >> 32) as u32;
     let mut m = [0u32; LANES];
@@ -69,7 +69,7 @@ mod avx2 {
 
     /// The two halves (lanes 0-7, 8-15) of a key's 512-bit mask.
     #[inline(always)]
-    pub unsafe fn masks(bits: u64) -> (__m256i, __m256i) {
+    pub(crate) unsafe fn masks(bits: u64) -> (__m256i, __m256i) {
         // SAFETY (all intrinsics here): the caller runs with AVX2 enabled.
         unsafe {
             let salts0 = _mm256_loadu_si256(SALTS.as_ptr().cast());
@@ -85,7 +85,7 @@ mod avx2 {
 
     /// Are all the key's bits set in the 64-byte block at `p`?
     #[inline(always)]
-    pub unsafe fn test(p: *const u8, bits: u64) -> bool {
+    pub(crate) unsafe fn test(p: *const u8, bits: u64) -> bool {
         // SAFETY: `p` points to 64 readable bytes (caller); AVX2 enabled.
         unsafe {
             let (m0, m1) = masks(bits);
@@ -98,7 +98,7 @@ mod avx2 {
 
     /// Sets the key's bits in the 64-byte block at `p`.
     #[inline(always)]
-    pub unsafe fn set(p: *mut u8, bits: u64) {
+    pub(crate) unsafe fn set(p: *mut u8, bits: u64) {
         // SAFETY: `p` points to 64 writable bytes (caller); AVX2 enabled.
         unsafe {
             let (m0, m1) = masks(bits);

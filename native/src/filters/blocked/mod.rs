@@ -46,26 +46,24 @@ mod file;
 mod kernel;
 mod sizing;
 
-pub use crate::filters::lines::splitmix;
-pub use file::{measure_fp, Blocked};
-pub use kernel::{locate, masks, Loc};
-pub use sizing::{block_fp, fp_rate, fp_rate_textbook, num_blocks_for};
+pub use file::Blocked;
+pub(crate) use file::measure_fp;
+pub(crate) use sizing::{fp_rate, fp_rate_textbook, num_blocks_for};
 
-pub const MAGIC: &[u8; 8] = b"LSHBBLK\0";
-pub const VERSION: u32 = 1;
-pub const HEADER_LEN: usize = crate::filters::lines::HEADER_LEN;
-pub const BLOCK_BYTES: usize = crate::filters::lines::LINE_BYTES;
-pub const LANES: usize = 16;
+pub(crate) const MAGIC: &[u8; 8] = b"LSHBBLK\0";
+pub(crate) const VERSION: u32 = 1;
+pub(crate) const LANES: usize = 16;
 
 /// Odd multipliers, one per lane (Parquet's eight, then eight more odd
 /// 32-bit constants of the same kind).
-pub const SALTS: [u32; LANES] = [
+pub(crate) const SALTS: [u32; LANES] = [
     0x47b6_137b, 0x4497_4d91, 0x8824_ad5b, 0xa2b7_289d, 0x7054_95c7, 0x2df1_424b, 0x9efc_4947, 0x5c6b_fb31,
     0x9e37_79b1, 0x85eb_ca77, 0xc2b2_ae3d, 0x27d4_eb2f, 0x1656_67b1, 0xd3a2_646d, 0xfd70_46c5, 0xb55a_4f09,
 ];
 
 /// One blocked Bloom filter file, memory-mapped.
-pub type BlockedFile = crate::filters::lines::LineFile<Blocked>;
+pub(crate) type BlockedFile = crate::filters::lines::LineFile<Blocked>;
 
 /// The b blocked band filters of an LSHBloom index (`--bloom blocked`).
-pub type BlockedBands = crate::filters::band_set::BandSet<BlockedFile>;
+#[cfg(test)]
+pub(crate) type BlockedBands = crate::filters::band_set::BandSet<BlockedFile>;

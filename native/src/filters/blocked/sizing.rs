@@ -7,18 +7,18 @@ const LANE_BITS: f64 = 32.0;
 
 /// `(1 − (31/32)^j)^16`: false-positive rate of a block holding `j` keys.
 #[inline]
-pub fn block_fp(j: f64) -> f64 {
+pub(crate) fn block_fp(j: f64) -> f64 {
     (-(j * (1.0 - 1.0 / LANE_BITS).ln()).exp_m1()).abs().powi(LANES as i32)
 }
 
 /// The textbook estimate `f(n / B)` (every block at the mean load).
-pub fn fp_rate_textbook(n: f64, num_blocks: u64) -> f64 {
+pub(crate) fn fp_rate_textbook(n: f64, num_blocks: u64) -> f64 {
     block_fp(n / num_blocks as f64)
 }
 
 /// The false-positive rate of a blocked filter of `num_blocks` blocks holding
 /// `n` keys: `Σ_j Poisson(j; n/B) · block_fp(j)`.
-pub fn fp_rate(n: f64, num_blocks: u64) -> f64 {
+pub(crate) fn fp_rate(n: f64, num_blocks: u64) -> f64 {
     let lam = n / num_blocks as f64;
     if lam <= 0.0 {
         return 0.0;
@@ -72,7 +72,7 @@ fn ln_gamma(x: f64) -> f64 {
 
 /// The smallest number of blocks whose exact rate at `capacity` keys is at
 /// most `error_rate`.
-pub fn num_blocks_for(capacity: u64, error_rate: f64) -> Result<u64, String> {
+pub(crate) fn num_blocks_for(capacity: u64, error_rate: f64) -> Result<u64, String> {
     if !(error_rate > 0.0 && error_rate < 1.0) {
         return Err(format!("error_rate must be in (0, 1), got {error_rate}"));
     }

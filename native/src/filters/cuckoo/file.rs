@@ -53,29 +53,29 @@ impl Layout for Cuckoo {
 }
 
 impl LineFile<Cuckoo> {
-    pub fn num_buckets(&self) -> u64 {
+    pub(crate) fn num_buckets(&self) -> u64 {
         self.shape().num_buckets
     }
-    pub fn fp_bits(&self) -> u32 {
+    pub(crate) fn fp_bits(&self) -> u32 {
         self.shape().fp_bits
     }
-    pub fn slots(&self) -> u32 {
+    pub(crate) fn slots(&self) -> u32 {
         self.shape().slots
     }
 }
 
 /// What [`measure_fp`] found.
 #[derive(Debug, Clone, Copy)]
-pub struct Measured {
-    pub false_positives: u64,
-    pub num_buckets: u64,
-    pub fp_bits: u32,
+pub(crate) struct Measured {
+    pub(crate) false_positives: u64,
+    pub(crate) num_buckets: u64,
+    pub(crate) fp_bits: u32,
     /// Keys actually stored (capacity minus the inserts that were false positives).
-    pub stored: u64,
+    pub(crate) stored: u64,
 }
 
 /// Measures a cuckoo filter's false-positive rate (see [`lines::measure_fp`]).
-pub fn measure_fp(capacity: u64, error_rate: f64, queries: u64, seed: u64) -> Result<Measured, String> {
+pub(crate) fn measure_fp(capacity: u64, error_rate: f64, queries: u64, seed: u64) -> Result<Measured, String> {
     let m = lines::measure_fp::<Cuckoo>(capacity, error_rate, queries, seed)?;
     Ok(Measured {
         false_positives: m.false_positives,

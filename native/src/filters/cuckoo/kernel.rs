@@ -8,22 +8,22 @@ use crate::filters::lines::{fast_range, hashes, mum, Full};
 /// Where a key goes: its two buckets and its fingerprint.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Loc {
-    pub a: usize,
-    pub b: usize,
-    pub fp: u64,
+    pub(crate) a: usize,
+    pub(crate) b: usize,
+    pub(crate) fp: u64,
 }
 
 /// The shape a kernel needs: buckets, fingerprint bits, slots per bucket.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
-    pub num_buckets: u64,
-    pub fp_bits: u32,
-    pub slots: u32,
+    pub(crate) num_buckets: u64,
+    pub(crate) fp_bits: u32,
+    pub(crate) slots: u32,
 }
 
 /// The other bucket of fingerprint `fp` found in bucket `i`: `(c − i) mod B`.
 #[inline(always)]
-pub fn alt(i: usize, fp: u64, num_buckets: u64) -> usize {
+pub(crate) fn alt(i: usize, fp: u64, num_buckets: u64) -> usize {
     const K3: u64 = 0x5899_65cc_7537_4cc3;
     const K4: u64 = 0x1d8e_4e27_c47d_124f;
     let c = fast_range(mum(fp ^ K3, K4), num_buckets) as usize;
@@ -35,7 +35,7 @@ pub fn alt(i: usize, fp: u64, num_buckets: u64) -> usize {
 
 /// The buckets and fingerprint of `key` (module docs of `cuckoo`).
 #[inline(always)]
-pub fn locate(key: u64, seed: u64, shape: Shape) -> Loc {
+pub(crate) fn locate(key: u64, seed: u64, shape: Shape) -> Loc {
     let (h1, h2) = hashes(key, seed);
     let a = fast_range(h1, shape.num_buckets) as usize;
     let fp = 1 + fast_range(h2, fp_mask(shape.fp_bits));
@@ -96,7 +96,7 @@ pub enum Scan {
 /// Scans bucket `line` for `fp`, stopping at the first empty slot (the
 /// occupied slots are a prefix).
 #[inline(always)]
-pub fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+pub(crate) fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
     if shape.fp_bits > 57 {
         return scan_wide(line, fp, shape);
     }
@@ -177,7 +177,7 @@ fn line_mut(data: &mut [u8], bucket: usize) -> &mut [u8] {
 /// Balancing the two keeps buckets from filling long before the filter does:
 /// fewer kicks (each a random walk of cache misses) at high load.
 #[inline(always)]
-pub fn insert_absent(data: &mut [u8], loc: Loc, shape: Shape, first: Scan, second: Scan) -> Result<(), Full> {
+pub(crate) fn insert_absent(data: &mut [u8], loc: Loc, shape: Shape, first: Scan, second: Scan) -> Result<(), Full> {
     match (first, second) {
         (Scan::Absent(Some(i)), Scan::Absent(Some(j))) if j < i => put(line_mut(data, loc.b), j, shape.fp_bits, loc.fp),
         (Scan::Absent(Some(i)), _) => put(line_mut(data, loc.a), i, shape.fp_bits, loc.fp),

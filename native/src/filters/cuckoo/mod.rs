@@ -75,23 +75,20 @@ mod kernel;
 mod scan;
 mod sizing;
 
-pub use file::{measure_fp, Cuckoo, Measured};
-pub use kernel::{locate, Loc, Shape};
-pub use sizing::{fp_rate, geometry, slots_for, Geometry, MAX_LOAD_DEN, MAX_LOAD_NUM};
+pub use file::Cuckoo;
+pub(crate) use file::measure_fp;
+pub(crate) use sizing::{fp_rate, geometry};
 use crate::filters::lines::LineFile;
 
-pub const MAGIC: &[u8; 8] = b"LSHBCKO\0";
-pub const VERSION: u32 = 1;
-pub const BUCKET_BYTES: usize = crate::filters::lines::LINE_BYTES;
-pub const BUCKET_BITS: u32 = 512;
+pub(crate) const MAGIC: &[u8; 8] = b"LSHBCKO\0";
+pub(crate) const VERSION: u32 = 1;
+pub(crate) const BUCKET_BYTES: usize = crate::filters::lines::LINE_BYTES;
+pub(crate) const BUCKET_BITS: u32 = 512;
 /// Fingerprint widths the format allows.
-pub const MIN_FP_BITS: u32 = 2;
-pub const MAX_FP_BITS: u32 = 64;
+pub(crate) const MIN_FP_BITS: u32 = 2;
+pub(crate) const MAX_FP_BITS: u32 = 64;
 /// Kicks tried before an insert gives up (and undoes them).
-pub const MAX_KICKS: usize = 2000;
+pub(crate) const MAX_KICKS: usize = 2000;
 
 /// One cuckoo filter file, memory-mapped.
-pub type CuckooFile = LineFile<Cuckoo>;
-
-/// The b cuckoo band filters of an LSHBloom index (`--bloom cuckoo`).
-pub type CuckooBands = crate::filters::band_set::BandSet<CuckooFile>;
+pub(crate) type CuckooFile = LineFile<Cuckoo>;

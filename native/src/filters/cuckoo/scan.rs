@@ -117,7 +117,7 @@ mod avx2 {
     /// gather and no branch on the slots: the occupied slots are a prefix, so
     /// the first empty one is the lowest zero slot.
     #[inline(always)]
-    pub unsafe fn scan_lanes(line: &[u8], fp: u64, shape: Shape) -> Scan {
+    pub(crate) unsafe fn scan_lanes(line: &[u8], fp: u64, shape: Shape) -> Scan {
         assert!(line.len() >= BUCKET_BYTES);
         // SAFETY (all intrinsics): AVX2 is enabled (caller); both 32-byte
         // loads are inside the bucket (asserted).
@@ -161,7 +161,7 @@ mod avx2 {
     /// and the 8 bytes after it, see `padded`), shift and mask, compare with
     /// `fp` and with 0.
     #[inline(always)]
-    pub unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
+    pub(crate) unsafe fn scan(line: &[u8], fp: u64, shape: Shape) -> Scan {
         let mut copy = [0u8; BUCKET_BYTES + 8];
         let buf = padded(line, &mut copy);
         // SAFETY (all intrinsics): AVX2 is enabled (caller); every gathered

@@ -6,42 +6,42 @@ use super::{BUCKET_BITS, MAX_FP_BITS, MIN_FP_BITS};
 /// The designed maximum load, as a fraction: slots filled at capacity ≤ 18/20.
 /// Past ~90 % buckets fill and inserts kick (a random walk of cache misses);
 /// the driver pass at 95 % ran at 0.7x its speed at 90 % (docs/benchmarks.md).
-pub const MAX_LOAD_NUM: u64 = 18;
-pub const MAX_LOAD_DEN: u64 = 20;
+pub(crate) const MAX_LOAD_NUM: u64 = 18;
+pub(crate) const MAX_LOAD_DEN: u64 = 20;
 
 /// Fingerprint widths that fill whole SIMD lanes: a bucket's scan is one
 /// compare per half line (AVX2) instead of a gather per four slots (the
 /// driver pass ~1.3x faster; docs/benchmarks.md).
-pub const LANE_WIDTHS: [u32; 4] = [8, 16, 32, 64];
+pub(crate) const LANE_WIDTHS: [u32; 4] = [8, 16, 32, 64];
 
 /// A lane width is chosen when it needs at most this many times the buckets
 /// of the least width: up to 15 % more bytes for the faster scan. At the
 /// defaults' per-band rates (~1e-7) that is 32-bit fingerprints, 1.125x the
 /// buckets of 28-bit ones and ~1.05x a classic Bloom filter's bits.
-pub const LANE_SLACK: f64 = 1.15;
+pub(crate) const LANE_SLACK: f64 = 1.15;
 
 /// Is `fp_bits` one of [`LANE_WIDTHS`]?
 #[inline(always)]
-pub fn is_lane_width(fp_bits: u32) -> bool {
+pub(crate) fn is_lane_width(fp_bits: u32) -> bool {
     LANE_WIDTHS.contains(&fp_bits)
 }
 
 /// A filter's shape: fingerprint bits, slots per bucket, buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Geometry {
-    pub fp_bits: u32,
-    pub slots: u32,
-    pub num_buckets: u64,
+pub(crate) struct Geometry {
+    pub(crate) fp_bits: u32,
+    pub(crate) slots: u32,
+    pub(crate) num_buckets: u64,
 }
 
 /// Slots of `fp_bits` bits in one 512-bit bucket.
-pub fn slots_for(fp_bits: u32) -> u32 {
+pub(crate) fn slots_for(fp_bits: u32) -> u32 {
     BUCKET_BITS / fp_bits
 }
 
 /// `1 − (1 − q)^(2n/B)`, `q = 1/(2^f − 1)`: the rate of `num_buckets`
 /// buckets of `fp_bits`-bit fingerprints holding `n` keys.
-pub fn fp_rate(n: f64, num_buckets: u64, fp_bits: u32) -> f64 {
+pub(crate) fn fp_rate(n: f64, num_buckets: u64, fp_bits: u32) -> f64 {
     if n <= 0.0 {
         return 0.0;
     }
@@ -77,7 +77,7 @@ fn buckets_for_load(n: u64, slots: u32) -> u64 {
 /// The cuckoo filter for `capacity` keys at rate `error_rate`: the fewest
 /// buckets over the lane widths if that is within [`LANE_SLACK`] of the
 /// fewest over every width, else the fewest over every width.
-pub fn geometry(capacity: u64, error_rate: f64) -> Result<Geometry, String> {
+pub(crate) fn geometry(capacity: u64, error_rate: f64) -> Result<Geometry, String> {
     let least = least_geometry(capacity, error_rate, MIN_FP_BITS..=MAX_FP_BITS)?;
     match least_geometry(capacity, error_rate, LANE_WIDTHS) {
         Ok(lanes) if lanes.num_buckets as f64 <= least.num_buckets as f64 * LANE_SLACK => Ok(lanes),

@@ -80,17 +80,17 @@ impl<L: Layout> LineFile<L> {
         Self::open(path, true)
     }
 
-    pub fn seed(&self) -> u64 {
+    pub(crate) fn seed(&self) -> u64 {
         self.seed
     }
 
-    pub fn shape(&self) -> L::Shape {
+    pub(crate) fn shape(&self) -> L::Shape {
         self.shape
     }
 
     /// The lines.
     #[inline(always)]
-    pub fn data(&self) -> &[u8] {
+    pub(crate) fn data(&self) -> &[u8] {
         &self.core.file.bytes()[HEADER_LEN..]
     }
 
@@ -100,16 +100,17 @@ impl<L: Layout> LineFile<L> {
     }
 
     #[inline(always)]
-    pub fn locate(&self, key: u64) -> L::Loc {
+    pub(crate) fn locate(&self, key: u64) -> L::Loc {
         L::locate(key, self.seed, self.shape)
     }
 
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn test_loc(&self, loc: L::Loc) -> bool {
         test::<L>(self.data(), loc, self.shape)
     }
 
-    pub fn contains(&self, key: u64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, key: u64) -> bool {
         self.test_loc(self.locate(key))
     }
 
@@ -220,17 +221,17 @@ fn contains_many_avx2<L: Layout>(f: &LineFile<L>, keys: &[u64], out: &mut [bool]
 /// What [`measure_fp`] found: false positives among the queries, the shape,
 /// and the keys actually stored (capacity minus inserts that were false positives).
 #[derive(Debug, Clone, Copy)]
-pub struct Measured<S> {
-    pub false_positives: u64,
-    pub shape: S,
-    pub stored: u64,
+pub(crate) struct Measured<S> {
+    pub(crate) false_positives: u64,
+    pub(crate) shape: S,
+    pub(crate) stored: u64,
 }
 
 /// Measures a filter's false-positive rate: creates one for `capacity` keys
 /// at `error_rate` (in memory), inserts `capacity` pseudo-random keys (a
 /// SplitMix64 stream of `seed`), queries `queries` keys of a disjoint stream
 /// (a collision with an inserted key has probability ~ capacity · queries / 2^64).
-pub fn measure_fp<L: Layout>(capacity: u64, error_rate: f64, queries: u64, seed: u64) -> Result<Measured<L::Shape>, String> {
+pub(crate) fn measure_fp<L: Layout>(capacity: u64, error_rate: f64, queries: u64, seed: u64) -> Result<Measured<L::Shape>, String> {
     let shape = L::shape_for(capacity, error_rate)?;
     let len = usize::try_from(L::num_lines(shape) * LINE_BYTES as u64).map_err(|_| "too large")?;
     let mut data = vec![0u8; len];

@@ -27,10 +27,11 @@
 pub(crate) mod row_loops;
 pub(crate) mod file;
 
-pub use file::{measure_fp, LineFile, Measured};
+pub use file::LineFile;
+pub(crate) use file::measure_fp;
 
-pub const HEADER_LEN: usize = 64;
-pub const LINE_BYTES: usize = 64;
+pub(crate) const HEADER_LEN: usize = 64;
+pub(crate) const LINE_BYTES: usize = 64;
 
 /// The filter cannot place a key (a cuckoo filter far past the load it was
 /// sized for); nothing was changed.
@@ -91,7 +92,7 @@ pub trait Kernel<L: Layout> {
 /// # Safety
 /// The CPU has `K`'s target features.
 #[inline(always)]
-pub unsafe fn set_with<L: Layout, K: Kernel<L>>(data: &mut [u8], loc: L::Loc, shape: L::Shape) -> Result<bool, Full> {
+pub(crate) unsafe fn set_with<L: Layout, K: Kernel<L>>(data: &mut [u8], loc: L::Loc, shape: L::Shape) -> Result<bool, Full> {
     // SAFETY (both): forwarded from the caller.
     match unsafe { K::probe(data, loc, shape) } {
         None => Ok(true),
@@ -101,56 +102,56 @@ pub unsafe fn set_with<L: Layout, K: Kernel<L>>(data: &mut [u8], loc: L::Loc, sh
 
 /// Is the key at `loc` (probably) in `data`? Portable code.
 #[inline(always)]
-pub fn test<L: Layout>(data: &[u8], loc: L::Loc, shape: L::Shape) -> bool {
+pub(crate) fn test<L: Layout>(data: &[u8], loc: L::Loc, shape: L::Shape) -> bool {
     // SAFETY: portable code needs no CPU feature.
     unsafe { L::Portable::probe(data, loc, shape) }.is_none()
 }
 
 /// Adds the key at `loc` unless present; `Ok(true)` if it was. Portable code.
 #[inline(always)]
-pub fn set<L: Layout>(data: &mut [u8], loc: L::Loc, shape: L::Shape) -> Result<bool, Full> {
+pub(crate) fn set<L: Layout>(data: &mut [u8], loc: L::Loc, shape: L::Shape) -> Result<bool, Full> {
     // SAFETY: portable code needs no CPU feature.
     unsafe { set_with::<L, L::Portable>(data, loc, shape) }
 }
 
 /// Hints the CPU to load line `i` of `data` (no effect on results).
 #[inline(always)]
-pub fn prefetch_line(data: &[u8], i: usize) {
+pub(crate) fn prefetch_line(data: &[u8], i: usize) {
     crate::prefetch::prefetch(data, i * LINE_BYTES);
 }
 
 /// Line `i` of `data`.
 #[inline(always)]
-pub fn line(data: &[u8], i: usize) -> &[u8] {
+pub(crate) fn line(data: &[u8], i: usize) -> &[u8] {
     &data[i * LINE_BYTES..(i + 1) * LINE_BYTES]
 }
 
 /// Line `i` of `data`, writable.
 #[inline(always)]
-pub fn line_mut(data: &mut [u8], i: usize) -> &mut [u8] {
+pub(crate) fn line_mut(data: &mut [u8], i: usize) -> &mut [u8] {
     &mut data[i * LINE_BYTES..(i + 1) * LINE_BYTES]
 }
 
 /// SplitMix64: the pseudo-random keys of the rate measurements and tests.
-pub use crate::hash::splitmix::next as splitmix;
+pub(crate) use crate::hash::splitmix::next as splitmix;
 
 /// 64x64 -> 128-bit multiply folded to 64 bits (wyhash's `mum`).
 #[inline(always)]
-pub fn mum(a: u64, b: u64) -> u64 {
+pub(crate) fn mum(a: u64, b: u64) -> u64 {
     let p = u128::from(a) * u128::from(b);
     (p as u64) ^ ((p >> 64) as u64)
 }
 
 /// Lemire's fast range: `h` scaled into `0..n`.
 #[inline(always)]
-pub fn fast_range(h: u64, n: u64) -> u64 {
+pub(crate) fn fast_range(h: u64, n: u64) -> u64 {
     ((u128::from(h) * u128::from(n)) >> 64) as u64
 }
 
 /// The two hashes of `key` both layouts start from:
 /// `h1 = mum(key ^ seed, K0)`, `h2 = mum(h1 ^ K1, K2)`.
 #[inline(always)]
-pub fn hashes(key: u64, seed: u64) -> (u64, u64) {
+pub(crate) fn hashes(key: u64, seed: u64) -> (u64, u64) {
     const K0: u64 = 0xa076_1d64_78bd_642f;
     const K1: u64 = 0xe703_7ed1_a0b4_28db;
     const K2: u64 = 0x8ebc_6af0_9c88_c6e3;

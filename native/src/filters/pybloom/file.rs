@@ -11,7 +11,7 @@ use crate::filters::mapped::{self, MappedFile};
 
 /// A pybloomfiltermmap3 filter file, memory-mapped.
 #[derive(Debug)]
-pub struct BloomFile {
+pub(crate) struct BloomFile {
     core: FileCore,
     num_bits: u64,
     seeds: Vec<u32>,
@@ -24,7 +24,7 @@ pub struct BloomFile {
 impl BloomFile {
     /// Creates a new filter file (fails if `path` exists), sized as pybloomfilter
     /// sizes `BloomFilter(capacity, error_rate, path, hash_seeds=seeds)`.
-    pub fn create(path: &Path, capacity: u64, error_rate: f64, seeds: &[u32]) -> Result<BloomFile, BloomError> {
+    pub(crate) fn create(path: &Path, capacity: u64, error_rate: f64, seeds: &[u32]) -> Result<BloomFile, BloomError> {
         let (_, num_bits) = geometry(capacity, error_rate, Some(seeds.len())).map_err(BloomError::Invalid)?;
         let data_len = usize::try_from(num_bits.div_ceil(8))
             .map_err(|_| BloomError::Invalid(format!("filter of {num_bits} bits is too large")))?;
@@ -33,19 +33,19 @@ impl BloomFile {
         Self::open(path, true)
     }
 
-    pub fn num_bits(&self) -> u64 {
+    pub(crate) fn num_bits(&self) -> u64 {
         self.num_bits
     }
-    pub fn num_hashes(&self) -> usize {
+    pub(crate) fn num_hashes(&self) -> usize {
         self.seeds.len()
     }
-    pub fn seeds(&self) -> &[u32] {
+    pub(crate) fn seeds(&self) -> &[u32] {
         &self.seeds
     }
 
     /// The bit-data region.
     #[inline(always)]
-    pub fn data(&self) -> &[u8] {
+    pub(crate) fn data(&self) -> &[u8] {
         &self.core.file.bytes()[PREAMBLE..PREAMBLE + self.data_len]
     }
 
@@ -57,7 +57,7 @@ impl BloomFile {
 
     /// Bit positions of `key`, one per seed, appended to `out`.
     #[inline]
-    pub fn positions(&self, key: u64, out: &mut Vec<u64>) {
+    pub(crate) fn positions(&self, key: u64, out: &mut Vec<u64>) {
         let hk = py_int_hash(key);
         for &s in &self.seeds {
             let (h1, h2) = murmur3_u64(hk, s);
@@ -78,7 +78,7 @@ impl BloomFile {
     }
 
     /// Is `key` (probably) in the filter?
-    pub fn contains(&self, key: u64) -> bool {
+    pub(crate) fn contains(&self, key: u64) -> bool {
         let hk = py_int_hash(key);
         let data = self.data();
         self.seeds.iter().all(|&s| {

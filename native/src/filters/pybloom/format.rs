@@ -8,35 +8,35 @@ use std::path::Path;
 use crate::filters::error::{format_err, io_err, BloomError};
 use crate::filters::mapped::{le_f64, le_u32, le_u64};
 
-pub const MAGIC: &[u8; 9] = b"MBITARRAY";
+pub(crate) const MAGIC: &[u8; 9] = b"MBITARRAY";
 /// `sizeof(struct _BloomFilter)` on x86-64.
-pub const HEADER_LEN: usize = 1200;
-pub const OFF_NUM_BITS: usize = 9;
-pub const OFF_HEADER_LEN: usize = 17;
-pub const OFF_HEADER: usize = 21;
-pub const H_MAX_NUM_ELEM: usize = 0;
-pub const H_ERROR_RATE: usize = 8;
-pub const H_NUM_HASHES: usize = 16;
-pub const H_HASH_SEEDS: usize = 20;
-pub const H_ARRAY_PTR: usize = 1048;
-pub const H_BF_VERSION: usize = 1056;
-pub const H_COUNT_CORRECT: usize = 1057;
-pub const H_ELEM_COUNT: usize = 1064;
-pub const MAX_HASHES: usize = 256;
-pub const BF_VERSION: u8 = 1;
+pub(crate) const HEADER_LEN: usize = 1200;
+pub(crate) const OFF_NUM_BITS: usize = 9;
+pub(crate) const OFF_HEADER_LEN: usize = 17;
+pub(crate) const OFF_HEADER: usize = 21;
+pub(crate) const H_MAX_NUM_ELEM: usize = 0;
+pub(crate) const H_ERROR_RATE: usize = 8;
+pub(crate) const H_NUM_HASHES: usize = 16;
+pub(crate) const H_HASH_SEEDS: usize = 20;
+pub(crate) const H_ARRAY_PTR: usize = 1048;
+pub(crate) const H_BF_VERSION: usize = 1056;
+pub(crate) const H_COUNT_CORRECT: usize = 1057;
+pub(crate) const H_ELEM_COUNT: usize = 1064;
+pub(crate) const MAX_HASHES: usize = 256;
+pub(crate) const BF_VERSION: u8 = 1;
 
 /// Bytes before the bit data: magic, num_bits, header_len and header, rounded
 /// up to a multiple of 256 (1280 for the 1200-byte header).
-pub const fn preamble_len(header_len: usize) -> usize {
+pub(crate) const fn preamble_len(header_len: usize) -> usize {
     (OFF_HEADER + header_len).div_ceil(256) * 256
 }
 
-pub const PREAMBLE: usize = preamble_len(HEADER_LEN);
+pub(crate) const PREAMBLE: usize = preamble_len(HEADER_LEN);
 
 /// pybloomfilter's `_create` sizing, with the same f64 operations in the same
 /// order: returns (num_hashes, num_bits). `num_hashes` is the number of seeds
 /// when given, otherwise max(floor(log2(1/p)), 1).
-pub fn geometry(capacity: u64, error_rate: f64, num_hashes: Option<usize>) -> Result<(u32, u64), String> {
+pub(crate) fn geometry(capacity: u64, error_rate: f64, num_hashes: Option<usize>) -> Result<(u32, u64), String> {
     if error_rate.is_nan() || error_rate <= 0.0 || error_rate >= 1.0 {
         return Err(format!("error_rate must be in (0, 1), got {error_rate}"));
     }
@@ -72,7 +72,7 @@ pub fn geometry(capacity: u64, error_rate: f64, num_hashes: Option<usize>) -> Re
 }
 
 /// Encodes the 1200-byte header exactly as pybloomfilter writes it at creation.
-pub fn encode_header(capacity: u64, error_rate: f64, seeds: &[u32], elem_count: u64) -> Vec<u8> {
+pub(crate) fn encode_header(capacity: u64, error_rate: f64, seeds: &[u32], elem_count: u64) -> Vec<u8> {
     let mut h = vec![0u8; HEADER_LEN];
     h[H_MAX_NUM_ELEM..H_MAX_NUM_ELEM + 8].copy_from_slice(&capacity.to_le_bytes());
     h[H_ERROR_RATE..H_ERROR_RATE + 8].copy_from_slice(&error_rate.to_le_bytes());
@@ -90,7 +90,7 @@ pub fn encode_header(capacity: u64, error_rate: f64, seeds: &[u32], elem_count: 
 }
 
 /// The whole preamble of a new file: magic, num_bits, header_len, header.
-pub fn encode_preamble(num_bits: u64, capacity: u64, error_rate: f64, seeds: &[u32]) -> Vec<u8> {
+pub(crate) fn encode_preamble(num_bits: u64, capacity: u64, error_rate: f64, seeds: &[u32]) -> Vec<u8> {
     let mut pre = vec![0u8; PREAMBLE];
     pre[..9].copy_from_slice(MAGIC);
     pre[OFF_NUM_BITS..OFF_NUM_BITS + 8].copy_from_slice(&num_bits.to_le_bytes());
@@ -101,19 +101,19 @@ pub fn encode_preamble(num_bits: u64, capacity: u64, error_rate: f64, seeds: &[u
 
 /// What a valid preamble says.
 #[derive(Debug)]
-pub struct Header {
-    pub num_bits: u64,
-    pub seeds: Vec<u32>,
-    pub capacity: u64,
-    pub error_rate: f64,
-    pub count_correct: bool,
-    pub elem_count: u64,
+pub(crate) struct Header {
+    pub(crate) num_bits: u64,
+    pub(crate) seeds: Vec<u32>,
+    pub(crate) capacity: u64,
+    pub(crate) error_rate: f64,
+    pub(crate) count_correct: bool,
+    pub(crate) elem_count: u64,
     /// Bytes of bit data, all present in the file.
-    pub data_len: usize,
+    pub(crate) data_len: usize,
 }
 
 /// Reads and validates the preamble of the `file_size`-byte filter file at `path`.
-pub fn read_header(file: &File, path: &Path, file_size: u64) -> Result<Header, BloomError> {
+pub(crate) fn read_header(file: &File, path: &Path, file_size: u64) -> Result<Header, BloomError> {
     let pre = read_preamble(file, path, file_size)?;
     let num_bits = le_u64(&pre, OFF_NUM_BITS);
     let header = &pre[OFF_HEADER..OFF_HEADER + HEADER_LEN];

@@ -34,15 +34,9 @@ mod format;
 mod positions;
 mod row_loops;
 
-pub use file::BloomFile;
-pub use format::{
-    encode_header, geometry, preamble_len, BF_VERSION, HEADER_LEN, H_ARRAY_PTR, H_BF_VERSION, H_COUNT_CORRECT,
-    H_ELEM_COUNT, H_ERROR_RATE, H_HASH_SEEDS, H_MAX_NUM_ELEM, H_NUM_HASHES, MAGIC, MAX_HASHES, OFF_HEADER,
-    OFF_HEADER_LEN, OFF_NUM_BITS, PREAMBLE,
-};
-pub use positions::{py_int_hash, FastMod};
-
-pub use crate::filters::error::BloomError;
+pub(crate) use file::BloomFile;
+pub(crate) use format::geometry;
 
 /// The b band filters of an LSHBloom index in pybloomfiltermmap3's format.
-pub type BandFilters = crate::filters::band_set::BandSet<BloomFile>;
+#[cfg(test)]
+pub(crate) type BandFilters = crate::filters::band_set::BandSet<BloomFile>;

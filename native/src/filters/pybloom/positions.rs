@@ -4,20 +4,20 @@
 
 /// Python's `hash()` of a non-negative int that fits in a u64.
 #[inline(always)]
-pub fn py_int_hash(x: u64) -> u64 {
+pub(crate) fn py_int_hash(x: u64) -> u64 {
     crate::minhash::mod_mersenne61(x)
 }
 
 /// Fast `x % d` for a fixed 64-bit divisor (Lemire, Kaser & Kurz, "Faster
 /// remainder by direct computation", with a 128-bit fraction: exact for all u64).
 #[derive(Debug, Clone, Copy)]
-pub struct FastMod {
+pub(crate) struct FastMod {
     d: u64,
     m: u128,
 }
 
 impl FastMod {
-    pub fn new(d: u64) -> FastMod {
+    pub(crate) fn new(d: u64) -> FastMod {
         assert!(d > 0);
         // ceil(2^128 / d); wraps to 0 for d == 1, which then yields 0 as required.
         FastMod {
@@ -27,7 +27,7 @@ impl FastMod {
     }
 
     #[inline(always)]
-    pub fn rem(&self, x: u64) -> u64 {
+    pub(crate) fn rem(&self, x: u64) -> u64 {
         let low = self.m.wrapping_mul(u128::from(x));
         let d = u128::from(self.d);
         let hi = (low >> 64) * d;

@@ -56,7 +56,7 @@ fn has_hyphen_byte(bytes: &[u8]) -> bool {
 ///
 /// Jumps from hyphen to hyphen (a byte scan) and decodes only the character
 /// before each, instead of walking every character.
-pub fn dehyphen(text: &str) -> Cow<'_, str> {
+pub(crate) fn dehyphen(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     if !has_hyphen_byte(bytes) {
         return Cow::Borrowed(text);

@@ -32,13 +32,13 @@ const DROP: u8 = 0xFF;
 /// What the normalization flags make of each ASCII byte: itself, its
 /// lowercase, or [`DROP`].
 #[derive(Debug, Clone)]
-pub struct AsciiTable {
+pub(crate) struct AsciiTable {
     map: [u8; 128],
     flags: u32,
 }
 
 impl AsciiTable {
-    pub fn new(flags: u32) -> Self {
+    pub(crate) fn new(flags: u32) -> Self {
         let mut map = [0u8; 128];
         for (b, m) in (0u8..128).zip(map.iter_mut()) {
             // Python's ASCII whitespace (`str.isspace()`).
@@ -63,7 +63,7 @@ impl CharBuffer {
     /// needs the step-by-step path (see the module comment).
     ///
     /// `nfkc_done`: the caller already applied NFKC (the check is skipped).
-    pub fn fill_fused(&mut self, text: &str, table: &AsciiTable, weighted: bool, nfkc_done: bool) -> bool {
+    pub(crate) fn fill_fused(&mut self, text: &str, table: &AsciiTable, weighted: bool, nfkc_done: bool) -> bool {
         self.bytes.clear();
         self.starts.clear();
         self.weights.clear();

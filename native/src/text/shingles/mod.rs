@@ -9,10 +9,11 @@ mod fused;
 mod tokenize;
 mod units;
 
-pub use dehyphen::dehyphen;
-pub use fused::AsciiTable;
-pub use tokenize::{tokenize, tokenize_scalar};
-pub use units::{is_dense, CharBuffer, ShingleSettings, Unit, DENSE_RANGES, DENSE_WEIGHT};
+pub(crate) use dehyphen::dehyphen;
+pub(crate) use fused::AsciiTable;
+pub use tokenize::tokenize;
+pub use units::{ShingleSettings, Unit};
+pub(crate) use units::CharBuffer;
 
 use std::borrow::Cow;
 
@@ -22,22 +23,22 @@ use crate::text::distinct::DistinctSet;
 use crate::text::shingles::punct_table::{ASCII_PUNCT_MASK, PUNCT_RANGES};
 
 /// Normalization flag: Unicode NFKC.
-pub const NORM_NFKC: u32 = 1;
+pub(crate) const NORM_NFKC: u32 = 1;
 /// Normalization flag: lowercase (`str::to_lowercase`, as Python's `str.lower()`).
-pub const NORM_LOWER: u32 = 2;
+pub(crate) const NORM_LOWER: u32 = 2;
 /// Normalization flag: every punctuation character (general category P*) becomes ' '.
-pub const NORM_PUNCT: u32 = 4;
+pub(crate) const NORM_PUNCT: u32 = 4;
 /// Normalization flag: join words hyphenated across a line break (applied first, `dehyphen.rs`).
 pub const NORM_DEHYPHEN: u32 = 8;
 /// The steps Python's `"all"` means (NFKC, lowercase, punctuation).
 pub const NORM_ALL: u32 = NORM_NFKC | NORM_LOWER | NORM_PUNCT;
 /// All valid flag bits.
-pub const NORM_VALID: u32 = NORM_ALL | NORM_DEHYPHEN;
+pub(crate) const NORM_VALID: u32 = NORM_ALL | NORM_DEHYPHEN;
 
 /// Exactly the code points for which Python's `str.isspace()` is true, i.e. the
 /// separators of `str.split()` with no arguments. (Rust's `char::is_whitespace`
 /// differs: it lacks U+001C..U+001F.)
-pub fn is_py_whitespace(c: char) -> bool {
+pub(crate) fn is_py_whitespace(c: char) -> bool {
     matches!(
         c as u32,
         0x09..=0x0D
@@ -56,7 +57,7 @@ pub fn is_py_whitespace(c: char) -> bool {
 
 /// True iff `c`'s Unicode general category is P* (table generated from Python's
 /// `unicodedata`, see `punct_table.rs`).
-pub fn is_punct(c: char) -> bool {
+pub(crate) fn is_punct(c: char) -> bool {
     let cp = c as u32;
     if cp < 128 {
         return ASCII_PUNCT_MASK >> cp & 1 == 1;
@@ -141,18 +142,6 @@ impl Shingler {
         }
     }
 
-    pub fn settings(&self) -> ShingleSettings {
-        ShingleSettings { unit: self.unit, ngram: self.ngram, flags: self.flags }
-    }
-
-    pub fn ngram(&self) -> usize {
-        self.ngram
-    }
-
-    pub fn flags(&self) -> u32 {
-        self.flags
-    }
-
     /// Calls `f` with the UTF-8 bytes of every shingle of `text` (after
     /// normalization). Shingles may repeat; the caller dedups if it needs a set.
     /// Returns the number of calls made.
@@ -163,7 +152,7 @@ impl Shingler {
     /// As [`Shingler::for_each`], but each shingle is given as `(buffer, start,
     /// end)`: the shingle is `buffer[start..end]`, and the buffer may extend
     /// past it (so the callee can read whole words beyond the end).
-    pub fn for_each_span<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
+    pub(crate) fn for_each_span<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, f: F) -> usize {
         if self.unit != Unit::Words {
             return self.char_spans(text, f);
         }
@@ -248,7 +237,7 @@ impl Shingler {
     }
 
     /// The distinct shingles of `text`, sorted bytewise.
-    pub fn shingle_set(&mut self, text: &str) -> Vec<Vec<u8>> {
+    pub(crate) fn shingle_set(&mut self, text: &str) -> Vec<Vec<u8>> {
         let mut set = DistinctSet::new();
         self.for_each(text, |s| {
             set.insert(s);
@@ -263,7 +252,7 @@ impl Shingler {
 mod tests {
     use super::*;
 
-    pub const PY_SPACES: &[u32] = &[
+    pub(crate) const PY_SPACES: &[u32] = &[
         0x9, 0xA, 0xB, 0xC, 0xD, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x85, 0xA0, 0x1680, 0x2000, 0x2001,
         0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A, 0x2028, 0x2029,
         0x202F, 0x205F, 0x3000,

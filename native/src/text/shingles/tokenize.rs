@@ -158,8 +158,10 @@ pub fn tokenize(text: &str, out: &mut Vec<(usize, usize)>) {
     tokenize_with(text, out, chunk_masks_scalar)
 }
 
-/// Reference tokenizer, byte by byte (same result as [`tokenize`]).
-pub fn tokenize_scalar(text: &str, out: &mut Vec<(usize, usize)>) {
+/// Reference tokenizer, byte by byte (same result as [`tokenize`]): what the
+/// tests compare it with.
+#[cfg(test)]
+fn tokenize_scalar(text: &str, out: &mut Vec<(usize, usize)>) {
     out.clear();
     let bytes = text.as_bytes();
     let n = bytes.len();

@@ -28,9 +28,9 @@ pub enum Unit {
 }
 
 impl Unit {
-    pub const NAMES: [&'static str; 3] = ["words", "chars", "mixed"];
+    pub(crate) const NAMES: [&'static str; 3] = ["words", "chars", "mixed"];
 
-    pub fn parse(name: &str) -> Option<Unit> {
+    pub(crate) fn parse(name: &str) -> Option<Unit> {
         match name {
             "words" => Some(Unit::Words),
             "chars" => Some(Unit::Chars),
@@ -39,7 +39,7 @@ impl Unit {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Unit::Words => "words",
             Unit::Chars => "chars",
@@ -59,7 +59,7 @@ pub struct ShingleSettings {
 
 impl ShingleSettings {
     /// Word n-grams (the original shingling).
-    pub fn words(ngram: usize, flags: u32) -> Self {
+    pub(crate) fn words(ngram: usize, flags: u32) -> Self {
         ShingleSettings { unit: Unit::Words, ngram, flags }
     }
 }
@@ -67,7 +67,7 @@ impl ShingleSettings {
 /// Code points of dense scripts (inclusive ranges, sorted): CJK radicals,
 /// ideographic marks, kana, bopomofo, Han (BMP, extension A, compatibility,
 /// supplementary planes), Hangul syllables, halfwidth katakana, kana supplements.
-pub const DENSE_RANGES: [(u32, u32); 16] = [
+pub(crate) const DENSE_RANGES: [(u32, u32); 16] = [
     (0x2E80, 0x2FDF),
     (0x3005, 0x3007),
     (0x3021, 0x3029),
@@ -87,11 +87,11 @@ pub const DENSE_RANGES: [(u32, u32); 16] = [
 ];
 
 /// Weight of a code point of a dense script in [`Unit::Mixed`].
-pub const DENSE_WEIGHT: usize = 3;
+pub(crate) const DENSE_WEIGHT: usize = 3;
 
 /// True iff `c` is in [`DENSE_RANGES`].
 #[inline]
-pub fn is_dense(c: char) -> bool {
+pub(crate) fn is_dense(c: char) -> bool {
     let cp = c as u32;
     if cp < DENSE_RANGES[0].0 {
         return false;
@@ -103,8 +103,8 @@ pub fn is_dense(c: char) -> bool {
 /// The whitespace-free text of a document, built once, with the byte offset
 /// of each of its code points: shingles are contiguous byte windows of it.
 #[derive(Debug, Clone, Default)]
-pub struct CharBuffer {
-    pub bytes: Vec<u8>,
+pub(crate) struct CharBuffer {
+    pub(crate) bytes: Vec<u8>,
     /// Byte offset of each code point, then `bytes.len()` (empty when the
     /// text is ASCII: code point `i` is byte `i`).
     pub(super) starts: Vec<usize>,
@@ -158,7 +158,7 @@ impl CharBuffer {
 
     /// Calls `f(bytes, start, end)` for each window of `n` code points; one
     /// window of all of them if there are fewer (but some). Returns the calls.
-    pub fn windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, f: F) -> usize {
+    pub(crate) fn windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, f: F) -> usize {
         self.fill(text, false);
         self.filled_windows(n, f)
     }
@@ -181,7 +181,7 @@ impl CharBuffer {
 
     /// Calls `f(bytes, start, end)` for the shortest run from each code point
     /// whose weight reaches `n` (see [`Unit::Mixed`]). Returns the calls.
-    pub fn weighted_windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, f: F) -> usize {
+    pub(crate) fn weighted_windows<F: FnMut(&[u8], usize, usize)>(&mut self, text: &str, n: usize, f: F) -> usize {
         if text.is_ascii() {
             // Every code point weighs 1: the runs are the windows of `n` code points.
             return self.windows(text, n, f);
