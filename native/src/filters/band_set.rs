@@ -1,5 +1,6 @@
-//! One filter per band (docs/algorithm.md §4), whatever the filter format: the traits the
-//! two formats implement and the band set written once over them.
+//! One filter per band (docs/algorithm.md §4), whatever the filter format: the
+//! traits the formats implement (pybloomfiltermmap3's, and the line filters'
+//! once for every layout) and the band set written once over them.
 //!
 //! [`BandSet`] holds what the formats share (the checks, the element counts,
 //! sync); the row loops ([`BandFilter`]) are pybloomfilter's own (a key
@@ -8,11 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 use crate::filters::mapped::MappedFile;
 
 /// What every filter file has besides its bits: the mapping, and the numbers
-/// its header records that both formats share.
+/// its header records that every format shares.
 #[derive(Debug)]
 pub struct FileCore {
     pub(crate) file: MappedFile,
@@ -35,7 +36,7 @@ impl FileCore {
 /// One memory-mapped filter file.
 pub trait FilterFile: Sized {
     /// Opens and validates an existing file (read-only unless `writable`).
-    fn open(path: &Path, writable: bool) -> Result<Self, BloomError>;
+    fn open(path: &Path, writable: bool) -> Result<Self, FilterError>;
     fn core(&self) -> &FileCore;
     fn core_mut(&mut self) -> &mut FileCore;
     fn file_size(&self) -> u64;
@@ -43,7 +44,7 @@ pub trait FilterFile: Sized {
     fn contains_many(&self, keys: &[u64], out: &mut [bool]);
     /// Adds every key; `out[i]` = key i was already present (earlier keys of
     /// the same batch count).
-    fn add_many(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError>;
+    fn add_many(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), FilterError>;
 
     fn path(&self) -> &Path {
         self.core().file.path()
@@ -61,7 +62,7 @@ pub trait FilterFile: Sized {
         self.core().file.writable()
     }
     /// msync (synchronous) of the whole mapping; no-op when read-only.
-    fn sync(&self) -> Result<(), BloomError> {
+    fn sync(&self) -> Result<(), FilterError> {
         self.core().file.sync()
     }
 }
@@ -76,19 +77,19 @@ pub trait BandFilter: FilterFile {
 
     /// Adds every row's key i to band i, counting (in memory) each key that
     /// was absent from its filter.
-    fn insert_rows(bands: &mut [Self], keys: &[u64]) -> Result<(), BloomError>;
+    fn insert_rows(bands: &mut [Self], keys: &[u64]) -> Result<(), FilterError>;
 
     /// "Keep first": row j (in order) is a duplicate iff some band key is in
     /// its filter; otherwise all its keys are inserted before row j+1 is
     /// examined. Returns the number of rows inserted.
-    fn query_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError>;
+    fn query_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<u64, FilterError>;
 
     /// "Any earlier": every key of every row is added to its band's filter,
     /// and `out[j]` = some key of row j was already present (keys of earlier
     /// rows count), counting (in memory) each key that was absent. Bands are
     /// independent under this rule, so this default tests and sets each band
     /// as one column, in row order.
-    fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
         test_insert_columns(bands, keys, out)
     }
 
@@ -99,7 +100,7 @@ pub trait BandFilter: FilterFile {
 /// "Any earlier" (see [`BandFilter::test_insert_rows`]) band by band: each
 /// band's column of `keys` through [`FilterFile::add_many`]. The default of
 /// every format, and the reference of the line formats' own loop.
-pub fn test_insert_columns<F: FilterFile>(bands: &mut [F], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+pub fn test_insert_columns<F: FilterFile>(bands: &mut [F], keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
     let (n, b) = (out.len(), bands.len());
     out.fill(false);
     let mut column = Vec::with_capacity(n);
@@ -120,15 +121,15 @@ pub struct BandSet<F> {
 }
 
 impl<F: BandFilter> BandSet<F> {
-    pub fn new(filters: Vec<F>) -> Result<BandSet<F>, BloomError> {
+    pub fn new(filters: Vec<F>) -> Result<BandSet<F>, FilterError> {
         if filters.is_empty() {
-            return Err(BloomError::Invalid("at least one band filter is required".into()));
+            return Err(FilterError::Invalid("at least one band filter is required".into()));
         }
         Ok(BandSet { filters })
     }
 
     /// Opens one file per band, in band order.
-    pub(crate) fn open(paths: &[PathBuf], writable: bool) -> Result<BandSet<F>, BloomError> {
+    pub(crate) fn open(paths: &[PathBuf], writable: bool) -> Result<BandSet<F>, FilterError> {
         let files = paths
             .iter()
             .map(|p| F::open(p, writable))
@@ -151,7 +152,7 @@ impl<F: BandFilter> BandSet<F> {
         keys.len() / b
     }
 
-    fn check_writable(&self) -> Result<(), BloomError> {
+    fn check_writable(&self) -> Result<(), FilterError> {
         self.filters.iter().try_for_each(|f| f.core().file.check_writable())
     }
 
@@ -162,7 +163,7 @@ impl<F: BandFilter> BandSet<F> {
     }
 
     /// Inserts every row's key i into filter i.
-    pub(crate) fn insert(&mut self, keys: &[u64]) -> Result<(), BloomError> {
+    pub(crate) fn insert(&mut self, keys: &[u64]) -> Result<(), FilterError> {
         self.rows(keys);
         self.check_writable()?;
         F::insert_rows(&mut self.filters, keys)?;
@@ -172,7 +173,7 @@ impl<F: BandFilter> BandSet<F> {
 
     /// "Keep first" over the rows of `keys` in order (see
     /// [`BandFilter::query_insert_rows`]); `out[j]` = row j is a duplicate.
-    pub fn query_insert(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    pub fn query_insert(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
         assert_eq!(self.rows(keys), out.len());
         self.check_writable()?;
         let inserted = F::query_insert_rows(&mut self.filters, keys, out)?;
@@ -187,7 +188,7 @@ impl<F: BandFilter> BandSet<F> {
     /// "Any earlier" over the rows of `keys` in order (see
     /// [`BandFilter::test_insert_rows`]); `out[j]` = some key of row j was
     /// already present (keys of earlier rows of `keys` count).
-    pub fn test_insert(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    pub fn test_insert(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
         assert_eq!(self.rows(keys), out.len());
         self.check_writable()?;
         let result = F::test_insert_rows(&mut self.filters, keys, out);
@@ -196,7 +197,7 @@ impl<F: BandFilter> BandSet<F> {
         result
     }
 
-    pub(crate) fn sync(&self) -> Result<(), BloomError> {
+    pub(crate) fn sync(&self) -> Result<(), FilterError> {
         self.filters.iter().try_for_each(|f| f.sync())
     }
 }

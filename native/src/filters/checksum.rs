@@ -7,7 +7,7 @@ use std::path::Path;
 use memmap2::MmapOptions;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::filters::error::{io_err, BloomError};
+use crate::filters::error::{io_err, FilterError};
 use crate::filters::mapped;
 
 /// xxh3-64 of `data`.
@@ -16,7 +16,7 @@ pub(crate) fn bytes_xxh3(data: &[u8]) -> u64 {
 }
 
 /// xxh3-64 of the whole file at `path` (an empty file hashes as no bytes).
-pub(crate) fn file_xxh3(path: &Path) -> Result<u64, BloomError> {
+pub(crate) fn file_xxh3(path: &Path) -> Result<u64, FilterError> {
     let (file, size) = mapped::open(path, false)?;
     if size == 0 {
         return Ok(xxh3_64(&[]));
@@ -57,7 +57,7 @@ mod tests {
         let path = temp_file("empty", b"");
         assert_eq!(file_xxh3(&path).unwrap(), xxh3_64(b""));
         std::fs::remove_file(&path).unwrap();
-        assert!(matches!(file_xxh3(&path), Err(BloomError::Io { .. })));
+        assert!(matches!(file_xxh3(&path), Err(FilterError::Io { .. })));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The one error type of the filter files (both formats). It stays free of
+//! The one error type of the filter files (every format: pybloomfiltermmap3's,
+//! blocked, cuckoo), and of their checksums. It stays free of
 //! pyo3 so the plain Rust modules can be tested alone; `py::errors` maps it to
 //! Python exceptions.
 
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Errors of the filter files; the bindings map them to Python exceptions.
 #[derive(Debug)]
-pub enum BloomError {
+pub enum FilterError {
     /// OS error on a file (becomes `OSError` with errno and path).
     Io { path: PathBuf, source: io::Error },
     /// The file is not a valid filter (becomes `ValueError` naming the file).
@@ -18,30 +19,30 @@ pub enum BloomError {
     Invalid(String),
 }
 
-impl std::fmt::Display for BloomError {
+impl std::fmt::Display for FilterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BloomError::Io { path, source } => write!(f, "{}: {}", path.display(), source),
-            BloomError::Format { path, msg } => write!(f, "{}: {}", path.display(), msg),
-            BloomError::ReadOnly { path } => write!(f, "{}: opened read-only", path.display()),
-            BloomError::Invalid(msg) => f.write_str(msg),
+            FilterError::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            FilterError::Format { path, msg } => write!(f, "{}: {}", path.display(), msg),
+            FilterError::ReadOnly { path } => write!(f, "{}: opened read-only", path.display()),
+            FilterError::Invalid(msg) => f.write_str(msg),
         }
     }
 }
 
-impl std::error::Error for BloomError {}
+impl std::error::Error for FilterError {}
 
 /// For `map_err`: an OS error on `path`.
-pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BloomError + '_ {
-    move |source| BloomError::Io {
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FilterError + '_ {
+    move |source| FilterError::Io {
         path: path.to_path_buf(),
         source,
     }
 }
 
 /// `path` is not a valid filter file, because of `msg`.
-pub(crate) fn format_err(path: &Path, msg: impl Into<String>) -> BloomError {
-    BloomError::Format {
+pub(crate) fn format_err(path: &Path, msg: impl Into<String>) -> FilterError {
+    FilterError::Format {
         path: path.to_path_buf(),
         msg: msg.into(),
     }

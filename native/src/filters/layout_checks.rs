@@ -2,7 +2,7 @@
 //! measured false-positive rate, and files that are not whole filters refused.
 
 use crate::filters::band_set::FilterFile;
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 use crate::filters::lines::{measure_fp, Layout, LineFile};
 use crate::filters::mapped::test_dir;
 
@@ -30,7 +30,7 @@ pub(crate) fn check_rejects_bad_files<L: Layout>(test_name: &str) {
     for bytes in [&b"short"[..], &[0u8; 128][..], &whole[..whole.len() - 1]] {
         std::fs::write(&bad, bytes).unwrap();
         let opened = LineFile::<L>::open(&bad, false);
-        assert!(matches!(opened, Err(BloomError::Format { .. })), "{}: {} bytes opened", L::NAME, bytes.len());
+        assert!(matches!(opened, Err(FilterError::Format { .. })), "{}: {} bytes opened", L::NAME, bytes.len());
     }
     std::fs::remove_dir_all(&d).unwrap();
 }

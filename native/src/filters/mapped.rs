@@ -1,4 +1,4 @@
-//! What both filter file formats share: a new file is written header first and
+//! What every filter file format shares: a new file is written header first and
 //! only then sized (so a failed creation leaves nothing behind), an existing
 //! one is validated by its format's reader and then mapped; header fields are
 //! little-endian.
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::{Mmap, MmapMut, MmapOptions};
 
-use crate::filters::error::{io_err, BloomError};
+use crate::filters::error::{io_err, FilterError};
 
 pub(crate) fn le_u64(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
@@ -25,7 +25,7 @@ pub(crate) fn le_f64(b: &[u8], off: usize) -> f64 {
 
 /// Creates `path` (never over an existing file) holding `header` and then
 /// zeros up to `len` bytes. On failure the half-made file is removed.
-pub(crate) fn create_new(path: &Path, header: &[u8], len: u64) -> Result<(), BloomError> {
+pub(crate) fn create_new(path: &Path, header: &[u8], len: u64) -> Result<(), FilterError> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -41,7 +41,7 @@ pub(crate) fn create_new(path: &Path, header: &[u8], len: u64) -> Result<(), Blo
 }
 
 /// Opens `path` for reading (and writing when `writable`): the file and its size.
-pub(crate) fn open(path: &Path, writable: bool) -> Result<(File, u64), BloomError> {
+pub(crate) fn open(path: &Path, writable: bool) -> Result<(File, u64), FilterError> {
     let file = OpenOptions::new()
         .read(true)
         .write(writable)
@@ -66,7 +66,7 @@ pub(crate) struct MappedFile {
 
 impl MappedFile {
     /// Maps the first `len` bytes of `file`, which the caller has checked it has.
-    pub(crate) fn map(file: &File, path: &Path, len: usize, writable: bool) -> Result<MappedFile, BloomError> {
+    pub(crate) fn map(file: &File, path: &Path, len: usize, writable: bool) -> Result<MappedFile, FilterError> {
         // SAFETY: the mapping is only accessed through this struct; as with
         // pybloomfilter, another process truncating the file while it is mapped
         // is not supported.
@@ -100,20 +100,20 @@ impl MappedFile {
     }
 
     #[inline(always)]
-    pub(crate) fn bytes_mut(&mut self) -> Result<&mut [u8], BloomError> {
+    pub(crate) fn bytes_mut(&mut self) -> Result<&mut [u8], FilterError> {
         match &mut self.map {
             Map::Rw(m) => Ok(m),
-            Map::Ro(_) => Err(BloomError::ReadOnly {
+            Map::Ro(_) => Err(FilterError::ReadOnly {
                 path: self.path.clone(),
             }),
         }
     }
 
-    pub(crate) fn check_writable(&self) -> Result<(), BloomError> {
+    pub(crate) fn check_writable(&self) -> Result<(), FilterError> {
         if self.writable() {
             Ok(())
         } else {
-            Err(BloomError::ReadOnly {
+            Err(FilterError::ReadOnly {
                 path: self.path.clone(),
             })
         }
@@ -128,7 +128,7 @@ impl MappedFile {
     }
 
     /// msync (synchronous) of the whole mapping; no-op when read-only.
-    pub(crate) fn sync(&self) -> Result<(), BloomError> {
+    pub(crate) fn sync(&self) -> Result<(), FilterError> {
         match &self.map {
             Map::Rw(m) => m.flush().map_err(io_err(&self.path)),
             Map::Ro(_) => Ok(()),
@@ -154,7 +154,7 @@ mod tests {
         let d = test_dir("mapped");
         let p = d.join("f");
         create_new(&p, &7u64.to_le_bytes(), 64).unwrap();
-        assert!(matches!(create_new(&p, b"x", 8), Err(BloomError::Io { .. })));
+        assert!(matches!(create_new(&p, b"x", 8), Err(FilterError::Io { .. })));
         let (file, size) = open(&p, true).unwrap();
         assert_eq!(size, 64);
         let mut m = MappedFile::map(&file, &p, 64, true).unwrap();
@@ -164,7 +164,7 @@ mod tests {
         let (file, _) = open(&p, false).unwrap();
         let mut ro = MappedFile::map(&file, &p, 16, false).unwrap();
         assert_eq!(le_u64(ro.bytes(), 8), 9);
-        assert!(matches!(ro.bytes_mut(), Err(BloomError::ReadOnly { .. })));
+        assert!(matches!(ro.bytes_mut(), Err(FilterError::ReadOnly { .. })));
         assert!(ro.check_writable().is_err() && m.check_writable().is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }

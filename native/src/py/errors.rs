@@ -3,18 +3,18 @@
 use pyo3::exceptions::{PyOSError, PyPermissionError, PyValueError};
 use pyo3::PyErr;
 
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 
 pub(crate) fn value_err(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
 }
 
-impl From<BloomError> for PyErr {
-    fn from(e: BloomError) -> PyErr {
+impl From<FilterError> for PyErr {
+    fn from(e: FilterError) -> PyErr {
         match e {
             // (errno, strerror, filename): Python then picks the OSError
             // subclass (FileNotFoundError, ...) and formats it as its own.
-            BloomError::Io { path, source } => match source.raw_os_error() {
+            FilterError::Io { path, source } => match source.raw_os_error() {
                 Some(code) => {
                     let text = source.to_string();
                     let strerror = match text.rfind(" (os error") {
@@ -25,9 +25,9 @@ impl From<BloomError> for PyErr {
                 }
                 None => PyOSError::new_err(format!("{}: {}", path.display(), source)),
             },
-            e @ BloomError::Format { .. } => value_err(e.to_string()),
-            e @ BloomError::ReadOnly { .. } => PyPermissionError::new_err(e.to_string()),
-            BloomError::Invalid(msg) => value_err(msg),
+            e @ FilterError::Format { .. } => value_err(e.to_string()),
+            e @ FilterError::ReadOnly { .. } => PyPermissionError::new_err(e.to_string()),
+            FilterError::Invalid(msg) => value_err(msg),
         }
     }
 }

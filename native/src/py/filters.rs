@@ -18,13 +18,13 @@ use crate::filters::band_set::{BandFilter, BandSet, FilterFile};
 use crate::filters::blocked::BlockedFile;
 use crate::filters::pybloom::BloomFile;
 use crate::filters::cuckoo::CuckooFile;
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 
 /// What a filter class holds.
 pub(crate) trait Held: Send + Sync {
     /// The class's Python name.
     const NAME: &'static str;
-    fn flush(&self) -> Result<(), BloomError>;
+    fn flush(&self) -> Result<(), FilterError>;
 }
 
 /// A class's filter object, or nothing once `close()` has run: every use
@@ -70,7 +70,7 @@ impl<T: Held> Handle<T> {
 fn per_key<'py>(
     py: Python<'py>,
     keys: &Bound<'py, PyAny>,
-    f: impl FnOnce(&[u64], &mut [bool]) -> Result<(), BloomError> + Send,
+    f: impl FnOnce(&[u64], &mut [bool]) -> Result<(), FilterError> + Send,
 ) -> PyResult<Bound<'py, PyArrayDyn<bool>>> {
     let keys = input_u64(keys, "keys")?;
     let slice = keys.slice();
@@ -89,7 +89,7 @@ fn per_row<'py>(
     py: Python<'py>,
     keys: &Bound<'py, PyAny>,
     num_bands: usize,
-    f: impl FnOnce(&[u64], &mut [bool]) -> Result<(), BloomError> + Send,
+    f: impl FnOnce(&[u64], &mut [bool]) -> Result<(), FilterError> + Send,
 ) -> PyResult<Bound<'py, PyArray1<bool>>> {
     let keys = input_keys(keys, num_bands)?;
     let (slice, n) = (keys.slice(), keys.shape[0]);
@@ -248,7 +248,7 @@ macro_rules! filter_class {
 
         impl Held for $inner {
             const NAME: &'static str = $name;
-            fn flush(&self) -> Result<(), BloomError> { self.sync() }
+            fn flush(&self) -> Result<(), FilterError> { self.sync() }
         }
 
         #[pymethods]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{set, set_with, splitmix, test, Full, Kernel, Layout, HEADER_LEN, LINE_BYTES};
 use crate::filters::band_set::{FileCore, FilterFile};
-use crate::filters::error::{format_err, io_err, BloomError};
+use crate::filters::error::{format_err, io_err, FilterError};
 use crate::filters::mapped::{self, le_f64, le_u32, le_u64, MappedFile};
 
 /// Offset of `elem_count` in the header.
@@ -36,7 +36,7 @@ fn encode_header<L: Layout>(shape: L::Shape, capacity: u64, error_rate: f64, see
 
 /// The header of the `size`-byte file at `path` and the shape it records,
 /// validated against its size.
-fn read_header<L: Layout>(file: &File, path: &Path, size: u64) -> Result<([u8; HEADER_LEN], L::Shape), BloomError> {
+fn read_header<L: Layout>(file: &File, path: &Path, size: u64) -> Result<([u8; HEADER_LEN], L::Shape), FilterError> {
     if size < HEADER_LEN as u64 {
         return Err(format_err(path, format!("truncated: {size} bytes, no {} header", L::TAG)));
     }
@@ -70,11 +70,11 @@ fn read_header<L: Layout>(file: &File, path: &Path, size: u64) -> Result<([u8; H
 
 impl<L: Layout> LineFile<L> {
     /// Creates a new file (fails if `path` exists) sized by [`Layout::shape_for`].
-    pub fn create(path: &Path, capacity: u64, error_rate: f64, seed: u64) -> Result<LineFile<L>, BloomError> {
-        let shape = L::shape_for(capacity, error_rate).map_err(BloomError::Invalid)?;
+    pub fn create(path: &Path, capacity: u64, error_rate: f64, seed: u64) -> Result<LineFile<L>, FilterError> {
+        let shape = L::shape_for(capacity, error_rate).map_err(FilterError::Invalid)?;
         let data_len = L::num_lines(shape)
             .checked_mul(LINE_BYTES as u64)
-            .ok_or_else(|| BloomError::Invalid(format!("{} too large", L::NAME)))?;
+            .ok_or_else(|| FilterError::Invalid(format!("{} too large", L::NAME)))?;
         let header = encode_header::<L>(shape, capacity, error_rate, seed);
         mapped::create_new(path, &header, HEADER_LEN as u64 + data_len)?;
         Self::open(path, true)
@@ -95,7 +95,7 @@ impl<L: Layout> LineFile<L> {
     }
 
     #[inline(always)]
-    pub(crate) fn data_mut(&mut self) -> Result<&mut [u8], BloomError> {
+    pub(crate) fn data_mut(&mut self) -> Result<&mut [u8], FilterError> {
         Ok(&mut self.core.file.bytes_mut()?[HEADER_LEN..])
     }
 
@@ -115,8 +115,8 @@ impl<L: Layout> LineFile<L> {
     }
 
     /// The error of an insert that found the filter full.
-    pub(crate) fn full(&self, _: Full) -> BloomError {
-        BloomError::Invalid(format!(
+    pub(crate) fn full(&self, _: Full) -> FilterError {
+        FilterError::Invalid(format!(
             "{}: {} full ({} keys, sized for {}): nothing was added for the failing key; \
              use growth=\"grow\" or a larger expected_docs",
             self.path().display(),
@@ -128,7 +128,7 @@ impl<L: Layout> LineFile<L> {
 }
 
 impl<L: Layout> FilterFile for LineFile<L> {
-    fn open(path: &Path, writable: bool) -> Result<LineFile<L>, BloomError> {
+    fn open(path: &Path, writable: bool) -> Result<LineFile<L>, FilterError> {
         let (file, size) = mapped::open(path, writable)?;
         let (h, shape) = read_header::<L>(&file, path, size)?;
         let len = usize::try_from(size).map_err(|_| format_err(path, "file too large to map"))?;
@@ -169,7 +169,7 @@ impl<L: Layout> FilterFile for LineFile<L> {
         unsafe { contains_many_with::<L, L::Portable>(self, keys, out) }
     }
 
-    fn add_many(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    fn add_many(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
         assert_eq!(keys.len(), out.len());
         self.core.file.check_writable()?;
         let (seed, shape) = (self.seed, self.shape);

@@ -6,7 +6,7 @@
 
 use super::{test, Kernel, Layout, LineFile};
 use crate::filters::band_set::{BandFilter, FilterFile};
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 
 /// Rows processed per chunk of precomputed locations.
 const CHUNK: usize = 64;
@@ -51,14 +51,14 @@ fn test_insert_split<L: Layout>(
     keys: &[u64],
     out: &mut [bool],
     threads: usize,
-) -> Result<(), BloomError> {
+) -> Result<(), FilterError> {
     let stride = bands.len();
     if threads <= 1 || stride <= 1 {
         return test_insert_group(bands, Columns { first: 0, stride }, keys, out);
     }
     let per = stride.div_ceil(threads);
     let n = out.len();
-    let groups: Vec<(Vec<bool>, Result<(), BloomError>)> = std::thread::scope(|scope| {
+    let groups: Vec<(Vec<bool>, Result<(), FilterError>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = bands
             .chunks_mut(per)
             .enumerate()
@@ -95,7 +95,7 @@ fn test_insert_group<L: Layout>(
     columns: Columns,
     keys: &[u64],
     out: &mut [bool],
-) -> Result<(), BloomError> {
+) -> Result<(), FilterError> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -123,7 +123,7 @@ impl<L: Layout> BandFilter for LineFile<L> {
         }
     }
 
-    fn insert_rows(bands: &mut [Self], keys: &[u64]) -> Result<(), BloomError> {
+    fn insert_rows(bands: &mut [Self], keys: &[u64]) -> Result<(), FilterError> {
         let b = bands.len();
         for row in keys.chunks_exact(b) {
             for (&k, f) in row.iter().zip(bands.iter_mut()) {
@@ -135,7 +135,7 @@ impl<L: Layout> BandFilter for LineFile<L> {
         Ok(())
     }
 
-    fn query_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
+    fn query_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<u64, FilterError> {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
@@ -147,7 +147,7 @@ impl<L: Layout> BandFilter for LineFile<L> {
         unsafe { query_insert_with::<L, L::Portable>(bands, keys, out) }
     }
 
-    fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    fn test_insert_rows(bands: &mut [Self], keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
         test_insert_split(bands, keys, out, any_earlier_threads(bands.len(), out.len()))
     }
 
@@ -203,7 +203,7 @@ pub(crate) unsafe fn query_insert_with<L: Layout, K: Kernel<L>>(
     bands: &mut [LineFile<L>],
     keys: &[u64],
     out: &mut [bool],
-) -> Result<u64, BloomError> {
+) -> Result<u64, FilterError> {
     let b = bands.len();
     let n = out.len();
     let mut locs = Vec::with_capacity(CHUNK * b);
@@ -247,7 +247,7 @@ unsafe fn test_insert_with<L: Layout, K: Kernel<L>>(
     columns: Columns,
     keys: &[u64],
     out: &mut [bool],
-) -> Result<(), BloomError> {
+) -> Result<(), FilterError> {
     let b = columns.stride;
     let n = out.len();
     out.fill(false);
@@ -280,7 +280,7 @@ unsafe fn test_insert_column<L: Layout, K: Kernel<L>>(
     f: &mut LineFile<L>,
     locs: &[L::Loc],
     out: &mut [bool],
-) -> Result<(u64, Option<super::Full>), BloomError> {
+) -> Result<(u64, Option<super::Full>), FilterError> {
     let shape = f.shape();
     let data = f.data_mut()?;
     locs.iter().take(COLUMN_AHEAD).for_each(|l| L::prefetch(data, *l));
@@ -309,14 +309,14 @@ fn test_insert_avx2<L: Layout>(
     columns: Columns,
     keys: &[u64],
     out: &mut [bool],
-) -> Result<(), BloomError> {
+) -> Result<(), FilterError> {
     // SAFETY: AVX2 is enabled in this function.
     unsafe { test_insert_with::<L, L::Avx2>(bands, columns, keys, out) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn query_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
+fn query_insert_avx2<L: Layout>(bands: &mut [LineFile<L>], keys: &[u64], out: &mut [bool]) -> Result<u64, FilterError> {
     // SAFETY: AVX2 is enabled in this function.
     unsafe { query_insert_with::<L, L::Avx2>(bands, keys, out) }
 }
@@ -353,7 +353,7 @@ mod tests {
         let mut q = [false; 2];
         ro.query(&[1, 99, 99, 100, 101, 102], &mut q);
         assert_eq!(q, [true, false]);
-        assert!(matches!(ro.query_insert(&[1, 2, 3], &mut [false]), Err(BloomError::ReadOnly { .. })));
+        assert!(matches!(ro.query_insert(&[1, 2, 3], &mut [false]), Err(FilterError::ReadOnly { .. })));
         std::fs::remove_dir_all(&d).unwrap();
     }
 

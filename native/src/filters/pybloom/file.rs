@@ -6,7 +6,7 @@ use super::format::{encode_preamble, geometry, read_header, H_ELEM_COUNT, OFF_HE
 use super::positions::{py_int_hash, FastMod};
 use crate::hash::murmur3::murmur3_u64;
 use crate::filters::band_set::{FileCore, FilterFile};
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 use crate::filters::mapped::{self, MappedFile};
 
 /// A pybloomfiltermmap3 filter file, memory-mapped.
@@ -24,10 +24,10 @@ pub(crate) struct BloomFile {
 impl BloomFile {
     /// Creates a new filter file (fails if `path` exists), sized as pybloomfilter
     /// sizes `BloomFilter(capacity, error_rate, path, hash_seeds=seeds)`.
-    pub(crate) fn create(path: &Path, capacity: u64, error_rate: f64, seeds: &[u32]) -> Result<BloomFile, BloomError> {
-        let (_, num_bits) = geometry(capacity, error_rate, Some(seeds.len())).map_err(BloomError::Invalid)?;
+    pub(crate) fn create(path: &Path, capacity: u64, error_rate: f64, seeds: &[u32]) -> Result<BloomFile, FilterError> {
+        let (_, num_bits) = geometry(capacity, error_rate, Some(seeds.len())).map_err(FilterError::Invalid)?;
         let data_len = usize::try_from(num_bits.div_ceil(8))
-            .map_err(|_| BloomError::Invalid(format!("filter of {num_bits} bits is too large")))?;
+            .map_err(|_| FilterError::Invalid(format!("filter of {num_bits} bits is too large")))?;
         let preamble = encode_preamble(num_bits, capacity, error_rate, seeds);
         mapped::create_new(path, &preamble, (PREAMBLE + data_len) as u64)?;
         Self::open(path, true)
@@ -50,7 +50,7 @@ impl BloomFile {
     }
 
     #[inline(always)]
-    pub(super) fn data_mut(&mut self) -> Result<&mut [u8], BloomError> {
+    pub(super) fn data_mut(&mut self) -> Result<&mut [u8], FilterError> {
         let len = self.data_len;
         Ok(&mut self.core.file.bytes_mut()?[PREAMBLE..PREAMBLE + len])
     }
@@ -91,7 +91,7 @@ impl BloomFile {
     /// Adds `key`; returns whether it was already present. Counts it in
     /// `elem_count` when it was not (pybloomfilter's `bloomfilter_Add` rule).
     /// The mapped header's `elem_count` is updated by [`FileCore::store_elem_count`].
-    pub(super) fn add_one(&mut self, key: u64, pos: &mut Vec<u64>) -> Result<bool, BloomError> {
+    pub(super) fn add_one(&mut self, key: u64, pos: &mut Vec<u64>) -> Result<bool, FilterError> {
         pos.clear();
         self.positions(key, pos);
         let data = self.data_mut()?;
@@ -105,7 +105,7 @@ impl BloomFile {
 }
 
 impl FilterFile for BloomFile {
-    fn open(path: &Path, writable: bool) -> Result<BloomFile, BloomError> {
+    fn open(path: &Path, writable: bool) -> Result<BloomFile, FilterError> {
         let (file, file_size) = mapped::open(path, writable)?;
         let h = read_header(&file, path, file_size)?;
         Ok(BloomFile {
@@ -142,7 +142,7 @@ impl FilterFile for BloomFile {
         }
     }
 
-    fn add_many(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), BloomError> {
+    fn add_many(&mut self, keys: &[u64], out: &mut [bool]) -> Result<(), FilterError> {
         assert_eq!(keys.len(), out.len());
         self.core.file.check_writable()?;
         let mut pos = Vec::with_capacity(self.seeds.len());
@@ -193,11 +193,11 @@ mod tests {
         // Read-only writes are refused.
         let mut g = g;
         let err = g.add_many(&[1], &mut [false]).unwrap_err();
-        assert!(matches!(err, BloomError::ReadOnly { .. }));
+        assert!(matches!(err, FilterError::ReadOnly { .. }));
         assert!(err.to_string().ends_with("opened read-only"));
         // Creating over an existing file fails.
         let err = BloomFile::create(&p, 10, 0.1, &[1]).unwrap_err();
-        assert!(matches!(err, BloomError::Io { .. }));
+        assert!(matches!(err, FilterError::Io { .. }));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -212,7 +212,7 @@ mod tests {
             std::fs::write(&q, bytes).unwrap();
             let e = BloomFile::open(&q, false).unwrap_err();
             let msg = e.to_string();
-            assert!(matches!(e, BloomError::Format { .. }), "{msg}");
+            assert!(matches!(e, FilterError::Format { .. }), "{msg}");
             assert!(msg.contains(name) && msg.contains(needle), "{msg}");
         };
         check("empty.bf", &[], "bad magic");
@@ -235,7 +235,7 @@ mod tests {
         check("trunc.bf", &good[..good.len() - 1], &format!("expected {} bytes, found {}", good.len(), good.len() - 1));
         check("trunc2.bf", &good[..1000], "truncated");
         let e = BloomFile::open(&d.join("missing.bf"), false).unwrap_err();
-        assert!(matches!(e, BloomError::Io { .. }));
+        assert!(matches!(e, FilterError::Io { .. }));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

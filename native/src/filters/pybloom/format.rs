@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use crate::filters::error::{format_err, io_err, BloomError};
+use crate::filters::error::{format_err, io_err, FilterError};
 use crate::filters::mapped::{le_f64, le_u32, le_u64};
 
 pub(crate) const MAGIC: &[u8; 9] = b"MBITARRAY";
@@ -113,7 +113,7 @@ pub(crate) struct Header {
 }
 
 /// Reads and validates the preamble of the `file_size`-byte filter file at `path`.
-pub(crate) fn read_header(file: &File, path: &Path, file_size: u64) -> Result<Header, BloomError> {
+pub(crate) fn read_header(file: &File, path: &Path, file_size: u64) -> Result<Header, FilterError> {
     let pre = read_preamble(file, path, file_size)?;
     let num_bits = le_u64(&pre, OFF_NUM_BITS);
     let header = &pre[OFF_HEADER..OFF_HEADER + HEADER_LEN];
@@ -148,7 +148,7 @@ pub(crate) fn read_header(file: &File, path: &Path, file_size: u64) -> Result<He
     })
 }
 
-fn read_preamble(file: &File, path: &Path, file_size: u64) -> Result<Vec<u8>, BloomError> {
+fn read_preamble(file: &File, path: &Path, file_size: u64) -> Result<Vec<u8>, FilterError> {
     if file_size < OFF_HEADER as u64 {
         // Too short even for magic + num_bits + header_len.
         let mut buf = vec![0u8; file_size as usize];

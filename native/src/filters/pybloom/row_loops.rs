@@ -2,7 +2,7 @@
 
 use super::file::BloomFile;
 use crate::filters::band_set::{BandFilter, FilterFile};
-use crate::filters::error::BloomError;
+use crate::filters::error::FilterError;
 use crate::prefetch::prefetch;
 
 impl BandFilter for BloomFile {
@@ -13,7 +13,7 @@ impl BandFilter for BloomFile {
         }
     }
 
-    fn insert_rows(bands: &mut [BloomFile], keys: &[u64]) -> Result<(), BloomError> {
+    fn insert_rows(bands: &mut [BloomFile], keys: &[u64]) -> Result<(), FilterError> {
         let b = bands.len();
         let mut pos = Vec::new();
         for row in keys.chunks_exact(b) {
@@ -24,7 +24,7 @@ impl BandFilter for BloomFile {
         Ok(())
     }
 
-    fn query_insert_rows(bands: &mut [BloomFile], keys: &[u64], out: &mut [bool]) -> Result<u64, BloomError> {
+    fn query_insert_rows(bands: &mut [BloomFile], keys: &[u64], out: &mut [bool]) -> Result<u64, FilterError> {
         let b = bands.len();
         // Band i's positions of a row are pos[offsets[i]..offsets[i + 1]].
         let mut offsets = Vec::with_capacity(b + 1);
@@ -123,8 +123,8 @@ mod tests {
             .collect();
         let mut ro = BandFilters::new(ro).unwrap();
         assert_eq!(ro.filters()[1].elem_count(), 3);
-        assert!(matches!(ro.query_insert(&[1, 2, 3], &mut [false]), Err(BloomError::ReadOnly { .. })));
-        assert!(matches!(ro.insert(&[1, 2, 3]), Err(BloomError::ReadOnly { .. })));
+        assert!(matches!(ro.query_insert(&[1, 2, 3], &mut [false]), Err(FilterError::ReadOnly { .. })));
+        assert!(matches!(ro.insert(&[1, 2, 3]), Err(FilterError::ReadOnly { .. })));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
