@@ -22,7 +22,7 @@ QUERIES = 10**7
 # One false verdict in 10^6 runs of a correct filter.
 ALPHA = 1e-6
 LOAD = 18 / 20
-# Fingerprints that fill SIMD lanes win within this factor of the least buckets (native/src/cuckoo/sizing.rs).
+# Fingerprints that fill SIMD lanes win within this factor of the least buckets (native/src/filters/cuckoo/sizing.rs).
 LANE_WIDTHS, LANE_SLACK = (8, 16, 32, 64), 1.15
 
 

@@ -47,7 +47,7 @@ class InputFacts:
 @dataclass(frozen=True)
 class InputSums:
     """The sums of the pinned texts that :func:`inspect_input` aggregates in Spark, taken natively on a part of
-    the rows (``native/src/input_sums.rs``): the number of rows, Spark's ``xxhash64`` and ``hash`` of each text
+    the rows (``native/src/input/sums.rs``): the number of rows, Spark's ``xxhash64`` and ``hash`` of each text
     summed exactly (``content``), the same of each (row id, text hash) pair (``sequence``), and the longest and
     all texts' UTF-8 bytes. Sums over disjoint rows add up (``+``)."""
 
