@@ -25,7 +25,7 @@ from lshbloom_udf.errors import InternalError
 from lshbloom_udf.litter import fast_temp_base, make_temp_dir
 from lshbloom_udf.log import logger
 from lshbloom_udf.minhash import KeySpec
-from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, packer
+from lshbloom_udf.spark.keys import PACKED_SCHEMA, ROW_COL, TaskThreads, packer
 
 WAITING_INTERVAL = 10.0
 
@@ -130,14 +130,16 @@ class PassOutcome:
         return np.concatenate(self.duplicate_keys) if self.duplicate_keys else np.zeros((0, b), dtype=np.uint64)
 
 
-def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int, skip=None):
+def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int, skip=None,
+                 threads: TaskThreads = TaskThreads()):
     """``(first row id, keys (n, b), active)`` chunks in row order, through ``toLocalIterator``.
 
     Each partition's keys are computed by one task when the pass reaches it
     (the next one is prefetched) and travel as one task result.
     """
     b = spec.b
-    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(packer(text_col, spec, chunk_rows, skip), PACKED_SCHEMA)
+    mapper = packer(text_col, spec, chunk_rows, skip, threads)
+    packed = pinned.select(ROW_COL, col(text_col)).mapInArrow(mapper, PACKED_SCHEMA)
     for row in local_rows(packed):
         n = int(row["n"])
         keys = np.frombuffer(row["keys"], dtype="<u8").reshape(n, b)

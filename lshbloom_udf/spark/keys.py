@@ -15,6 +15,8 @@ Arrow batches, never one Python object per document.
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -128,9 +130,60 @@ def _keys_of_others(text, skipped: np.ndarray, threads: int, spec: KeySpec):
     return keys, active
 
 
-def task_threads(ctx) -> int:
-    """Native threads per task = the cores Spark gave the task (spark.task.cpus)."""
-    return max(1, int(ctx.cpus())) if ctx is not None else 1
+@dataclass(frozen=True)
+class TaskThreads:
+    """Native threads for each task of a stage over the pinned rows' partitions.
+
+    A task keys with the cores Spark gave it (``spark.task.cpus``), unless its
+    partition holds more than a core's share of the rows: an input in fewer
+    non-empty partitions than cores (one Parquet row group, a micro-batch of
+    one file) would otherwise key on one core while the others wait. Such a
+    task gets its share of the cores (``by_partition[p]``, from the pin's
+    per-partition counts, :func:`thread_plan`), at most its executor's.
+    """
+
+    by_partition: tuple = ()
+
+    def of(self, ctx) -> int:
+        given = max(1, int(ctx.cpus())) if ctx is not None else 1
+        if ctx is None or ctx.partitionId() >= len(self.by_partition):
+            return given
+        return max(given, min(self.by_partition[ctx.partitionId()], os.cpu_count() or 1))
+
+
+# A pinned input in at most this many partitions per core is counted by partition (an aggregation, ~0.2 s dearer
+# than a count), so that a partition with more than a core's share of the rows can get more threads; with more,
+# the cores have other partitions to work on.
+FEW_PARTITIONS_PER_CORE = 4
+
+
+def count_pinned(pinned) -> tuple:
+    """The pinned rows' number (the job that fills a lazy local checkpoint) and their partitions'
+    :class:`TaskThreads`. Under Spark Connect (no partition count on this side) a plain count."""
+    from pyspark.sql import functions as F
+
+    from lshbloom_udf.common import default_parallelism, spark_context
+
+    spark = pinned.sparkSession
+    cores = default_parallelism(spark)
+    sc = spark_context(spark)
+    if sc is None or pinned.rdd.getNumPartitions() > FEW_PARTITIONS_PER_CORE * cores:
+        return pinned.count(), TaskThreads()
+    counts = [0] * pinned.rdd.getNumPartitions()
+    for p, n in pinned.groupBy(F.spark_partition_id()).count().collect():
+        counts[p] = n
+    # A local master's one executor has every core; on a cluster, an executor its spark.executor.cores.
+    local = sc.master.startswith("local")
+    executor_cores = cores if local else int(spark.conf.get("spark.executor.cores", str(cores)))
+    return sum(counts), thread_plan(counts, cores, executor_cores)
+
+
+def thread_plan(counts: list, cores: int, executor_cores: int) -> TaskThreads:
+    """The :class:`TaskThreads` of partitions holding ``counts[p]`` rows on ``cores`` cores in all: partition
+    ``p``'s task gets ``round(cores · counts[p] / total)`` threads, 1 to ``executor_cores``."""
+    total = sum(counts)
+    shares = [max(1, min(executor_cores, round(cores * c / total))) for c in counts] if total else []
+    return TaskThreads(tuple(shares)) if any(t > 1 for t in shares) else TaskThreads()
 
 
 def is_in(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
@@ -174,13 +227,14 @@ def _selected(batches, among: Optional[np.ndarray], inside: bool):
 
 
 def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None, inside: bool = True,
-                skip=None):
+                skip=None, threads: TaskThreads = TaskThreads()):
     """The ``mapInArrow`` function giving (row id, band keys, active) per pinned row (:data:`KEYED_SCHEMA`).
 
     ``spec``: how rows are keyed (``IndexParams.key_spec``). The keys are a binary of
     ``8 b`` bytes: ``b`` little-endian uint64. ``among`` (sorted int64 row ids,
     or :func:`ship`'s broadcast of them): only the rows among them (``inside``),
     or only the others, are keyed. ``skip``: rows given inactive and unkeyed (:func:`keyed_batches`).
+    ``threads``: the pinned partitions' :class:`TaskThreads`.
     """
     width = 8 * spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
@@ -190,7 +244,7 @@ def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None
 
         ctx = task_start(task_hook, "keys")
         selected = _selected(batches, among, inside)
-        for rows, keys, active in keyed_batches(selected, text_col, spec, task_threads(ctx), skip):
+        for rows, keys, active in keyed_batches(selected, text_col, spec, threads.of(ctx), skip):
             n = len(rows)
             offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
             key_arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(keys)])
@@ -256,7 +310,7 @@ def _joined(parts):
     return np.concatenate([k for k, _ in parts]), np.concatenate([a for _, a in parts])
 
 
-def packer(text_col: str, spec: KeySpec, chunk_rows: int, skip=None):
+def packer(text_col: str, spec: KeySpec, chunk_rows: int, skip=None, threads: TaskThreads = TaskThreads()):
     """The ``mapInArrow`` function of the Spark transfer (:data:`PACKED_SCHEMA`): pinned rows -> keyed chunks.
 
     One output row per ``chunk_rows`` documents of a partition; the driver
@@ -270,7 +324,7 @@ def packer(text_col: str, spec: KeySpec, chunk_rows: int, skip=None):
 
         ctx = task_start(task_hook, "keys")
         pid = ctx.partitionId() if ctx is not None else 0
-        keyed = keyed_batches(batches, text_col, spec, task_threads(ctx), skip)
+        keyed = keyed_batches(batches, text_col, spec, threads.of(ctx), skip)
         for start, keys, active in chunks(keyed, chunk_rows):
             yield pa.RecordBatch.from_pydict(
                 {

@@ -43,7 +43,7 @@ from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, check_ids, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
-from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, keys_mapper, row_id
+from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
@@ -85,6 +85,7 @@ class DedupRun:
         self._t_start = t_start
         self.pinned = None
         self.pinned_rows: Optional[int] = None  # counted by the pin's own job (a local checkpoint)
+        self.threads = TaskThreads()  # native threads per task over the pinned partitions, from their counts
         self.checked = InputCheck()
         self.measured = InputMeasure()
         self.measure_later = False  # the pass measures the input (or the run does, after it)
@@ -232,7 +233,7 @@ class DedupRun:
 
         c = self.config
         self.records = write_records(self.txn, self.pinned, c.text_column, c.id_column, self.params.key_spec,
-                                     flagged_rows, kept)
+                                     flagged_rows, kept, self.threads)
         self._lap("records")
 
     def join(self, dup_rows, verified):
@@ -257,7 +258,7 @@ class DedupRun:
             # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).
             # Lazy, then counted: the count is the job that fills the checkpoint (what eager=True runs, uncounted).
             pinned = pinned.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK_DESER)
-            self.pinned_rows = pinned.count()
+            self.pinned_rows, self.threads = count_pinned(pinned)
         else:
             pinned = pinned.checkpoint(eager=True)
         self.pinned = pinned
@@ -269,7 +270,8 @@ class DedupRun:
         ``among`` (sorted row ids): only those rows (``inside``) or only the others; the exact copies (once found)
         inactive and unkeyed."""
         text = self.config.text_column
-        mapper = keys_mapper(text, self.params.key_spec, among, inside, self.copies.shipped if self.copies else None)
+        mapper = keys_mapper(text, self.params.key_spec, among, inside, self.copies.shipped if self.copies else None,
+                             self.threads)
         return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
 
     # -- checks on the pinned input ---------------------------------------------------
@@ -332,7 +334,8 @@ class DedupRun:
         except ValueError as e:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
-                         self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None)
+                         self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
+                         self.threads)
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""

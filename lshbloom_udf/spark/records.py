@@ -29,7 +29,7 @@ from lshbloom_udf import hooks
 from lshbloom_udf.common import col, default_parallelism
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.sizing import parse_bytes
-from lshbloom_udf.spark.keys import ROW_COL, _replace_invalid_utf8, _selected, ship, task_start, task_threads
+from lshbloom_udf.spark.keys import ROW_COL, TaskThreads, _replace_invalid_utf8, _selected, ship, task_start
 
 ID_COL = "_lshb_id"
 # text_hash: the 128-bit hash of the text the exact copies are found by (lshbloom_udf.spark.exact: two xxhash64,
@@ -101,7 +101,7 @@ def binary_matrix(array, width: int) -> np.ndarray:
     return np.frombuffer(bufs[2], np.uint8, count=n * width, offset=int(offsets[0])).reshape(n, width)
 
 
-def sketch_mapper(text_col: str, spec, among, inside: bool, with_id: bool):
+def sketch_mapper(text_col: str, spec, among, inside: bool, with_id: bool, threads: TaskThreads = TaskThreads()):
     """The ``mapInArrow`` function giving :data:`RECORD_SCHEMA` rows of the pinned rows (row id, text[, id]) that
     are (``inside``) or are not in the shipped sorted row ids ``among``; rows without shingles are left out."""
     task_hook = hooks.task_hook()
@@ -110,11 +110,12 @@ def sketch_mapper(text_col: str, spec, among, inside: bool, with_id: bool):
         import pyarrow as pa
 
         ctx = task_start(task_hook, "records")
-        threads = task_threads(ctx)
+        native_threads = threads.of(ctx)
         for batch in _selected(batches, among, inside):
             if batch.num_rows == 0:
                 continue
-            sketch, size, active = sketch_batch(batch.column(batch.schema.get_field_index(text_col)), spec, threads)
+            sketch, size, active = sketch_batch(batch.column(batch.schema.get_field_index(text_col)), spec,
+                                                native_threads)
             keep = pa.array(active)
             ids = (batch.column(batch.schema.get_field_index(ID_COL)) if with_id
                    else pa.nulls(batch.num_rows, pa.string()))
@@ -134,17 +135,19 @@ def text_hashes(batch) -> np.ndarray:
     return np.ascontiguousarray(np.stack(halves, axis=1)).view(np.uint8)
 
 
-def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.ndarray, inside: bool):
-    """The records (:data:`RECORD_SCHEMA`) of the pinned rows in (``inside``) or out of the sorted ``among``."""
+def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.ndarray, inside: bool,
+                 threads: TaskThreads = TaskThreads()):
+    """The records (:data:`RECORD_SCHEMA`) of the pinned rows in (``inside``) or out of the sorted ``among``;
+    ``threads``: the pinned partitions' (used only where the rows keep their partitions: not ``inside``)."""
     from lshbloom_udf.spark.exact import text_hash_columns
 
     cols = [col(ROW_COL), col(text_col), *text_hash_columns(text_col, HASH_COLS)]
     cols += [col(id_col).cast("string").alias(ID_COL)] if id_col else []
     if inside:  # a few rows (flags): chosen in the JVM, so that only their texts go to Python
-        rows, shipped = among_rows(pinned, among), None
+        rows, shipped, threads = among_rows(pinned, among), None, TaskThreads()
     else:
         rows, shipped = pinned, ship(pinned.sparkSession, np.asarray(among, np.int64))
-    return rows.select(*cols).mapInArrow(sketch_mapper(text_col, spec, shipped, inside, id_col is not None),
+    return rows.select(*cols).mapInArrow(sketch_mapper(text_col, spec, shipped, inside, id_col is not None, threads),
                                          RECORD_SCHEMA)
 
 
@@ -163,15 +166,15 @@ def hadoop_uri(path: str) -> str:
 
 
 def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagged_rows: np.ndarray,
-                  kept: Optional[int] = None) -> dict:
+                  kept: Optional[int] = None, threads: TaskThreads = TaskThreads()) -> dict:
     """Write the records of the pinned documents this run kept (not in ``flagged_rows``, with shingles) where the
     store says (``txn.records_target()``), as one Spark job; the run record's ``records`` entry. ``kept``: how many
     that is (checked: the executors write the files, and a local index directory they do not share with the
-    driver would lose them)."""
+    driver would lose them); ``threads``: the pinned partitions' :class:`~lshbloom_udf.spark.keys.TaskThreads`."""
     t0 = time.monotonic()
     target = hadoop_uri(txn.records_target())
     flagged = np.unique(np.asarray(flagged_rows, np.int64))
-    sketch_frame(pinned, text_col, id_col, spec, flagged, inside=False).write.mode("overwrite").parquet(target)
+    sketch_frame(pinned, text_col, id_col, spec, flagged, False, threads).write.mode("overwrite").parquet(target)
     hooks.fire("after-records")
     files, size_bytes = txn.staged_records()
     documents = pinned.sparkSession.read.parquet(target).count()  # Parquet footers: nothing is scanned

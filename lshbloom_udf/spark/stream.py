@@ -51,7 +51,7 @@ from lshbloom_udf import hooks
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.litter import make_temp_dir
 from lshbloom_udf.minhash import KeySpec
-from lshbloom_udf.spark.keys import POS_BITS, chunks, keyed_batches, task_start, task_threads
+from lshbloom_udf.spark.keys import POS_BITS, TaskThreads, chunks, keyed_batches, task_start
 
 MAGIC = b"LSHB"
 HELLO = struct.Struct("<4s16sii")
@@ -62,10 +62,11 @@ IDLE_CHECK_SECONDS = 5.0
 
 
 def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple, token: bytes,
-                  measure: bool = False, skip=None):
+                  measure: bool = False, skip=None, threads: TaskThreads = TaskThreads()):
     """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents,
     and with ``measure`` the partition's :class:`~lshbloom_udf.spark.ingest.InputSums` as JSON); ``skip``: rows
-    sent inactive, not keyed (:func:`~lshbloom_udf.spark.keys.keyed_batches`), but measured."""
+    sent inactive, not keyed (:func:`~lshbloom_udf.spark.keys.keyed_batches`), but measured; ``threads``: the pinned
+    partitions' :class:`~lshbloom_udf.spark.keys.TaskThreads`."""
     b = spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
@@ -83,7 +84,7 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
             sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
             sums: list = []
             keyed = keyed_batches(measured(batches, text_col, sums) if measure else batches, text_col, spec,
-                                  task_threads(ctx), skip)
+                                  threads.of(ctx), skip)
             for start, keys, active in chunks(keyed, chunk_rows):
                 if keys.shape[1] != b:
                     raise InternalError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")

@@ -16,6 +16,7 @@ import numpy as np
 
 from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.index.kept import KeptIndex
+from lshbloom_udf.spark.keys import TaskThreads
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class PassInput:
     # The run's exact copies (spark/exact.py: ship()'s sorted row ids, or None): decided before the pass, so its
     # keys stage leaves them unkeyed and inactive.
     skip: Any = None
+    # Native threads per task of the stages over the pinned partitions (spark.keys.TaskThreads).
+    threads: TaskThreads = TaskThreads()
 
     @property
     def index_dir(self) -> Optional[str]:

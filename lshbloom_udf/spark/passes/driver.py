@@ -139,7 +139,8 @@ class DriverPass(KeyedPass):
         spark, text, spec, b = pinned.sparkSession, c.text_column, given.params.key_spec, given.params.b
         with ArrowBatchLimits(spark):
             if not streams(spark, c.key_transfer):
-                return run_driver_pass(spark_chunks(pinned, text, spec, c.chunk_rows, given.skip), index_now(),
+                chunks = spark_chunks(pinned, text, spec, c.chunk_rows, given.skip, given.threads)
+                return run_driver_pass(chunks, index_now(),
                                        given.documents, c.progress, c.insert_rule,
                                        sample_below=_sample_below(given)), None, None
             partitions = pinned.rdd.getNumPartitions()
@@ -150,7 +151,7 @@ class DriverPass(KeyedPass):
             candidates = None
             try:
                 mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input,
-                                       given.skip)
+                                       given.skip, given.threads)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
                 stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
