@@ -310,15 +310,42 @@ def test_bad_input_and_parameters_fail_clearly(docs_df, kwargs, message):
         deduplicate(docs_df, progress=False, **kwargs)
 
 
-def test_duplicate_and_null_ids_are_named(spark):
+@pytest.mark.parametrize("how", [{}, {"key_transfer": "spark"}, {"pass_mode": "sharded"}])
+def test_duplicate_and_null_ids_are_named(spark, how):
+    """The ids checked from the keys stage's hashes (the socket stream), or aggregated (the others), after the
+    pass: repeated ids across partitions named alike."""
     df = spark.createDataFrame(
         [("a", "x y z", 1), ("b", "p q r", 2), ("a", "u v w", 3), ("c", "k", 4), ("c", "l", 5), ("d", "m", 6)], SCHEMA
-    )
+    ).repartition(3)
     with pytest.raises(DedupInputError, match=r"not unique: duplicated ids 'a' \(2 rows\), 'c' \(2 rows\)"):
-        deduplicate(df, id_col="id", progress=False)
+        deduplicate(df, id_col="id", progress=False, **how)
     nulls = spark.createDataFrame([(None, "x y z", 1), ("b", "p q r", 2)], SCHEMA)
     with pytest.raises(DedupInputError, match="null"):
-        deduplicate(nulls, id_col="id", progress=False)
+        deduplicate(nulls, id_col="id", progress=False, **how)
+
+
+def test_an_id_hash_seen_twice_is_checked_on_its_rows(spark):
+    """Two distinct ids of one 64-bit hash (planted: no collision is known for xxhash64) are suspects only: their
+    rows are counted by id, and unique ids pass; a repeated id among the suspects is named."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from lshbloom_udf.spark.ids import IdHashes, check_id_hashes
+
+    df = spark.createDataFrame([("a", "x", 1), ("b", "y", 2), ("c", "z", 3)], SCHEMA)
+    h = {r["id"]: r["h"] for r in df.select("id", F.xxhash64("id").alias("h")).collect()}
+    collided = IdHashes()
+    collided.add(np.array([h["a"], h["b"]], np.int64), 2)
+    collided.add(np.array([h["a"], h["c"]], np.int64), 2)  # "a" again: as if "c" hashed like it
+    assert collided.suspects().tolist() == [h["a"]] and collided.nulls == 0
+    check_id_hashes(df, "id", collided)  # "a" is on one row: no error
+    repeated = spark.createDataFrame([("a", "x", 1), ("b", "y", 2), ("a", "z", 3)], SCHEMA)
+    with pytest.raises(DedupInputError, match=r"duplicated ids 'a' \(2 rows\)"):
+        check_id_hashes(repeated, "id", collided)
+    one_null = IdHashes()
+    one_null.add(np.array([h["a"]], np.int64), 2)
+    with pytest.raises(DedupInputError, match="null"):
+        check_id_hashes(df, "id", one_null)
 
 
 def test_defaults_come_from_config():

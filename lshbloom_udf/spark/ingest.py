@@ -1,15 +1,17 @@
-"""What a run checks about its input once it is keyed: unique ids, and whether a kept index already ingested it.
+"""What a run checks about its input once it is pinned: whether a kept index already ingested it (and, with
+:mod:`lshbloom_udf.spark.ids`, unique ids).
 
 The checks cost one aggregation over the pinned input (:func:`inspect_input`),
-no pass of their own; when they are not needed before the pass (no id column,
-no committed run to compare with), the driver pass's keys stage takes the same
-sums of the texts it reads anyway (:class:`InputSums`, native and equal to
-Spark's hashes), and the aggregation is left out. A kept index records each committed run with two
-fingerprints of its documents (docs/reliability.md): the *content* fingerprint
-depends only on the multiset of texts, the *sequence* fingerprint also on each
-document's place in the processing order (runs recorded before this release
-fingerprinted the band keys instead; :func:`prior_run` still finds them). The same content with the same
-sequence reproduces the earlier run's flags; the same content in another
+no pass of their own; when they are not needed before the pass (no committed
+run to compare with, or a forced new ingestion), the driver pass's keys stage
+takes the same sums of the texts it reads anyway (:class:`InputSums`, native
+and equal to Spark's hashes) and the ids' hashes, and the aggregation is left
+out. A kept index records each committed run with two fingerprints of its
+documents (docs/reliability.md): the *content* fingerprint depends only on the
+multiset of texts, the *sequence* fingerprint also on each document's place in
+the processing order (runs recorded before this release fingerprinted the band
+keys instead; :func:`prior_run` still finds them). The same content with the
+same sequence reproduces the earlier run's flags; the same content in another
 order cannot be reproduced and is refused (:class:`AlreadyIngestedError`)
 unless the user forces a new ingestion.
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from lshbloom_udf.common import col
-from lshbloom_udf.errors import AlreadyIngestedError, DedupInputError
+from lshbloom_udf.errors import AlreadyIngestedError
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
 
 # What a run record's "fingerprint" says of its fingerprints (absent: the older key fingerprints).
@@ -160,27 +162,6 @@ def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
     if id_col is None:
         return InputFacts(int(r["n"]), content, sequence, **sizes)
     return InputFacts(int(r["n"]), content, sequence, int(r["n"]) - int(r["ids"]), int(r["distinct_ids"]), **sizes)
-
-
-def check_ids(pinned, id_col: str, facts: InputFacts) -> None:
-    """Refuse null or repeated ids (:class:`DedupInputError`), naming the repeated ones."""
-    from pyspark.sql import functions as F
-
-    if facts.null_ids:
-        raise DedupInputError(f"id column {id_col!r} has null values; every row needs an id")
-    if facts.distinct_ids == facts.documents:
-        return
-    dups = (
-        pinned.groupBy(col(id_col).alias("id"))
-        .agg(F.count(F.lit(1)).alias("n"))
-        .where(F.col("n") > 1)
-        .orderBy(F.col("n").desc(), F.col("id"))
-        .limit(11)
-        .collect()
-    )
-    shown = ", ".join(f"{r['id']!r} ({r['n']} rows)" for r in dups[:10])
-    more = " and more" if len(dups) > 10 else ""
-    raise DedupInputError(f"id column {id_col!r} is not unique: duplicated ids {shown}{more}")
 
 
 def key_fingerprints(keyed) -> tuple[str, str]:

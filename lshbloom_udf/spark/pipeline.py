@@ -41,7 +41,8 @@ from lshbloom_udf.index import run_params
 from lshbloom_udf.log import console_progress, ensure_visible, step
 from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
-from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, check_ids, inspect_input, prior_run
+from lshbloom_udf.spark.ids import check_id_hashes, check_ids
+from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
@@ -89,6 +90,7 @@ class DedupRun:
         self.checked = InputCheck()
         self.measured = InputMeasure()
         self.measure_later = False  # the pass measures the input (or the run does, after it)
+        self.ids_later = False  # the ids are checked after the pass (from its keys stage's hashes, or aggregated)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
         self.candidates = None
         # Verification against the earlier runs' records (lshbloom_udf.spark.crossrun), and this run's records.
@@ -130,8 +132,8 @@ class DedupRun:
             pass_ = select_pass(given)
             with self.step(pass_.title):
                 decided = self.decide(pass_, given)
-            if self.measure_later:
-                self.measure_input(decided)
+            if self.measure_later or self.ids_later:
+                self.check_after_pass(decided)
             verified = None
             if self.config.verify:
                 with self.step("verify"):
@@ -278,10 +280,12 @@ class DedupRun:
 
     def check_input(self) -> None:
         c = self.config
-        if c.id_column is None and self.pinned_rows is not None and not self._may_have_ingested():
-            # Nothing to check before the pass: its keys stage measures the input (measure_input).
+        if self.pinned_rows is not None and (c.force_new_ingest or not self._may_have_ingested()):
+            # Nothing to check before the pass: its keys stage measures the input and hashes the ids
+            # (check_after_pass).
             self.checked = InputCheck(self.pinned_rows)
             self.measure_later = bool(self.pinned_rows) and (self.index_dir is not None or c.verify)
+            self.ids_later = bool(self.pinned_rows) and c.id_column is not None
             self._lap("id_check")
             return
         facts = inspect_input(self.pinned, c.text_column, c.id_column)
@@ -301,19 +305,25 @@ class DedupRun:
         needed before the pass)."""
         return self.txn is not None and bool(self.txn.runs())
 
-    def measure_input(self, decided: PassResult) -> None:
-        """The input's fingerprints and text sizes after the pass: its keys stage's sums, or one aggregation."""
+    def check_after_pass(self, decided: PassResult) -> None:
+        """What :meth:`check_input` left to the pass: the input's fingerprints and text sizes (its keys stage's sums,
+        or one aggregation) and the ids (its keys stage's hashes, or the same aggregation)."""
         c = self.config
-        if decided.input_sums is not None:
-            facts = decided.input_sums.facts()
-        else:
+        id_col = c.id_column if self.ids_later and decided.id_hashes is None else None
+        facts = decided.input_sums.facts() if decided.input_sums is not None else None
+        if id_col is not None or (self.measure_later and facts is None):
             with self.step("check input"):
-                facts = inspect_input(self.pinned, c.text_column, None)
-        if facts.documents != self.documents:
-            raise InternalError(f"internal error: the input measured {facts.documents} documents, "
-                                f"the pin counted {self.documents}")
-        self.measured = InputMeasure.of(facts, self.index_dir is not None)
-        self._lap("id_check")  # ~0 from the pass's sums; the aggregation's time after a pass that did not measure
+                facts = inspect_input(self.pinned, c.text_column, id_col)
+        if id_col is not None:
+            check_ids(self.pinned, id_col, facts)
+        elif self.ids_later:
+            check_id_hashes(self.pinned, c.id_column, decided.id_hashes)
+        if self.measure_later:
+            if facts.documents != self.documents:
+                raise InternalError(f"internal error: the input measured {facts.documents} documents, "
+                                    f"the pin counted {self.documents}")
+            self.measured = InputMeasure.of(facts, self.index_dir is not None)
+        self._lap("id_check")  # ~0 from the pass's sums and hashes; an aggregation's time after a pass without them
 
     @property
     def documents(self) -> int:
@@ -335,7 +345,7 @@ class DedupRun:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
                          self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
-                         self.threads)
+                         self.threads, c.id_column if self.ids_later else None)
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""

@@ -14,7 +14,10 @@ Spark task result carries keys.
 
 Wire format, little-endian: a hello ``(b"LSHB", token[16], partition i32,
 attempt i32)``, then chunks ``(first row id i64, n i64, active[n] u8,
-keys[n * b] u64)``, then ``(documents i64, -1)``.
+keys[n * b] u64)``, with an id column then ``(m i64, -2, hashes[m] i64)``
+(the partition's non-null ids' hashes, :mod:`lshbloom_udf.spark.ids`), then
+``(documents i64, -1)``. The driver takes a partition's id hashes once its
+end arrived (an attempt that broke off sends them again whole).
 
 Kept keys (``keep=True``, under verification): the spool is not deleted
 partition by partition as the pass decides it but stays until :meth:`KeyStream.close`,
@@ -56,17 +59,19 @@ from lshbloom_udf.spark.keys import POS_BITS, TaskThreads, chunks, keyed_batches
 MAGIC = b"LSHB"
 HELLO = struct.Struct("<4s16sii")
 HEADER = struct.Struct("<qq")
+END, ID_HASHES = -1, -2  # a header's second field: the partition's end, its id hashes
 SENT_SCHEMA = "pid int, documents long, sums string"
 # How long the pass waits without any news (no byte, no attempt, no end of the job) before it calls the job stuck.
 IDLE_CHECK_SECONDS = 5.0
 
 
 def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple, token: bytes,
-                  measure: bool = False, skip=None, threads: TaskThreads = TaskThreads()):
+                  measure: bool = False, skip=None, threads: TaskThreads = TaskThreads(), ids: bool = False):
     """The ``mapInArrow`` function of the keys stage: sends the keys to the driver, yields (partition, documents,
     and with ``measure`` the partition's :class:`~lshbloom_udf.spark.ingest.InputSums` as JSON); ``skip``: rows
     sent inactive, not keyed (:func:`~lshbloom_udf.spark.keys.keyed_batches`), but measured; ``threads``: the pinned
-    partitions' :class:`~lshbloom_udf.spark.keys.TaskThreads`."""
+    partitions' :class:`~lshbloom_udf.spark.keys.TaskThreads`; ``ids``: the rows carry
+    :data:`~lshbloom_udf.spark.ids.ID_HASH_COL`, sent after the keys."""
     b = spec.b
     task_hook = hooks.task_hook()  # shipped with the task: executors are other processes
 
@@ -74,7 +79,7 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
         import pyarrow as pa
 
         from lshbloom_udf.spark.ingest import InputSums, measured
-        from lshbloom_udf.spark.stream import HEADER, HELLO, MAGIC  # imported, not shipped by value with the task
+        from lshbloom_udf.spark.stream import END, HEADER, HELLO, ID_HASHES, MAGIC  # imported, not shipped by value
 
         ctx = task_start(task_hook, "keys")
         pid = ctx.partitionId() if ctx is not None else 0
@@ -83,8 +88,10 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
         with socket.create_connection(address) as sock:
             sock.sendall(HELLO.pack(MAGIC, token, pid, attempt))
             sums: list = []
-            keyed = keyed_batches(measured(batches, text_col, sums) if measure else batches, text_col, spec,
-                                  threads.of(ctx), skip)
+            id_hashes: list = []
+            read = measured(batches, text_col, sums) if measure else batches
+            keyed = keyed_batches(with_id_hashes(read, id_hashes) if ids else read, text_col, spec, threads.of(ctx),
+                                  skip)
             for start, keys, active in chunks(keyed, chunk_rows):
                 if keys.shape[1] != b:
                     raise InternalError(f"internal error: {keys.shape[1]} band keys per document, expected {b}")
@@ -94,7 +101,12 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
                 total += len(active)
                 if task_hook is not None:
                     task_hook(stage="keys-sent", partition=pid, attempt=attempt)
-            sock.sendall(HEADER.pack(total, -1))
+            if ids:
+                hashes = np.ascontiguousarray(np.concatenate(id_hashes) if id_hashes else np.zeros(0, np.int64),
+                                              dtype="<i8")
+                sock.sendall(HEADER.pack(len(hashes), ID_HASHES))
+                sock.sendall(hashes.data)
+            sock.sendall(HEADER.pack(total, END))
             # Done only once the driver spooled it all: it closes the connection after the last byte.
             sock.shutdown(socket.SHUT_WR)
             if sock.recv(1):
@@ -105,6 +117,15 @@ def stream_mapper(text_col: str, spec: KeySpec, chunk_rows: int, address: tuple,
                                           "sums": pa.array([sent], pa.string())})
 
     return send
+
+
+def with_id_hashes(batches, id_hashes: list):
+    """``batches`` unchanged, each one's non-null id hashes appended to ``id_hashes``."""
+    from lshbloom_udf.spark.ids import batch_id_hashes
+
+    for batch in batches:
+        id_hashes.append(batch_id_hashes(batch))
+        yield batch
 
 
 def spool_bytes(documents: int, b: int, chunk_rows: int) -> int:
@@ -129,11 +150,13 @@ class _Attempt:
 class KeyStream:
     """The driver's end of the socket transfer; use as a context manager around :meth:`run`."""
 
-    def __init__(self, spark, b: int, keep: bool = False):
+    def __init__(self, spark, b: int, keep: bool = False, id_hashes=None):
         conf = spark.sparkContext.getConf()
         host = conf.get("spark.driver.host", None) or socket.gethostname()
         bind = conf.get("spark.driver.bindAddress", None) or host
         self.spark, self.b, self.keep = spark, b, keep
+        # The partitions' id hashes (spark.ids.IdHashes), taken as the pass reads each partition's end; None: not sent.
+        self.id_hashes = id_hashes
         self.server = socket.create_server((bind, 0))
         self.address = (host, self.server.getsockname()[1])
         self.token = os.urandom(16)
@@ -227,7 +250,7 @@ class KeyStream:
     def chunks(self, partitions: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """``(first row id, keys (n, b), active (n,))`` of every partition ``0 .. partitions-1``, in row order."""
         for pid in range(partitions):
-            yield from self._partition(pid)
+            yield from self._partition(pid, self.id_hashes)
             if not self.keep:
                 self._drop(pid)
         self._wait(lambda: self.job_done, "the end of the keys stage")
@@ -250,19 +273,28 @@ class KeyStream:
         for pid in range(partitions):
             yield from self._partition(pid)
 
-    def _partition(self, pid: int):
+    def _partition(self, pid: int, id_hashes=None):
+        """A partition's chunks from its first attempt that sends it whole; its id hashes into ``id_hashes``."""
         base, done, tried = pid << POS_BITS, 0, 0
         while True:
             att = self._next_attempt(pid, tried)
             tried += 1
             reader = _Reader(self, att)
             try:
+                hashes = None
                 while True:
                     start, n = HEADER.unpack(reader.read(HEADER.size))
+                    if n == ID_HASHES:
+                        hashes = reader.read(8 * start) if id_hashes is not None else reader.skip(8 * start)
+                        continue
                     if n < 0:
                         if start != done:
                             raise InternalError(f"internal error: partition {pid} sent {start} documents, "
                                                f"the driver pass decided {done}")
+                        if id_hashes is not None:
+                            if hashes is None:
+                                raise InternalError(f"internal error: partition {pid} sent no id hashes")
+                            id_hashes.add(np.frombuffer(hashes, dtype="<i8"), start)
                         return
                     active = np.frombuffer(reader.read(n), dtype=np.bool_)
                     keys = np.frombuffer(reader.read(8 * n * self.b), dtype="<u8").reshape(n, self.b)
@@ -360,6 +392,14 @@ class _Reader:
             got += len(part)
         self.offset = end
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def skip(self, k: int) -> None:
+        """Past ``k`` bytes, unread."""
+        att, end = self.att, self.offset + k
+        self.stream._wait(lambda: att.size >= end or att.closed, f"partition {att.partition}'s keys")
+        if att.size < end:
+            raise _AttemptClosedError()
+        self.offset = end
 
     def close(self) -> None:
         os.close(self.fd)

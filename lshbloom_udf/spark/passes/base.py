@@ -79,6 +79,9 @@ class PassInput:
     skip: Any = None
     # Native threads per task of the stages over the pinned partitions (spark.keys.TaskThreads).
     threads: TaskThreads = TaskThreads()
+    # The id column whose ids the run checks after the pass (spark.ids): a pass that reads every row anyway sends
+    # their hashes back (PassResult.id_hashes); None: checked before the pass, or no id column.
+    hash_ids: Optional[str] = None
 
     @property
     def index_dir(self) -> Optional[str]:
@@ -114,7 +117,8 @@ class PassResult:
     ``candidates`` the verification candidate source the pass left (the
     driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify_sources`),
     or None: verification then computes the keys again on the executors;
-    ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``).
+    ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``); ``id_hashes`` the ids'
+    hashes it took (``PassInput.hash_ids``).
     """
 
     outcome: Any  # lshbloom_udf.spark.driver_pass.PassOutcome
@@ -124,6 +128,7 @@ class PassResult:
     seconds: Mapping = field(default_factory=dict)
     candidates: Any = None  # a verify_sources.CandidateSource, owned by the run once returned
     input_sums: Any = None  # the input's ingest.InputSums, when the run asked (measure_input) and the pass took them
+    id_hashes: Any = None  # the input's ids.IdHashes, when the run asked (hash_ids) and the pass took them
 
     @property
     def duplicates(self) -> int:

@@ -20,6 +20,7 @@ from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
+from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
@@ -105,7 +106,7 @@ class DriverPass(KeyedPass):
             return index
 
         try:
-            outcome, candidates, sums = self._keys_through(given, index_now, seconds)
+            outcome, candidates, sums, id_hashes = self._keys_through(given, index_now, seconds)
             index, before = opened[0]
             try:
                 index.sync()
@@ -128,11 +129,12 @@ class DriverPass(KeyedPass):
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
                                                  stats["expected_false_positive"], index.params.p_effective))
-        return PassResult(outcome, report, params, stats, seconds, candidates, sums)
+        return PassResult(outcome, report, params, stats, seconds, candidates, sums, id_hashes)
 
     def _keys_through(self, given: PassInput, index_now, seconds: dict):
-        """(the pass's outcome, verification's candidate source or None, the input's sums or None), the keys by the
-        socket stream (which also takes the sums when ``given.measure_input``) or ``toLocalIterator``; the keys
+        """(the pass's outcome, verification's candidate source or None, the input's sums or None, its ids' hashes or
+        None), the keys by the socket stream (which also takes the sums when ``given.measure_input``, the ids'
+        hashes when ``given.hash_ids``) or ``toLocalIterator``; the keys
         stage's time in ``seconds`` when the stream measured it. ``index_now()`` opens the index the pass decides
         into: after the stream's job started, so that its files are made while the executors start."""
         c, pinned = given.config, given.pinned
@@ -142,18 +144,20 @@ class DriverPass(KeyedPass):
                 chunks = spark_chunks(pinned, text, spec, c.chunk_rows, given.skip, given.threads)
                 return run_driver_pass(chunks, index_now(),
                                        given.documents, c.progress, c.insert_rule,
-                                       sample_below=_sample_below(given)), None, None
+                                       sample_below=_sample_below(given)), None, None, None
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
             # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk)
-            stream = KeyStream(spark, b, keep=keep)
+            id_hashes = IdHashes() if given.hash_ids is not None else None
+            stream = KeyStream(spark, b, keep=keep, id_hashes=id_hashes)
             candidates = None
             try:
                 mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input,
-                                       given.skip, given.threads)
+                                       given.skip, given.threads, ids=id_hashes is not None)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
-                stream.start(pinned.select(ROW_COL, col(text)).mapInArrow(mapper, SENT_SCHEMA))
+                ids = [id_hash_column(given.hash_ids)] if id_hashes is not None else []
+                stream.start(pinned.select(ROW_COL, col(text), *ids).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
                 if index.params.b != b:
                     raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
@@ -166,7 +170,7 @@ class DriverPass(KeyedPass):
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
                     stream.close()
             seconds["keys"] = stream.job_seconds
-            return outcome, candidates, sums
+            return outcome, candidates, sums, id_hashes
 
 
 PASS = DriverPass()
