@@ -90,7 +90,7 @@ class DedupRun:
         self.measure_later = False  # the pass measures the input (or the run does, after it)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
         self.candidates = None
-        # Verification against the earlier runs' records (lshbloom_udf.spark.crossrun), and this run's records.
+        # Verification against the earlier runs' records (lshbloom_udf.spark.verify.crossrun), and this run's records.
         self.crossrun = None
         self.records: Optional[dict] = None
         self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
@@ -172,7 +172,7 @@ class DedupRun:
         """The documents without shingles: those the pass found inactive, but for the exact copies it did not key."""
         return decided.empty - (len(self.copies) if self.copies else 0)
 
-    # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
+    # -- verification and the join (lshbloom_udf/spark/verify/) ----------------------
 
     @property
     def verify_rule(self):
@@ -186,10 +186,7 @@ class DedupRun:
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
         ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
         from lshbloom_udf.minhash import normalization_mask
-        from lshbloom_udf.spark.crossrun import crossrun_for
-        from lshbloom_udf.spark.verify import Shingling, verify_flags
-        from lshbloom_udf.spark.verify_similarity import TextsSource
-        from lshbloom_udf.spark.verify_sources import SparkCandidates
+        from lshbloom_udf.spark.verify import Shingling, SparkCandidates, TextsSource, crossrun_for, verify_flags
 
         c, p = self.config, self.params
         prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule)
@@ -217,7 +214,7 @@ class DedupRun:
 
     def verify_summary(self, verified) -> dict:
         """Verification's summary part, with what it did across runs (``cross_run``; None: no earlier run)."""
-        from lshbloom_udf.spark.crossrun import UNVERIFIABLE
+        from lshbloom_udf.spark.verify import UNVERIFIABLE
 
         out = verified.summary(self.verify_rule)
         out["unverifiable"] = int(np.count_nonzero(verified.of_rows == UNVERIFIABLE))

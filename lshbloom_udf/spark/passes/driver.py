@@ -23,7 +23,7 @@ from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, tempor
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
-from lshbloom_udf.spark.verify_sources import keep_spool, spool_source
+from lshbloom_udf.spark.verify.sources import keep_spool, spool_source
 
 
 class DriverPass(KeyedPass):
@@ -144,7 +144,7 @@ class DriverPass(KeyedPass):
                                        sample_below=_sample_below(given)), None, None
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
-            # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
+            # Under verification the stream keeps its spool: verification's candidates come from it (verify.sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk)
             stream = KeyStream(spark, b, keep=keep)
             candidates = None
@@ -198,8 +198,8 @@ def streams(spark, key_transfer: str) -> bool:
 
 
 def _sample_below(given) -> Optional[int]:
-    """The template sample's bound when verification will want it (verify_templates.sample_below), else None."""
-    from lshbloom_udf.spark.verify_templates import sample_below
+    """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""
+    from lshbloom_udf.spark.verify.templates import sample_below
 
     c = given.config
     return sample_below(given.documents) if c.verify and c.template_max_df else None

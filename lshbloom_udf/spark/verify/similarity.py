@@ -23,9 +23,11 @@ import numpy as np
 
 from lshbloom_udf.common import collect_arrow, iter_arrow
 from lshbloom_udf.memory import DriverMemory, str_cost
+from lshbloom_udf.spark.frames import local_frame, row_frame
 from lshbloom_udf.spark.keys import ROW_COL
-from lshbloom_udf.spark.verify import Shingling, VerifiedPairs, VerifyRule
-from lshbloom_udf.spark.verify_candidates import F_ROW, K_ROW
+from lshbloom_udf.spark.verify.rule import Shingling, VerifiedPairs, VerifyRule
+from lshbloom_udf.spark.verify.spark_source import F_ROW, K_ROW
+from lshbloom_udf.spark.verify.templates import SAMPLE_MASK, flagged_sample, kept_sample, sample_below
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +157,6 @@ def _texts_frame(texts_of, rows: np.ndarray, broadcast_limit: int):
     """(DataFrame of the (row id, text) of ``rows``, the text column's name). The rows are broadcast (no shuffle of
     the pinned texts) up to ``broadcast_limit`` or what one collect holds of them (``memory.broadcast_rows``),
     whichever is more: at 10^7 documents verification wants the texts of half of them."""
-    from lshbloom_udf.spark.join import row_frame
-
     small = len(rows) <= max(broadcast_limit, texts_of.memory.broadcast_rows)
     texts = texts_of(row_frame(texts_of.spark, rows, small), small)
     return texts, [c for c in texts.columns if c != ROW_COL][0]
@@ -238,8 +238,6 @@ def _on_executors(texts_of, f_rows, k_rows, texts, text_col: str, shingling: Shi
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from lshbloom_udf.spark.join import local_frame
-
     spark = texts_of.spark
     schema = T.StructType([T.StructField(F_ROW, T.LongType(), False), T.StructField(K_ROW, T.LongType(), False)])
     pairs = local_frame(spark, {F_ROW: f_rows, K_ROW: k_rows}, schema)
@@ -286,14 +284,13 @@ class TextsSource:
             ROW_COL, col(self.text_col))
 
     def sample_texts(self, flagged: np.ndarray, top_up: int) -> tuple[list, list]:
-        """The texts of the template rule's sample (:func:`~lshbloom_udf.spark.verify_templates.kept_sample`) and of
-        its ``top_up`` flagged candidates (:func:`~lshbloom_udf.spark.verify_templates.flagged_sample`), the candidates
+        """The texts of the template rule's sample (:func:`~lshbloom_udf.spark.verify.templates.kept_sample`) and of
+        its ``top_up`` flagged candidates (:func:`~lshbloom_udf.spark.verify.templates.flagged_sample`), the candidates
         found by a scan of the pinned rows with Spark's ``xxhash64``: the rows a driver pass would have noted."""
         import pyarrow as pa
         from pyspark.sql import functions as F
 
         from lshbloom_udf.common import col
-        from lshbloom_udf.spark.verify_templates import SAMPLE_MASK, flagged_sample, kept_sample, sample_below
 
         documents = self.pinned.count() if self.documents is None else self.documents
         below = sample_below(documents)
