@@ -139,7 +139,7 @@ def test_a_run_keeping_more_than_the_sample_samples_its_kept_documents(spark, mo
 
     from lshbloom_udf.spark.verify import templates as vt
     from lshbloom_udf.spark.keys import row_id
-    from lshbloom_udf.spark.verify.similarity import TextsSource
+    from lshbloom_udf.spark.verify.texts import TextsSource
 
     monkeypatch.setattr(vt, "SAMPLE", 60)
     docs = [(f"document number {i} " * 3, "doc") for i in range(600)]

@@ -194,15 +194,15 @@ class DedupRun:
         source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         self.candidates = None  # this stage owns it now
         memory = DriverMemory.of_session(self.pinned.sparkSession)  # now: what the pass left available
-        texts = TextsSource(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory)
         budget = memory.texts_budget(c.verify_driver_bytes)
+        texts = TextsSource(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory,
+                            broadcast_limit=c.broadcast_limit, driver_text_bytes=budget)
         self.verify_memory = {**memory.summary(budget), "similarities": texts.places}
         try:
             verified = verify_flags(
                 source, texts, dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
-                prior_documents=prior, broadcast_limit=c.broadcast_limit,
-                driver_text_bytes=budget, sample_rows=sample_rows,
+                prior_documents=prior, sample_rows=sample_rows,
                 exact_rows=self.copies.rows if self.copies else None,
             )
         finally:

@@ -84,7 +84,8 @@ The modules, each importing only those listed before it (tests/test_core_layers.
 - :mod:`~lshbloom_udf.spark.verify.sources` — the candidate sources' interface, their bounds, the spool's source;
 - :mod:`~lshbloom_udf.spark.verify.spark_source` — the candidate source by Spark joins, where no spool exists;
 - :mod:`~lshbloom_udf.spark.verify.templates` — the template rule (``template_max_df``);
-- :mod:`~lshbloom_udf.spark.verify.similarity` — the candidates' texts and their exact similarities;
+- :mod:`~lshbloom_udf.spark.verify.texts` — the candidates' texts: read, held on the driver within its budget;
+- :mod:`~lshbloom_udf.spark.verify.similarity` — the candidate pairs' exact similarities (driver or executors);
 - :mod:`~lshbloom_udf.spark.verify.crossrun` — flags judged against the earlier runs' records;
 - :mod:`~lshbloom_udf.spark.verify.rounds` — rounds 1 and 2: :func:`verify_flags`, the entry point.
 """
@@ -92,8 +93,8 @@ The modules, each importing only those listed before it (tests/test_core_layers.
 from lshbloom_udf.spark.verify.crossrun import UNVERIFIABLE, crossrun_for
 from lshbloom_udf.spark.verify.rounds import verify_flags
 from lshbloom_udf.spark.verify.rule import Shingling, TemplateRule, VerifyRule
-from lshbloom_udf.spark.verify.similarity import TextsSource
 from lshbloom_udf.spark.verify.spark_source import SparkCandidates
+from lshbloom_udf.spark.verify.texts import TextsSource
 
 __all__ = ["UNVERIFIABLE", "Shingling", "SparkCandidates", "TemplateRule", "TextsSource", "VerifyRule", "crossrun_for",
            "verify_flags"]

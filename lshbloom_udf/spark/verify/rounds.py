@@ -12,45 +12,40 @@ import numpy as np
 from lshbloom_udf.spark.keys import is_in
 from lshbloom_udf.spark.verify.crossrun import prior_sources
 from lshbloom_udf.spark.verify.rule import Shingling, Verified, VerifiedPairs, VerifyRule
-from lshbloom_udf.spark.verify.similarity import TextPrefetch, held_texts, similarities
+from lshbloom_udf.spark.verify.similarity import similarities
 from lshbloom_udf.spark.verify.templates import Templates, flagged_sample, kept_sample, top_up_size
+from lshbloom_udf.spark.verify.texts import TextPrefetch, TextsSource
 
 
-def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: VerifyRule,
-                 prior_documents: bool, broadcast_limit: int, driver_text_bytes: int,
-                 sample_rows: Optional[np.ndarray] = None, exact_rows: Optional[np.ndarray] = None) -> Verified:
+def verify_flags(source, texts_of: TextsSource, flagged_rows, *, shingling: Shingling, rule: VerifyRule,
+                 prior_documents: bool, sample_rows: Optional[np.ndarray] = None,
+                 exact_rows: Optional[np.ndarray] = None) -> Verified:
     """Verify the pass's flags (the package's docs: :mod:`lshbloom_udf.spark.verify`).
 
     ``source``: where the candidate pairs come from
     (:class:`~lshbloom_udf.spark.verify.sources.CandidateSource`; the caller
-    closes it); ``texts_of(rows_frame, small)``: a DataFrame (``_lshb_row``,
-    ``text``) of the rows of a one-column row-id frame (``small``: it may be
-    broadcast), ``texts_of.at_most(n)`` an upper bound of ``n`` texts' UTF-8
-    bytes (or None); ``flagged_rows``: the pass's duplicates (int64 row ids);
-    ``shingling``: how texts become the shingle sets compared; ``rule``: when a
-    candidate pair verifies (Jaccard, or containment too);
-    ``prior_documents``: the index held documents before this run; ``driver_text_bytes``: the candidates'
-    texts the driver may hold (``verify_driver_bytes``); ``sample_rows``: the template sample's candidates the pass
-    noted (their texts then come with round 1's; None: the sample is found by a Spark job when needed);
-    ``exact_rows``: the run's exact copies, left out of ``flagged_rows`` (the pass did not see them) but flagged, so
-    never in the template sample of kept documents (:mod:`lshbloom_udf.spark.exact`).
+    closes it); ``texts_of``: the candidates' texts, what the driver may hold of them and holds for both rounds;
+    ``flagged_rows``: the pass's duplicates (int64 row ids); ``shingling``: how texts become the shingle sets
+    compared; ``rule``: when a candidate pair verifies (Jaccard, or containment too); ``prior_documents``: the index
+    held documents before this run; ``sample_rows``: the template sample's candidates the pass noted (their texts
+    then come with round 1's; None: the sample is found by a Spark job when needed); ``exact_rows``: the run's exact
+    copies, left out of ``flagged_rows`` (the pass did not see them) but flagged, so never in the template sample of
+    kept documents (:mod:`lshbloom_udf.spark.exact`).
     """
     t0 = time.monotonic()
     flagged = np.unique(np.asarray(flagged_rows, dtype=np.int64))
     out = Verified(pass_flagged=len(flagged))
-    held: dict = {}  # texts on the driver, for both rounds
     all_flagged = flagged if exact_rows is None else np.union1d(flagged, exact_rows)
-    refine, sample = _template_step(out, rule, shingling, texts_of, all_flagged, held, broadcast_limit, sample_rows)
+    refine, sample = _template_step(out, rule, shingling, texts_of, all_flagged, sample_rows)
     if not len(flagged):
         out.seconds = time.monotonic() - t0
         return out
     lap = _laps(out.stages, t0)
-    similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule,
-                                broadcast_limit=broadcast_limit, driver_text_bytes=driver_text_bytes, held=held)
+    similar = functools.partial(similarities, texts_of=texts_of, shingling=shingling, rule=rule)
     # Every flagged row's text comes with round 1's (round 2's documents are flagged ones, so it reads none), on
     # another thread while round 1's candidates are found.
     also = np.union1d(flagged, sample)
-    prefetch = TextPrefetch(texts_of, also, held, broadcast_limit, driver_text_bytes)
+    prefetch = TextPrefetch(texts_of, also)
     try:
         # Round 1: against the documents the pass kept (their keys are unique per band: the package's "Cost").
         cand = source.round1(flagged, lap)
@@ -74,8 +69,8 @@ def verify_flags(source, texts_of, flagged_rows, *, shingling: Shingling, rule: 
     return out
 
 
-def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_of, flagged: np.ndarray,
-                   held: dict, broadcast_limit: int, sample_rows: Optional[np.ndarray]):
+def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_of: TextsSource, flagged: np.ndarray,
+                   sample_rows: Optional[np.ndarray]):
     """``(refine, rows)``: what refines a round's verified pairs, the template rule's :meth:`Templates.refuse` (its
     figures kept in ``out.template``; its sample, documents the pass kept, not ``flagged``), or nothing without one;
     the sample's rows and its top-up's when the pass noted their candidates (round 1 then brings their texts), else
@@ -86,6 +81,8 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
     rows = none if sample_rows is None else kept_sample(sample_rows, flagged)
     top_up = none if sample_rows is None else flagged_sample(sample_rows, flagged, top_up_size(rule.template))
 
+    held = texts_of.held
+
     def sample():
         if sample_rows is not None and all(r in held for r in np.union1d(rows, top_up).tolist()):
             # came with round 1's texts (every flagged row's does)
@@ -93,7 +90,7 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
         return texts_of.sample_texts(flagged, top_up_size(rule.template))  # the same rows, found by a scan
 
     templates = Templates(rule.template, rule, shingling, sample=sample,
-                          texts=lambda rows: held_texts(texts_of, rows, held, broadcast_limit))
+                          texts=texts_of.held_with)
 
     def refine(pairs):
         pairs = templates.refuse(pairs)

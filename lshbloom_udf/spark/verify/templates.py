@@ -24,7 +24,7 @@ the sample it is topped up with flagged candidates, copies of one source enterin
 driver pass notes the rows whose hash is small enough to be candidates (:func:`sample_candidates`, about ``2·SAMPLE``)
 and round 1 brings
 their texts with its own; without a driver pass (the sharded pass), or when round 1's texts stay on the executors,
-one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify.similarity.TextsSource.sample_texts`), only
+one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify.texts.TextsSource.sample_texts`), only
 when some verified pair is a suspect. The sample's shingles are hashed (xxh3-64,
 :func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct shingles may merge their counts (about ``m² / 2^65``
 among ``m``). ``J'`` and the containment check of the suspects
