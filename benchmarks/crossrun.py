@@ -13,7 +13,7 @@ naming the source), record bytes per document.
 
 ``pairs``: estimated against exact decisions. Pairs of corpus windows at a random shift (Jaccard 0-0.9) and
 truncations (one keeps 30-95 % of the other: containment 1), each with its exact ``J`` and ``C``
-(``_native.shingle_overlaps``) and the records' estimates (:mod:`lshbloom_udf.spark.crossrun`), among the pairs
+(``_native.shingle_overlaps``) and the records' estimates (:mod:`lshbloom_udf.spark.verify.crossrun`), among the pairs
 that share a band (the only ones the cross-run step judges); precision and recall of the estimated decision
 against the exact one under the defaults' rule.
 """
@@ -121,9 +121,9 @@ def pairs(args) -> dict:
     from lshbloom_udf import _native
     from lshbloom_udf.config import DedupConfig
     from lshbloom_udf.minhash import normalization_mask
-    from lshbloom_udf.spark.crossrun import estimated_jaccard
+    from lshbloom_udf.spark.verify.crossrun import estimated_jaccard
     from lshbloom_udf.spark.records import sketch_batch
-    from lshbloom_udf.spark.verify import VerifyRule
+    from lshbloom_udf.spark.verify.rule import VerifyRule
 
     config = DedupConfig()
     spec = config.index_params().key_spec

@@ -295,7 +295,7 @@ def unplanted_by_the_rule(out: str, data: dict, flags: np.ndarray, summary: dict
     import pyarrow.parquet as pq
 
     from lshbloom_udf.minhash import normalization_mask
-    from lshbloom_udf.spark.verify import Shingling, VerifyRule, shingle_set
+    from lshbloom_udf.spark.verify.rule import Shingling, VerifyRule, shingle_set
 
     table = pq.read_table(out)
     if "duplicate_of" not in table.column_names:

@@ -49,10 +49,8 @@ class BandsFor:
 
 def bands_for(config) -> BandsFor:
     """Which threshold ``config``'s bands serve (the module's rule)."""
-    from lshbloom_udf.config import DEFAULTS
-
     given = config.is_given("threshold")
-    meant = given or not math.isclose(config.threshold, DEFAULTS["threshold"])
+    meant = given or not math.isclose(config.threshold, _declared_default(config, "threshold"))
     if config.verify:
         source = "given" if given else "preset" if meant else "default"
         return BandsFor(config.threshold, "threshold", f"{source}: candidates, verification decides")
@@ -61,6 +59,12 @@ def bands_for(config) -> BandsFor:
     if meant:
         return BandsFor(config.threshold, "threshold", "given" if given else "preset")
     return BandsFor(_decision(config), "verify_threshold", VERIFICATION_OFF)
+
+
+def _declared_default(config, name: str):
+    """A setting's declared default, read off the config's class: :mod:`lshbloom_udf.config` imports this module,
+    so this module does not import it."""
+    return type(config).__dataclass_fields__[name].default
 
 
 def _decision(config) -> float:

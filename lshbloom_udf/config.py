@@ -157,7 +157,7 @@ class DedupConfig:
                                  "manifest recorded at commit: besides the band files (always checked when the index "
                                  "opens), the runs' duplicate records, and every filter part of a sharded index",
                                  _boolean, "index", cli={"action": "store_true"})
-    # -- verification (lshbloom_udf/spark/verify.py)
+    # -- verification (lshbloom_udf/spark/verify/)
     verify: bool = setting(True, "after the pass, keep a document flagged only if an earlier document the pass kept "
                            "shares a band key with it and has exact Jaccard similarity >= verify_threshold with it "
                            "(or containment >= containment_threshold)",

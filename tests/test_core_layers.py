@@ -2,7 +2,8 @@
 
 From the top: the entry points (``job/``, ``__main__``, ``tasks``: the CLI and spark-submit job), the Spark layer
 (``spark/``, ``ml.py``), the index (``index/``). Imports inside functions count too: a lazy import is still a
-dependency, and hiding one is how a cycle between layers starts.
+dependency, and hiding one is how a cycle between layers starts. Within the layers, no module imports itself through
+others (no import cycle), lazily or not.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ SPARK = ("spark", "ml")
 INDEX = ("index",)
 
 
-def _module(path: pathlib.Path) -> str:
-    parts = ("lshbloom_udf",) + path.relative_to(PACKAGE).with_suffix("").parts
+def _module(path: pathlib.Path, package: pathlib.Path = PACKAGE) -> str:
+    parts = (package.name,) + path.relative_to(package).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -63,3 +64,72 @@ def test_the_contract_sees_lazy_imports(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("def f():\n    from lshbloom_udf.spark.passes import PASSES\n    import lshbloom_udf.job\n")
     assert {"lshbloom_udf.spark.passes", "lshbloom_udf.job"} <= _imports(probe)
+
+
+def _dependencies(path: pathlib.Path, importer: str, modules: set) -> set:
+    """The ``modules`` one file (the module ``importer``) imports, anywhere in it. ``from m import x`` imports the
+    module ``m.x`` when there is one (a submodule), else ``m`` (for a package, its ``__init__``: the names it exports);
+    a relative import is resolved from ``importer``."""
+    package = importer.split(".") if path.name == "__init__.py" else importer.split(".")[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            out.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m in modules and m != importer}
+
+
+def _graph(package: pathlib.Path = PACKAGE) -> dict:
+    """Each module of ``package`` -> the package's modules it imports (the native extension, named by its stub, is one
+    that imports none)."""
+    files = {_module(p, package): p for p in sorted(package.rglob("*.py"))}
+    modules = set(files) | {f"{package.name}.{p.stem}" for p in package.glob("*.pyi")}
+    return {m: _dependencies(p, m, modules) for m, p in files.items()}
+
+
+def _reachable(graph: dict, start: str) -> set:
+    seen, todo = set(), list(graph[start])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph.get(m, ()))
+    return seen
+
+
+def _cycles(graph: dict, within: str = "") -> list:
+    """The import cycles among the modules of ``graph`` whose name starts with ``within``: each the sorted modules that
+    import one another, directly or through others (a strongly connected component of two or more)."""
+    inside = {m: {t for t in ts if t.startswith(within)} for m, ts in graph.items() if m.startswith(within)}
+    reach = {m: _reachable(inside, m) for m in inside}
+    return sorted({tuple(sorted(n for n in reach[m] if m in reach.get(n, ()))) for m in inside if m in reach[m]})
+
+
+def test_verification_has_no_import_cycle():
+    """spark/verify/'s modules import each other one way: its plain types (rule) and candidate sources at the bottom,
+    the rounds (the entry point) at the top."""
+    assert _cycles(_graph(), "lshbloom_udf.spark.verify") == []
+
+
+def test_the_package_has_no_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_check_sees_lazy_imports_of_submodules(tmp_path):
+    """A cycle through a function-level import is found; ``from a import b`` of a submodule depends on ``a.b``, not
+    on ``a``'s ``__init__`` (which may import its submodules without making a cycle)."""
+    pkg = tmp_path / "pkg"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("from pkg.a.low import x\n")
+    (pkg / "a" / "low.py").write_text("x = 1\n")
+    (pkg / "a" / "high.py").write_text("from pkg.a import low\n\ndef f():\n    from pkg import b\n")
+    (pkg / "b.py").write_text("def g():\n    from .a.high import f\n")
+    graph = _graph(pkg)
+    assert graph["pkg.a.high"] == {"pkg.a.low", "pkg.b"} and graph["pkg.b"] == {"pkg.a.high"}
+    assert _cycles(graph) == [("pkg.a.high", "pkg.b")]
+    assert _cycles(graph, "pkg.a") == []

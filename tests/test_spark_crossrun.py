@@ -166,7 +166,7 @@ def test_the_records_scan_finds_every_record_sharing_a_band_most_shared_first():
     import numpy as np
     import pyarrow as pa
 
-    from lshbloom_udf.spark.crossrun import MATCH_SCHEMA_RECORD, match_mapper
+    from lshbloom_udf.spark.verify.crossrun import MATCH_SCHEMA_RECORD, match_mapper
     from lshbloom_udf import _native
 
     rng = np.random.default_rng(5)

@@ -50,7 +50,7 @@ def _pinned(spark, texts, partitions: int = 1):
 def test_a_stream_past_the_collect_budget_comes_in_partitions_it_holds(spark):
     """4 MB of texts in one partition, a driver whose one collect may bring 1 MB: they stream in partitions of at
     most half of it (two are in flight), every row once."""
-    from lshbloom_udf.spark.verify_similarity import _arrow_batches
+    from lshbloom_udf.spark.verify.texts import _arrow_batches
 
     rng = random.Random(3)
     texts = [_words(rng, 400) for _ in range(1500)]  # ~2.7 kB each
@@ -70,8 +70,9 @@ def test_texts_past_the_budget_are_verified_on_the_executors(spark):
     """The same candidate pairs, with a driver that may hold their texts and one that may not: the same verified
     pairs, which are the exact Jaccard reference's; the places say where."""
     from lshbloom_udf.minhash import normalization_mask
-    from lshbloom_udf.spark.verify import Shingling, VerifyRule, shingle_set
-    from lshbloom_udf.spark.verify_similarity import similarities, TextsSource
+    from lshbloom_udf.spark.verify.rule import Shingling, VerifyRule, shingle_set
+    from lshbloom_udf.spark.verify.similarity import similarities
+    from lshbloom_udf.spark.verify.texts import TextsSource
 
     rng = random.Random(5)
     base = [_words(rng, 300) for _ in range(40)]
@@ -87,9 +88,9 @@ def test_texts_past_the_budget_are_verified_on_the_executors(spark):
     for name, python, max_result in (("driver", 1 << 30, 1 << 30), ("executors", 64 << 10, 1 << 30),
                                      ("executors", 64 << 10, 1 << 10)):
         source = TextsSource(frame, "text", longest, total, len(texts),
-                              memory=M.DriverMemory(heap=1 << 30, max_result=max_result, python=python))
-        got = similarities((f_rows, k_rows), texts_of=source, shingling=shingling, rule=rule, broadcast_limit=1000,
-                           driver_text_bytes=None)
+                             memory=M.DriverMemory(heap=1 << 30, max_result=max_result, python=python),
+                             broadcast_limit=1000, driver_text_bytes=None)
+        got = similarities((f_rows, k_rows), texts_of=source, shingling=shingling, rule=rule)
         assert source.places == [name]
         results[name, max_result] = set(zip(got.f_rows.tolist(), got.k_rows.tolist()))
     sets = [shingle_set(t, shingling) for t in texts]

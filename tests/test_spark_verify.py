@@ -20,7 +20,7 @@ from evaluation import generator as G
 from evaluation.baselines import reference_shingles
 from evaluation.synthetic import synthetic_sources
 from lshbloom_udf.minhash import text_band_keys
-from lshbloom_udf.spark.verify import PairBloom
+from lshbloom_udf.spark.verify.spark_source import PairBloom
 from verify_support import reference_verify as support_verify
 
 # reference_verify is the rule over a keep-first pass, Jaccard only, with word shingles: the settings before the

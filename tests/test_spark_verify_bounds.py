@@ -1,4 +1,4 @@
-"""Verification's candidates are bounded (lshbloom_udf/spark/verify_sources.py, "Bounds"): on a family of pages made
+"""Verification's candidates are bounded (lshbloom_udf/spark/verify/sources.py, "Bounds"): on a family of pages made
 from one template, every page shares band keys with a large share of the family, yet each flagged page is checked
 against at most CANDIDATES_PER_DOCUMENT earlier ones per round.
 
@@ -18,7 +18,7 @@ from verify_support import Bounds, Template, band_keys, pass_flags, reference_ve
 from evaluation.shingling import Shingling, shingles
 from lshbloom_udf import deduplicate
 from lshbloom_udf.config import DedupConfig
-from lshbloom_udf.spark.verify_sources import CANDIDATES_PER_DOCUMENT
+from lshbloom_udf.spark.verify.sources import CANDIDATES_PER_DOCUMENT
 
 SCHEMA = T.StructType([T.StructField("pos", T.LongType()), T.StructField("id", T.StringType()),
                        T.StructField("text", T.StringType()), T.StructField("kind", T.StringType())])

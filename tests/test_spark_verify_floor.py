@@ -17,7 +17,7 @@ from verify_support import band_keys, containment, jaccard, pass_flags, referenc
 from lshbloom_udf import deduplicate
 from lshbloom_udf.config import DedupConfig, load_config
 from lshbloom_udf.errors import ConfigError
-from lshbloom_udf.spark.verify import CONTAINMENT, JACCARD, VerifyRule
+from lshbloom_udf.spark.verify.rule import CONTAINMENT, JACCARD, VerifyRule
 
 # Bands for T = 0.3 at 128 permutations (they propose both pairs below), word 4-grams, a strict Jaccard so that
 # containment decides, and the default containment threshold and floor.

@@ -1,4 +1,4 @@
-"""Verification's two candidate sources (lshbloom_udf/spark/verify_sources.py) and its native parts.
+"""Verification's two candidate sources (lshbloom_udf/spark/verify/sources.py) and its native parts.
 
 - The kept key spool (socket stream, candidates on the driver) and the Spark
   path (keys computed again, Spark joins) give the same candidate pairs and the
@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from lshbloom_udf import _native, deduplicate
-from lshbloom_udf.spark import verify_sources
-from lshbloom_udf.spark.verify import Shingling, shingle_set
-from lshbloom_udf.spark.verify_similarity import overlaps
-from lshbloom_udf.spark.verify_sources import (ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT, count_pairs,
+from lshbloom_udf.spark.verify import sources as verify_sources
+from lshbloom_udf.spark.verify.rule import Shingling, shingle_set
+from lshbloom_udf.spark.verify.similarity import overlaps
+from lshbloom_udf.spark.verify.sources import (ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT, count_pairs,
                                                shared_key_pairs, strongest)
 from reliability_support import load_job, run_quietly, submit, write_jsonl
 from spark_support import sample_docs
@@ -240,12 +240,12 @@ def test_native_overlaps_equal_the_shingle_sets(docs, unit, ngram):
 
 @pytest.mark.parametrize("anchors,python", [(3, 1 << 30), (3, 0), (None, 1 << 30)])
 def test_the_driver_counts_recurring_and_distinct_candidates_exactly(docs, anchors, python):
-    """The driver's similarities (verify_similarity._on_driver) equal the shingle sets' whether the earlier texts
+    """The driver's similarities (verify.similarity._on_driver) equal the shingle sets' whether the earlier texts
     recur (a few anchors: their lists cached within the driver's budget, or shingled for each pair without one) or
     are mostly distinct."""
     from lshbloom_udf.memory import DriverMemory
-    from lshbloom_udf.spark import verify_similarity
-    from lshbloom_udf.spark.verify import VerifyRule
+    from lshbloom_udf.spark.verify import similarity as verify_similarity
+    from lshbloom_udf.spark.verify.rule import VerifyRule
 
     shingling, rule = Shingling(4, 2 | 4, "words"), VerifyRule(0.6, 0.8, 0.2)
     texts = {row: d["text"] or "" for row, d in enumerate(docs[:100])}

@@ -137,9 +137,9 @@ def test_a_run_keeping_more_than_the_sample_samples_its_kept_documents(spark, mo
     Spark's xxhash64)."""
     from pyspark.sql import functions as F
 
-    from lshbloom_udf.spark import verify_templates as vt
+    from lshbloom_udf.spark.verify import templates as vt
     from lshbloom_udf.spark.keys import row_id
-    from lshbloom_udf.spark.verify_similarity import TextsSource
+    from lshbloom_udf.spark.verify.texts import TextsSource
 
     monkeypatch.setattr(vt, "SAMPLE", 60)
     docs = [(f"document number {i} " * 3, "doc") for i in range(600)]
@@ -198,7 +198,7 @@ def test_template_max_df_needs_verify_and_is_a_toml_key(tmp_path):
 
 def test_the_sample_stops_at_its_hash_budget(spark, stream, monkeypatch):
     """Long texts: documents past SAMPLE_HASHES held hashes are not added, and the summary says how many were."""
-    from lshbloom_udf.spark import verify_templates
+    from lshbloom_udf.spark.verify import templates as verify_templates
 
     _, full, _ = run(spark, stream)
     monkeypatch.setattr(verify_templates, "SAMPLE_HASHES", 6000)
@@ -211,7 +211,7 @@ def test_a_run_that_is_one_template_family_tops_the_sample_up(spark, monkeypatch
     """The pass keeps almost nothing of a family whose siblings match at J 0.4-0.6 (the template is two thirds of
     each page): fewer kept documents than 2 * max_df. The sample is topped up with flagged siblings, the template
     is found, and only the planted copies stay flagged; without the top-up siblings are flagged."""
-    from lshbloom_udf.spark import verify_templates
+    from lshbloom_udf.spark.verify import templates as verify_templates
 
     docs = template_family(40, 3, seed=2, frame=75, body=(90, 110))
     sets = [shingles(t, DEFAULT_SHINGLES) for t, _ in docs]

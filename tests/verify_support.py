@@ -163,7 +163,7 @@ class Bounds:
     per_document: Optional[int] = None
 
     def _limits(self) -> tuple[int, int]:
-        from lshbloom_udf.spark.verify_sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
+        from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
 
         return self.anchors or ANCHORS_PER_BUCKET, self.per_document or CANDIDATES_PER_DOCUMENT
 

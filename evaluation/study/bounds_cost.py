@@ -4,7 +4,7 @@
         [--out docs/evaluation/multilingual]
 
 The job checks a flagged document against at most ``CANDIDATES_PER_DOCUMENT`` candidates a round, round 2's
-buckets offering only their first ``ANCHORS_PER_BUCKET`` holders (``lshbloom_udf.spark.verify_sources``, "Bounds").
+buckets offering only their first ``ANCHORS_PER_BUCKET`` holders (``lshbloom_udf.spark.verify.sources``, "Bounds").
 This scores the shipped row (:data:`evaluation.study.multilingual.SHIPPED`) on every tune and held-out stream of
 every language (English: ``linux-docs`` tune, ``man-pages`` held out) twice, bounded as the job is and unbounded,
 from the same pass: per stream the confusion counts both ways, the documents whose decision differs, and the

@@ -21,7 +21,7 @@ For one split's distinct texts and one :class:`~evaluation.shingling.Shingling`:
   (:func:`decide`): round 1 against the documents the pass kept, round 2 (in processing
   order) against the flagged documents round 1 unflagged that stay kept. By default each
   round looks only at the candidates the job's bounds choose (:class:`Bounds`, the product's
-  ``lshbloom_udf.spark.verify_sources``); ``bounds=None`` is the unbounded rule.
+  ``lshbloom_udf.spark.verify.sources``); ``bounds=None`` is the unbounded rule.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 
 from evaluation.shingling import Shingling, shingles
 from lshbloom_udf.minhash import band_keys, signatures
-from lshbloom_udf.spark.verify_sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
+from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
 
 _WORD_JOIN = "\u2581"  # joins a word n-gram's words so the shingle is one whitespace-free token
 
@@ -98,7 +98,7 @@ def shares_bucket(keys: np.ndarray, has: np.ndarray, a: int, b: int) -> bool:
 
 @dataclass(frozen=True)
 class Bounds:
-    """The candidates the job's verification looks at (``lshbloom_udf.spark.verify_sources``, "Bounds";
+    """The candidates the job's verification looks at (``lshbloom_udf.spark.verify.sources``, "Bounds";
     docs/algorithm.md §8, "Bounded candidates"), with the product's constants by default.
 
     Round 1: a flagged document's candidates are the earlier documents the pass kept that share a (band, key)
@@ -112,7 +112,7 @@ class Bounds:
 
     def strongest(self, evidence: dict[int, tuple[int, int]]) -> list[int]:
         """Of ``{candidate: (bands shared, smallest bucket shared in)}`` the ``per_document`` with the most bands,
-        then the smallest bucket, then the earliest (``verify_sources.strongest``), in processing order."""
+        then the smallest bucket, then the earliest (``verify.sources.strongest``), in processing order."""
         ranked = sorted(evidence, key=lambda c: (-evidence[c][0], evidence[c][1], c))
         return sorted(ranked[:self.per_document])
 

@@ -134,7 +134,7 @@ def seeds_main(args, split, sources) -> int:
 
 def sampled_df(kept_sets: list, background_sets: list, sample: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """The frequencies the product counts when the stream is part of a larger run: over a uniform sample of up to
-    ``sample`` of the stream's kept documents and ``background_sets`` (lshbloom_udf/spark/verify_templates.py)."""
+    ``sample`` of the stream's kept documents and ``background_sets`` (lshbloom_udf/spark/verify/templates.py)."""
     every = kept_sets + background_sets
     chosen = rng.choice(len(every), size=min(sample, len(every)), replace=False)
     return np.unique(np.concatenate([every[i] for i in chosen]), return_counts=True)

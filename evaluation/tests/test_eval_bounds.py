@@ -1,4 +1,4 @@
-"""The study's verification decides with the job's bounded candidates (lshbloom_udf/spark/verify_sources.py, "Bounds").
+"""The study's verification decides with the job's bounded candidates (lshbloom_udf/spark/verify/sources.py, "Bounds").
 
 Reference: tests/verify_support.py's ``reference_verify`` and ``Bounds``, plain Python over sets written from the
 definition (docs/algorithm.md §8, "Bounded candidates"). Streams: a template family (pages sharing a long header and
@@ -17,7 +17,7 @@ from evaluation.study.multilingual import DEHYPHEN
 from evaluation.study.verified import verify_decisions
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.minhash import text_band_keys
-from lshbloom_udf.spark.verify_sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
+from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
 from verify_support import Bounds as ReferenceBounds
 from verify_support import Template, pass_flags, partial_copy_stream, reference_verify, shingles
 

@@ -146,7 +146,7 @@ def test_the_studys_shipped_row_is_the_products_defaults():
     (scheme and permutations), verification, the template rule and verification's bounded candidates."""
     from evaluation.study.candidates import Bounds
     from evaluation.study.multilingual import SHIPPED
-    from lshbloom_udf.spark.verify_sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
+    from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, CANDIDATES_PER_DOCUMENT
     from lshbloom_udf.minhash import normalization_name
 
     sh = SHIPPED.shingling

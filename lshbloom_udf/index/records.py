@@ -13,7 +13,7 @@ document it kept (not flagged, with shingles), as a Parquet dataset that Spark w
 
 (about 290 bytes per document). The run's band keys are not stored: band ``i``'s candidates are the records
 whose sketch bytes ``[i·r, (i+1)·r)`` equal the flagged document's, which every document sharing the band's
-``r`` MinHash values does (:mod:`lshbloom_udf.spark.crossrun`).
+``r`` MinHash values does (:mod:`lshbloom_udf.spark.verify.crossrun`).
 
 Where the records are, committed with the run, and what the run record in the manifest says of them
 (``records``: ``path``, ``documents``, ``bytes``, ``checksums`` {``algorithm``, ``files``: part name -> hex}):

@@ -115,7 +115,7 @@ class PassOutcome:
     first_keys_seconds: float = 0.0
     # The duplicates' band keys, aligned with duplicate_rows, when the pass was asked for them (verification's).
     duplicate_keys: list = field(default_factory=list)
-    # The candidates of verification's template sample (verify_templates.sample_candidates), when asked for.
+    # The candidates of verification's template sample (verify.templates.sample_candidates), when asked for.
     sample_rows: list = field(default_factory=list)
 
     def rows(self) -> np.ndarray:
@@ -155,8 +155,8 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: 
     ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates). ``started``: when the
     keys' job began (``time.monotonic()``; default now), from which ``first_keys_seconds`` counts.
     ``sample_below``: also note the rows that are candidates of verification's template sample
-    (:func:`~lshbloom_udf.spark.verify_templates.sample_candidates`), so that it needs no scan of its own."""
-    from lshbloom_udf.spark.verify_templates import sample_candidates
+    (:func:`~lshbloom_udf.spark.verify.templates.sample_candidates`), so that it needs no scan of its own."""
+    from lshbloom_udf.spark.verify.templates import sample_candidates
 
     outcome = PassOutcome()
     bar = Progress(documents, enabled=progress)

@@ -61,10 +61,10 @@ class ExactCopies:
         return np.union1d(np.asarray(flagged_rows, dtype=np.int64), self.rows)
 
     def resolve(self, verified) -> None:
-        """Add the copies to ``verified`` (:class:`~lshbloom_udf.spark.verify.Verified`): each as a duplicate of
+        """Add the copies to ``verified`` (:class:`~lshbloom_udf.spark.verify.rule.Verified`): each as a duplicate of
         its first occurrence when that stays kept (similarity 1, measure exact), else of what the first occurrence
         duplicates."""
-        from lshbloom_udf.spark.verify import EXACT
+        from lshbloom_udf.spark.verify.rule import EXACT
 
         if not len(self.rows):
             return

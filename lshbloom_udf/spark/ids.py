@@ -77,7 +77,7 @@ def check_id_hashes(pinned, id_col: str, hashes: IdHashes) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from lshbloom_udf.spark.join import local_frame
+    from lshbloom_udf.spark.frames import local_frame
 
     if hashes.nulls:
         raise _null_ids(id_col)

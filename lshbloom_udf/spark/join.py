@@ -13,49 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from lshbloom_udf.common import col
+from lshbloom_udf.spark.frames import local_frame, row_frame
 from lshbloom_udf.spark.keys import DUP_COL, ROW_COL
-
-# Rows a task of a driver-made frame carries at most: Spark warns about tasks over 1,000 KiB (TaskSetManager), and
-# a frame built from local data in one piece ships it all inside the plan of every task that reads it.
-SLICE_BYTES = 256 << 10
-
-
-def local_frame(spark, columns: dict, schema, small: bool = False):
-    """A DataFrame of the driver's numpy ``columns`` (name -> array, aligned, as ``schema`` orders them).
-
-    In a classic session the arrays go to the executors as an RDD of slices of
-    at most :data:`SLICE_BYTES` (each task carries its slice, no plan carries
-    them all); under Spark Connect the client can only send them as Arrow in the plan.
-    ``small`` (few enough to broadcast): sent as Arrow in a classic session too,
-    since a broadcast collects the frame on the driver anyway, and Arrow needs
-    no Python tasks to build its rows.
-    """
-    import pyarrow as pa
-
-    names = [f.name for f in schema.fields]
-    arrays = [np.asarray(columns[n]) for n in names]
-    n = len(arrays[0]) if arrays else 0
-    if n == 0:
-        return spark.createDataFrame([], schema)
-    try:
-        sc = spark.sparkContext
-    except Exception:  # Spark Connect: no SparkContext on this side
-        sc = None
-    if sc is None or small:
-        return spark.createDataFrame(pa.table(dict(zip(names, arrays))), schema)
-    width = sum(a.itemsize for a in arrays) or 1
-    step = max(1, SLICE_BYTES // width)
-    slices = [[a[i:i + step] for a in arrays] for i in range(0, n, step)]
-    rdd = sc.parallelize(slices, len(slices)).flatMap(lambda part: zip(*(a.tolist() for a in part)))
-    return spark.createDataFrame(rdd, schema)
-
-
-def row_frame(spark, rows: np.ndarray, small: bool = False):
-    """A one-column DataFrame of row ids (:func:`local_frame`: no per-row Python objects on the driver)."""
-    from pyspark.sql import types as T
-
-    schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False)])
-    return local_frame(spark, {ROW_COL: np.asarray(rows, np.int64)}, schema, small)
 
 
 def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config):
@@ -83,18 +42,18 @@ ROW_ID_COL = "row_id"
 
 def join_sources(pinned, columns, verified, config, crossrun=None):
     """Like :func:`join_decisions` (modes ``flag`` and ``duplicates``) for the duplicates of ``verified``
-    (:class:`~lshbloom_udf.spark.verify.Verified`), with the columns ``duplicate_of``, ``similarity`` and
+    (:class:`~lshbloom_udf.spark.verify.rule.Verified`), with the columns ``duplicate_of``, ``similarity`` and
     ``similarity_measure`` of each (null for the rows kept, and where ``of_rows`` is -1: not verifiable).
 
     ``duplicate_of`` is the kept document's ``id_column`` value, or without
     one its row id; then the output also has a column ``row_id`` (every row's).
-    ``crossrun`` (:class:`~lshbloom_udf.spark.crossrun.CrossRun`): the earlier runs' documents that ``of_rows``
+    ``crossrun`` (:class:`~lshbloom_udf.spark.verify.crossrun.CrossRun`): the earlier runs' documents that ``of_rows``
     ``<= -2`` name (their id, or that run's row id, cast to the column's type).
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from lshbloom_udf.spark.verify import MEASURES
+    from lshbloom_udf.spark.verify.rule import MEASURES
 
     of, prior = "_lshb_of", "_lshb_prior"
     schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False), T.StructField(of, T.LongType(), True),

@@ -93,7 +93,7 @@ class DedupRun:
         self.ids_later = False  # the ids are checked after the pass (from its keys stage's hashes, or aggregated)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
         self.candidates = None
-        # Verification against the earlier runs' records (lshbloom_udf.spark.crossrun), and this run's records.
+        # Verification against the earlier runs' records (lshbloom_udf.spark.verify.crossrun), and this run's records.
         self.crossrun = None
         self.records: Optional[dict] = None
         self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
@@ -175,7 +175,7 @@ class DedupRun:
         """The documents without shingles: those the pass found inactive, but for the exact copies it did not key."""
         return decided.empty - (len(self.copies) if self.copies else 0)
 
-    # -- verification and the join (lshbloom_udf/spark/verify.py) ----------------------
+    # -- verification and the join (lshbloom_udf/spark/verify/) ----------------------
 
     @property
     def verify_rule(self):
@@ -189,10 +189,7 @@ class DedupRun:
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
         ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
         from lshbloom_udf.minhash import normalization_mask
-        from lshbloom_udf.spark.crossrun import crossrun_for
-        from lshbloom_udf.spark.verify import Shingling, verify_flags
-        from lshbloom_udf.spark.verify_similarity import TextsSource
-        from lshbloom_udf.spark.verify_sources import SparkCandidates
+        from lshbloom_udf.spark.verify import Shingling, SparkCandidates, TextsSource, crossrun_for, verify_flags
 
         c, p = self.config, self.params
         prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule)
@@ -200,15 +197,15 @@ class DedupRun:
         source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         self.candidates = None  # this stage owns it now
         memory = DriverMemory.of_session(self.pinned.sparkSession)  # now: what the pass left available
-        texts = TextsSource(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory)
         budget = memory.texts_budget(c.verify_driver_bytes)
+        texts = TextsSource(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory,
+                            broadcast_limit=c.broadcast_limit, driver_text_bytes=budget)
         self.verify_memory = {**memory.summary(budget), "similarities": texts.places}
         try:
             verified = verify_flags(
                 source, texts, dup_rows,
                 shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
-                prior_documents=prior, broadcast_limit=c.broadcast_limit,
-                driver_text_bytes=budget, sample_rows=sample_rows,
+                prior_documents=prior, sample_rows=sample_rows,
                 exact_rows=self.copies.rows if self.copies else None,
             )
         finally:
@@ -220,7 +217,7 @@ class DedupRun:
 
     def verify_summary(self, verified) -> dict:
         """Verification's summary part, with what it did across runs (``cross_run``; None: no earlier run)."""
-        from lshbloom_udf.spark.crossrun import UNVERIFIABLE
+        from lshbloom_udf.spark.verify import UNVERIFIABLE
 
         out = verified.summary(self.verify_rule)
         out["unverifiable"] = int(np.count_nonzero(verified.of_rows == UNVERIFIABLE))

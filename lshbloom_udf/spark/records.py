@@ -29,6 +29,7 @@ from lshbloom_udf import hooks
 from lshbloom_udf.common import col, default_parallelism
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.sizing import parse_bytes
+from lshbloom_udf.spark.frames import row_frame
 from lshbloom_udf.spark.keys import ROW_COL, TaskThreads, _replace_invalid_utf8, _selected, ship, task_start
 
 ID_COL = "_lshb_id"
@@ -154,8 +155,6 @@ def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.n
 def among_rows(pinned, among: np.ndarray):
     """The pinned rows whose row id is in ``among``: a semi-join with them, broadcast."""
     from pyspark.sql import functions as F
-
-    from lshbloom_udf.spark.join import row_frame
 
     return pinned.join(F.broadcast(row_frame(pinned.sparkSession, among, small=True)), ROW_COL, "left_semi")
 

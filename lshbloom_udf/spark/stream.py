@@ -24,7 +24,7 @@ partition by partition as the pass decides it but stays until :meth:`KeyStream.c
 so that verification reads every document's keys again (:meth:`KeyStream.replay`)
 instead of computing them again on the executors. Then the spool holds
 ``N·(8b+1)`` bytes at the end of the pass (:func:`spool_bytes`; the caller
-checks it fits, :mod:`lshbloom_udf.spark.verify_sources`).
+checks it fits, :mod:`lshbloom_udf.spark.verify.sources`).
 
 Retries and speculative copies: every attempt of a task sends its partition
 from its start, to a spool file of its own. The pass reads one attempt; if it

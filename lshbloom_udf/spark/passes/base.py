@@ -115,7 +115,7 @@ class PassResult:
     nothing); ``params`` are the index parameters the pass used; ``seconds``
     the timings it measured beside its own (e.g. the keys stage's);
     ``candidates`` the verification candidate source the pass left (the
-    driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify_sources`),
+    driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify.sources`),
     or None: verification then computes the keys again on the executors;
     ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``); ``id_hashes`` the ids'
     hashes it took (``PassInput.hash_ids``).
@@ -126,7 +126,7 @@ class PassResult:
     params: Any
     stats: Optional[Mapping] = None
     seconds: Mapping = field(default_factory=dict)
-    candidates: Any = None  # a verify_sources.CandidateSource, owned by the run once returned
+    candidates: Any = None  # a verify.sources.CandidateSource, owned by the run once returned
     input_sums: Any = None  # the input's ingest.InputSums, when the run asked (measure_input) and the pass took them
     id_hashes: Any = None  # the input's ids.IdHashes, when the run asked (hash_ids) and the pass took them
 

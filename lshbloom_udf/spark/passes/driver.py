@@ -24,7 +24,7 @@ from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
-from lshbloom_udf.spark.verify_sources import keep_spool, spool_source
+from lshbloom_udf.spark.verify.sources import keep_spool, spool_source
 
 
 class DriverPass(KeyedPass):
@@ -147,7 +147,7 @@ class DriverPass(KeyedPass):
                                        sample_below=_sample_below(given)), None, None, None
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
-            # Under verification the stream keeps its spool: verification's candidates come from it (verify_sources).
+            # Under verification the stream keeps its spool: verification's candidates come from it (verify.sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk)
             id_hashes = IdHashes() if given.hash_ids is not None else None
             stream = KeyStream(spark, b, keep=keep, id_hashes=id_hashes)
@@ -203,8 +203,8 @@ def streams(spark, key_transfer: str) -> bool:
 
 
 def _sample_below(given) -> Optional[int]:
-    """The template sample's bound when verification will want it (verify_templates.sample_below), else None."""
-    from lshbloom_udf.spark.verify_templates import sample_below
+    """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""
+    from lshbloom_udf.spark.verify.templates import sample_below
 
     c = given.config
     return sample_below(given.documents) if c.verify and c.template_max_df else None

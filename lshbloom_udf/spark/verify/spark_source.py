@@ -1,4 +1,5 @@
-"""Verification's candidate pairs (:mod:`lshbloom_udf.spark.verify`, "Cost"): the Bloom filter of the flagged
+"""Verification's candidate source without a spool, :class:`SparkCandidates` (:mod:`~lshbloom_udf.spark.verify.sources`
+has the interface and the bounds; :mod:`lshbloom_udf.spark.verify`, "Cost"): the Bloom filter of the flagged
 documents' (band, key) pairs, the kept documents' keys scanned through it on the executors, and the join of the
 pairs that pass with the flagged documents' pairs."""
 
@@ -9,7 +10,9 @@ from typing import Optional
 import numpy as np
 
 from lshbloom_udf.common import GOLDEN, collect_arrow, local_rows, mix64
-from lshbloom_udf.spark.keys import is_in, shipped_value
+from lshbloom_udf.errors import InternalError
+from lshbloom_udf.spark.keys import is_in, ship, shipped_value
+from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, BoundedSource, strongest
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BANDS, BUCKET = "_lshb_bands", "_lshb_bucket"
@@ -133,7 +136,7 @@ def flagged_bloom(flagged_keys, documents: int, b: int) -> PairBloom:
 def candidates(f, k, anchors: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(later row of ``f``, earlier row of ``k``) pairs sharing a (band, key), distinct, with the bands they share
     and the fewest ``k`` rows in one of those buckets, as four int64 arrays
-    (:func:`~lshbloom_udf.spark.verify_sources.strongest`'s evidence). ``anchors``: only the first ``anchors`` rows of
+    (:func:`~lshbloom_udf.spark.verify.sources.strongest`'s evidence). ``anchors``: only the first ``anchors`` rows of
     each bucket of ``k`` are paired (None: every row: ``k``'s keys are unique per band, a bucket holds one row)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -151,3 +154,56 @@ def candidates(f, k, anchors: Optional[int] = None) -> tuple[np.ndarray, np.ndar
              .agg(F.count(F.lit(1)).alias(BANDS), F.min(BUCKET).alias(BUCKET)))
     table = collect_arrow(pairs)
     return tuple(table.column(c).to_numpy().astype(np.int64) for c in (F_ROW, K_ROW, BANDS, BUCKET))
+
+
+class SparkCandidates(BoundedSource):
+    """Candidates by Spark joins of keys computed again on the executors (see the module's docs).
+
+    ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row``, ``_lshb_keys``
+    (``b`` little-endian uint64) and ``_lshb_active`` of the rows whose id is
+    (``inside``) or is not among the sorted row ids ``among``.
+    """
+
+    def __init__(self, keyed_of, b: int, spark):
+        self.keyed_of, self.b, self.spark = keyed_of, b, spark
+        self._flagged_keys = None
+        self._shipped: list = []
+
+    def _ship(self, value):
+        shipped = ship(self.spark, value)
+        self._shipped.append(shipped)
+        return shipped
+
+    def _flagged_frame(self, flagged: np.ndarray):
+        from pyspark import StorageLevel
+
+        if self._flagged_keys is None:
+            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored. The row ids
+            # travel as a broadcast (keys.ship): in every task's closure they would make it large.
+            self._flagged_keys = self.keyed_of(self._ship(flagged), True).persist(StorageLevel.MEMORY_AND_DISK)
+        return self._flagged_keys
+
+    def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
+        flagged_keys = self._flagged_frame(flagged)
+        bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
+        lap("bloom")
+        mine = self._ship(flagged)
+        kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
+        return self._count(strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA),
+                                                 kept_pairs)))
+
+    def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._flagged_keys is None:
+            raise InternalError("internal error: round 2 before round 1")
+        pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
+                                              PAIRS_SCHEMA)
+        return self._count(strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET)))
+
+    def close(self) -> None:
+        if self._flagged_keys is not None:
+            self._flagged_keys.unpersist()
+            self._flagged_keys = None
+        for shipped in self._shipped:
+            if hasattr(shipped, "unpersist"):  # a broadcast variable
+                shipped.unpersist()
+        self._shipped = []

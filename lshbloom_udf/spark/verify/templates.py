@@ -4,7 +4,7 @@ Pages generated from one template (the man pages of a family of functions, a sit
 template's shingles, so two siblings can reach the Jaccard a noisy copy has (0.4-0.6) with little else in common.
 The pair's own counts cannot tell them apart; how many other documents hold the shared shingles can. Rule, for a
 candidate pair (later ``d``, earlier ``e``) that verifies by Jaccard alone (``J_v <= J < below``, containment does
-not verify it, :class:`~lshbloom_udf.spark.verify.VerifyRule`)::
+not verify it, :class:`~lshbloom_udf.spark.verify.rule.VerifyRule`)::
 
     it still verifies  ⇔  J'(d, e) = |R_d ∩ R_e| / |R_d ∪ R_e| >= min_jaccard,      R_x = S_x \\ T
 
@@ -24,7 +24,7 @@ the sample it is topped up with flagged candidates, copies of one source enterin
 driver pass notes the rows whose hash is small enough to be candidates (:func:`sample_candidates`, about ``2·SAMPLE``)
 and round 1 brings
 their texts with its own; without a driver pass (the sharded pass), or when round 1's texts stay on the executors,
-one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify_similarity.TextsSource.sample_texts`), only
+one Spark job finds the same rows (:meth:`~lshbloom_udf.spark.verify.texts.TextsSource.sample_texts`), only
 when some verified pair is a suspect. The sample's shingles are hashed (xxh3-64,
 :func:`lshbloom_udf._native.shingle_hash_sets`), so two distinct shingles may merge their counts (about ``m² / 2^65``
 among ``m``). ``J'`` and the containment check of the suspects
@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
 
 from lshbloom_udf.spark.keys import is_in
+from lshbloom_udf.spark.verify.rule import JACCARD, TemplateRule, VerifiedPairs
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def flagged_sample(candidates: np.ndarray, flagged: np.ndarray, n: int) -> np.nd
     return rows[np.argsort(row_hashes(rows) & np.uint64(SAMPLE_MASK), kind="stable")[:n]]
 
 
-def top_up_size(rule: "TemplateRule") -> int:
+def top_up_size(rule: TemplateRule) -> int:
     """The flagged candidates read for a top-up: twice the most it may take (some are copies, and skipped)."""
     return 2 * TOP_UP_TO * rule.max_df
 
@@ -109,16 +109,6 @@ def kept_sample(candidates: np.ndarray, flagged: np.ndarray) -> np.ndarray:
     rows = rows[~is_in(rows, flagged)]
     order = np.argsort(row_hashes(rows) & np.uint64(SAMPLE_MASK), kind="stable")
     return np.sort(rows[order[:SAMPLE]])
-
-
-@dataclass(frozen=True)
-class TemplateRule:
-    """``max_df``: a shingle held by this many sampled kept documents is a template's; Jaccard-only matches with
-    ``J < below`` must reach ``J' >= min_jaccard`` on the other shingles (the module's docs; the study's values)."""
-
-    max_df: int
-    below: float = 0.6
-    min_jaccard: float = 0.3
 
 
 def hash_sets(texts: list, shingling) -> list[np.ndarray]:
@@ -203,9 +193,7 @@ class Templates:
         return sets
 
     def refuse(self, pairs):
-        """``pairs`` (:class:`~lshbloom_udf.spark.verify.VerifiedPairs`) without the suspects ``J'`` refuses."""
-        from lshbloom_udf.spark.verify import JACCARD
-
+        """``pairs`` (:class:`~lshbloom_udf.spark.verify.rule.VerifiedPairs`) without the suspects ``J'`` refuses."""
         suspect = np.flatnonzero((pairs.measure == JACCARD) & (pairs.similarity < self.rule.below))
         if not len(suspect):
             return pairs
@@ -216,8 +204,6 @@ class Templates:
             self.seconds += time.monotonic() - t0
 
     def _refuse(self, pairs, suspect: np.ndarray):
-        from lshbloom_udf.spark.verify import VerifiedPairs
-
         f_rows, k_rows = pairs.f_rows[suspect], pairs.k_rows[suspect]
         rows = np.unique(np.concatenate([f_rows, k_rows]))
         texts = self._texts(rows)

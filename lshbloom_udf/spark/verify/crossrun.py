@@ -19,7 +19,7 @@ would judge it, on estimates:
    up (+0.014 on 27,143 candidate pairs of 200,000 distinct 2.3 kB documents at J 0.02-0.25, +0.00001 left
    out). Standard deviation ``√(J(1-J)/(k-r))``: 0.031 at J = 0.4, k = 256. Containment from ``Ĵ`` and the two
    estimated sizes: ``|S_d ∩ S_e| = Ĵ (|S_d| + |S_e|) / (1 + Ĵ)``, ``Ĉ = |S_d ∩ S_e| / |S_d|``.
-3. **Decision.** The run's rule on the estimates (:class:`~lshbloom_udf.spark.verify.VerifyRule.judge`: ``Ĵ >=
+3. **Decision.** The run's rule on the estimates (:class:`~lshbloom_udf.spark.verify.rule.VerifyRule.judge`: ``Ĵ >=
    T_v``, or ``Ĉ >= T_c`` and ``Ĵ >= J_c``); the template rule does not apply (it needs texts). A verified
    document names the earliest verified record (``duplicate_of`` its id, ``similarity`` the estimate). One
    no record verifies is unflagged (then kept, and its record is written with this run's) when every earlier
@@ -38,8 +38,8 @@ import numpy as np
 from lshbloom_udf import _native
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
-from lshbloom_udf.spark.verify import EXACT
-from lshbloom_udf.spark.verify_sources import CANDIDATES_PER_DOCUMENT
+from lshbloom_udf.spark.verify.rule import EXACT
+from lshbloom_udf.spark.verify.sources import CANDIDATES_PER_DOCUMENT
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 # by shared bands, then by age.
 MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float, text_hash binary"
 MATCH_SCHEMA_RECORD = ("run", "row", "id", "sketch", "size", "text_hash")
-# of_rows codes (verify.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
+# of_rows codes (rule.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
 UNVERIFIABLE = -1
 
 

@@ -11,10 +11,10 @@
   sorted band by band, the bands shared among the driver's cores, each bucket
   paired with its first :data:`ANCHORS_PER_BUCKET` members). No Spark job, no
   key computed twice, no shuffle.
-- :class:`SparkCandidates` — where no spool exists (the sharded pass, the
+- :class:`~lshbloom_udf.spark.verify.spark_source.SparkCandidates` — where no spool exists (the sharded pass, the
   ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``,
   a reproduced run, or a spool too large for its disk): the keys computed
-  again on the executors and joined by Spark (:mod:`lshbloom_udf.spark.verify_candidates`).
+  again on the executors and joined by Spark.
 
 Both give the same pairs on the same input (tests/test_spark_verify_sources.py).
 
@@ -44,7 +44,7 @@ The spool's size: ``N·(8b+1)`` bytes (64 × 4 bands: 513 bytes a document, 0.5 
 10⁶, 51 GB at 10⁸). It lives in the temporary directory (the page cache holds
 what fits in memory, the disk the rest). It is kept only when it takes at most
 :data:`SPOOL_SHARE_OF_FREE` of that filesystem's free space at the start of the
-pass; otherwise the run logs it and verifies through :class:`SparkCandidates`.
+pass; otherwise the run logs it and verifies through ``SparkCandidates``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ import numpy as np
 
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.log import logger
-from lshbloom_udf.spark.keys import is_in, ship
+from lshbloom_udf.spark.keys import is_in
 
 # The share of the spool filesystem's free space a kept spool may take (the rest: other spills, the index).
 SPOOL_SHARE_OF_FREE = 0.5
@@ -135,8 +135,9 @@ def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np
     return strongest(rows[later.astype(np.intp)], rows[earlier.astype(np.intp)], bands, smallest)
 
 
-class _Counting:
-    """``beyond``, summed over the rounds (:class:`CandidateSource`)."""
+class BoundedSource:
+    """A candidate source's ``beyond``: the pairs its bound left out, summed over the rounds
+    (:class:`CandidateSource`)."""
 
     beyond = 0
 
@@ -146,7 +147,7 @@ class _Counting:
         return f, k
 
 
-class SpoolCandidates(_Counting):
+class SpoolCandidates(BoundedSource):
     """Candidates on the driver from the kept key spool (see the module's docs); owns ``stream`` and closes it."""
 
     def __init__(self, stream, partitions: int, flagged_rows: np.ndarray, flagged_keys: np.ndarray):
@@ -200,68 +201,6 @@ class SpoolCandidates(_Counting):
     def close(self) -> None:
         self.stream.close()
 
-
-class SparkCandidates(_Counting):
-    """Candidates by Spark joins of keys computed again on the executors (see the module's docs).
-
-    ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row``, ``_lshb_keys``
-    (``b`` little-endian uint64) and ``_lshb_active`` of the rows whose id is
-    (``inside``) or is not among the sorted row ids ``among``.
-    """
-
-    def __init__(self, keyed_of, b: int, spark):
-        self.keyed_of, self.b, self.spark = keyed_of, b, spark
-        self._flagged_keys = None
-        self._shipped: list = []
-
-    def _ship(self, value):
-        shipped = ship(self.spark, value)
-        self._shipped.append(shipped)
-        return shipped
-
-    def _flagged_frame(self, flagged: np.ndarray):
-        from pyspark import StorageLevel
-
-        if self._flagged_keys is None:
-            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored. The row ids
-            # travel as a broadcast (keys.ship): in every task's closure they would make it large.
-            self._flagged_keys = self.keyed_of(self._ship(flagged), True).persist(StorageLevel.MEMORY_AND_DISK)
-        return self._flagged_keys
-
-    def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
-        from lshbloom_udf.spark.verify_candidates import (
-            PAIRS_SCHEMA,
-            candidates,
-            flagged_bloom,
-            kept_pairs_mapper,
-            pairs_mapper,
-        )
-
-        flagged_keys = self._flagged_frame(flagged)
-        bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
-        lap("bloom")
-        mine = self._ship(flagged)
-        kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
-        return self._count(strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA),
-                                                 kept_pairs)))
-
-    def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from lshbloom_udf.spark.verify_candidates import PAIRS_SCHEMA, candidates, pairs_mapper
-
-        if self._flagged_keys is None:
-            raise InternalError("internal error: round 2 before round 1")
-        pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
-                                              PAIRS_SCHEMA)
-        return self._count(strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET)))
-
-    def close(self) -> None:
-        if self._flagged_keys is not None:
-            self._flagged_keys.unpersist()
-            self._flagged_keys = None
-        for shipped in self._shipped:
-            if hasattr(shipped, "unpersist"):  # a broadcast variable
-                shipped.unpersist()
-        self._shipped = []
 
 
 def keep_spool(spool_dir: str, documents: int, b: int, chunk_rows: int) -> bool:
