@@ -119,3 +119,12 @@ def test_plan_needs_grow_with_the_flagged_documents():
     d = M.DriverMemory(heap=M.min_heap(), max_result=1 << 30, python=8 * GIB)
     assert d.collect >= M.MIN_COLLECT
 
+
+
+def test_the_ids_hashes_are_sorted_on_the_driver_only_within_its_arrays_budget():
+    from lshbloom_udf.spark.ids import DRIVER_BYTES_PER_ID, hashes_fit
+
+    d = M.DriverMemory(heap=GIB, max_result=GIB, python=4 * GIB)
+    fit = d.arrays // DRIVER_BYTES_PER_ID
+    assert hashes_fit(fit, d) and not hashes_fit(fit + 1, d)
+    assert hashes_fit(10**7, d)  # 160 MB of a 1 GB budget

@@ -5,7 +5,9 @@ Two ways, the same answer:
 - **From the keys stage** (the driver pass over the socket stream): each task
   sends its partition's 64-bit hashes of the ids (Spark's ``xxhash64``) after
   its keys (:mod:`lshbloom_udf.spark.stream`), and the driver sorts them all
-  (:class:`IdHashes`: 8 bytes a document, 80 MB at 10⁷). A hash seen twice
+  (:class:`IdHashes`: 16 bytes a document while sorted, 160 MB at 10⁷; only
+  while that fits the arrays' share of the driver's memory,
+  :func:`hashes_fit`). A hash seen twice
   makes its ids *suspects*: two equal ids, or two ids of one hash (about
   ``n²/2⁶⁵`` pairs: 3·10⁻⁶ at 10⁷). Only the suspects' rows are then counted
   by id in Spark (:func:`check_id_hashes`), so the check is exact without a
@@ -29,6 +31,14 @@ from lshbloom_udf.errors import DedupInputError
 ID_HASH_COL = "_lshb_id_hash"
 # Repeated ids an error names.
 NAMED = 10
+# The driver's bytes a document while its id hashes are sorted (the hashes and their sorted copy).
+DRIVER_BYTES_PER_ID = 16
+
+
+def hashes_fit(documents: int, memory) -> bool:
+    """Whether the driver may sort ``documents`` id hashes within ``memory``'s (a
+    :class:`~lshbloom_udf.memory.DriverMemory`) arrays budget; else the ids are aggregated in Spark."""
+    return documents * DRIVER_BYTES_PER_ID <= memory.arrays
 
 
 def id_hash_column(id_col: str):

@@ -41,7 +41,7 @@ from lshbloom_udf.index import run_params
 from lshbloom_udf.log import console_progress, ensure_visible, step
 from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
-from lshbloom_udf.spark.ids import check_id_hashes, check_ids
+from lshbloom_udf.spark.ids import check_id_hashes, check_ids, hashes_fit
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
@@ -342,7 +342,11 @@ class DedupRun:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
                          self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
-                         self.threads, c.id_column if self.ids_later else None)
+                         self.threads, c.id_column if self.ids_later and self._hashes_fit() else None)
+
+    def _hashes_fit(self) -> bool:
+        """Whether the driver may check the ids from their hashes (spark/ids.py), by its memory."""
+        return hashes_fit(self.documents, DriverMemory.of_session(self.df.sparkSession))
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
