@@ -324,6 +324,22 @@ def test_duplicate_and_null_ids_are_named(spark, how):
         deduplicate(nulls, id_col="id", progress=False, **how)
 
 
+@pytest.mark.parametrize("forced", [False, True])
+def test_repeated_ids_are_named_on_a_kept_index_with_committed_runs(spark, tmp_path, forced):
+    """With committed runs the fingerprints are aggregated before the pass (or, forced, after it) and the ids come
+    from the keys stage's hashes: a repeated id is still named, and the index keeps its one run."""
+    index_dir = str(tmp_path / "index")
+    first = spark.createDataFrame([("a", "one two three four", 1), ("b", "five six seven eight", 2)], SCHEMA)
+    deduplicate(first, id_col="id", index_dir=index_dir, progress=False).collect()
+    runs = json.load(open(os.path.join(index_dir, "manifest.json")))["runs"]
+    assert len(runs) == 1  # committed: the next run has a run to compare with
+    repeated = spark.createDataFrame(
+        [("c", "x y z", 1), ("d", "p q r", 2), ("c", "u v w", 3)], SCHEMA).repartition(2)
+    with pytest.raises(DedupInputError, match=r"not unique: duplicated ids 'c' \(2 rows\)"):
+        deduplicate(repeated, id_col="id", index_dir=index_dir, force_new_ingest=forced, progress=False).collect()
+    assert json.load(open(os.path.join(index_dir, "manifest.json")))["runs"] == runs
+
+
 def test_an_id_hash_seen_twice_is_checked_on_its_rows(spark):
     """Two distinct ids of one 64-bit hash (planted: no collision is known for xxhash64) are suspects only: their
     rows are counted by id, and unique ids pass; a repeated id among the suspects is named."""

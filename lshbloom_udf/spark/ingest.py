@@ -3,10 +3,11 @@
 
 The checks cost one aggregation over the pinned input (:func:`inspect_input`),
 no pass of their own; when they are not needed before the pass (no committed
-run to compare with, or a forced new ingestion), the driver pass's keys stage
-takes the same sums of the texts it reads anyway (:class:`InputSums`, native
-and equal to Spark's hashes) and the ids' hashes, and the aggregation is left
-out. A kept index records each committed run with two fingerprints of its
+run to compare with, or a forced new ingestion, whose record finds the run it
+repeats after the pass), the driver pass's keys stage takes the same sums of the
+texts it reads anyway (:class:`InputSums`, native and equal to Spark's hashes)
+and the aggregation is left out; the ids' hashes too, even when the sums are
+aggregated before the pass. A kept index records each committed run with two fingerprints of its
 documents (docs/reliability.md): the *content* fingerprint depends only on the
 multiset of texts, the *sequence* fingerprint also on each document's place in
 the processing order (runs recorded before this release fingerprinted the band

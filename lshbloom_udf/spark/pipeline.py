@@ -46,6 +46,7 @@ from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, pr
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
+from lshbloom_udf.spark.passes.driver import streams
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
 
@@ -279,14 +280,16 @@ class DedupRun:
         c = self.config
         if self.pinned_rows is not None and (c.force_new_ingest or not self._may_have_ingested()):
             # Nothing to check before the pass: its keys stage measures the input and hashes the ids
-            # (check_after_pass).
+            # (check_after_pass; under force_new_ingest the earlier run it repeats, if any, is found then).
             self.checked = InputCheck(self.pinned_rows)
             self.measure_later = bool(self.pinned_rows) and (self.index_dir is not None or c.verify)
             self.ids_later = bool(self.pinned_rows) and c.id_column is not None
             self._lap("id_check")
             return
-        facts = inspect_input(self.pinned, c.text_column, c.id_column)
-        if c.id_column is not None:
+        # The committed runs may hold this input: its fingerprints now; its ids from the pass's hashes if it sends them.
+        self.ids_later = c.id_column is not None and self._pass_hashes_ids()
+        facts = inspect_input(self.pinned, c.text_column, None if self.ids_later else c.id_column)
+        if c.id_column is not None and not self.ids_later:
             check_ids(self.pinned, c.id_column, facts)
         prior = fingerprints = None
         if self.index_dir is not None and facts.documents:
@@ -320,6 +323,9 @@ class DedupRun:
                 raise InternalError(f"internal error: the input measured {facts.documents} documents, "
                                     f"the pin counted {self.documents}")
             self.measured = InputMeasure.of(facts, self.index_dir is not None)
+            if c.force_new_ingest and self._may_have_ingested():  # the record says whether it was a re-ingestion
+                self.checked = InputCheck(self.documents, prior_run(self.txn, facts, self.params, True,
+                                                                    keyed=self.keyed_frame, insert_rule=c.insert_rule))
         self._lap("id_check")  # ~0 from the pass's sums and hashes; an aggregation's time after a pass without them
 
     @property
@@ -342,11 +348,17 @@ class DedupRun:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
                          self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
-                         self.threads, c.id_column if self.ids_later and self._hashes_fit() else None)
+                         self.threads, c.id_column if self.ids_later and self._hashes_fit(self.documents) else None)
 
-    def _hashes_fit(self) -> bool:
+    def _hashes_fit(self, documents: int) -> bool:
         """Whether the driver may check the ids from their hashes (spark/ids.py), by its memory."""
-        return hashes_fit(self.documents, DriverMemory.of_session(self.df.sparkSession))
+        return hashes_fit(documents, DriverMemory.of_session(self.df.sparkSession))
+
+    def _pass_hashes_ids(self) -> bool:
+        """Whether the pass will send the ids' hashes: the driver pass over the socket stream, while they fit."""
+        c = self.config
+        return (c.pass_mode == "driver" and streams(self.df.sparkSession, c.key_transfer)
+                and self._hashes_fit(self.pinned_rows or 0))
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
