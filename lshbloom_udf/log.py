@@ -103,7 +103,7 @@ def console_progress(spark, enabled: bool) -> Iterator[None]:
     """
     sc = None if enabled else spark_context(spark)
     field = _progress_bar_field(sc) if sc is not None else None
-    if field is None:
+    if sc is None or field is None:
         yield
         return
     jsc = sc._jsc.sc()
