@@ -63,9 +63,11 @@ test-builds: release-builds test-rust
 release-builds: build
 	$(MAKE) wheel
 
-# The guardrails CI runs after the tests: ruff on the package (pyproject.toml's [tool.ruff]), clippy on the crate.
+# The guardrails CI runs after the tests: ruff and mypy on the package (pyproject.toml's [tool.ruff], [tool.mypy]:
+# its files and settings), clippy on the crate.
 lint: build
 	$(VENV)/bin/ruff check lshbloom_udf
+	$(VENV)/bin/mypy
 	cargo clippy --manifest-path $(CARGO_MANIFEST) --all-targets -- -D warnings
 
 demo: build

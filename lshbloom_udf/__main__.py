@@ -146,7 +146,8 @@ def _clean(argv: list[str]) -> None:
     """``lshbloom clean``: remove the temporary files of dead lshbloom processes on this host."""
     from lshbloom_udf.litter import remove_dead_owners
 
-    argparse.ArgumentParser(prog="lshbloom clean", description=_clean.__doc__.split(": ", 1)[1]).parse_args(argv)
+    doc = _clean.__doc__ or ""  # None under python -OO
+    argparse.ArgumentParser(prog="lshbloom clean", description=doc.split(": ", 1)[-1]).parse_args(argv)
     removed = remove_dead_owners()
     print(f"removed {len(removed)} temporary path(s) of dead lshbloom processes" +
           "".join(f"\n  {p}" for p in removed))

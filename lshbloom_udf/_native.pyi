@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from types import TracebackType
-from typing import Final, Literal, Self, final
+from typing import Final, Literal, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self  # typing.Self is Python 3.11+; the package supports 3.10
 
 __version__: Final[str]
 

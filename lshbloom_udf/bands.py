@@ -26,9 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from lshbloom_udf.errors import IndexMismatchError
+
+if TYPE_CHECKING:  # config imports this module (lazily); types only, no import at run time
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.index.params import IndexParams
 
 VERIFICATION_OFF = "verification off: the bands decide"
 
@@ -47,7 +51,7 @@ class BandsFor:
         return f"{self.setting} ({self.why})"
 
 
-def bands_for(config) -> BandsFor:
+def bands_for(config: DedupConfig) -> BandsFor:
     """Which threshold ``config``'s bands serve (the module's rule)."""
     given = config.is_given("threshold")
     meant = given or not math.isclose(config.threshold, _declared_default(config, "threshold"))
@@ -61,18 +65,18 @@ def bands_for(config) -> BandsFor:
     return BandsFor(_decision(config), "verify_threshold", VERIFICATION_OFF)
 
 
-def _declared_default(config, name: str):
+def _declared_default(config: DedupConfig, name: str) -> Any:
     """A setting's declared default, read off the config's class: :mod:`lshbloom_udf.config` imports this module,
     so this module does not import it."""
     return type(config).__dataclass_fields__[name].default
 
 
-def _decision(config) -> float:
+def _decision(config: DedupConfig) -> float:
     """The similarity the run would decide at with verification: ``verify_threshold``, or ``threshold`` if none."""
     return config.verify_threshold if config.verify_threshold is not None else config.threshold
 
 
-def check_kept_bands(path: str, manifest: Optional[Mapping], config, params) -> None:
+def check_kept_bands(path: str, manifest: Optional[Mapping], config: DedupConfig, params: IndexParams) -> None:
     """Refuse a kept index whose bands (threshold, b, r in its ``manifest``) differ from the run's ``params`` when
     the run did not give ``threshold`` or ``bands`` itself, saying what each set of bands is for and what to give.
     (Given settings that differ get the general parameter mismatch.)"""
@@ -81,6 +85,8 @@ def check_kept_bands(path: str, manifest: Optional[Mapping], config, params) -> 
     from lshbloom_udf.index.manifest import params_from_manifest
 
     have = params_from_manifest(manifest)
+    if have.threshold is None or params.threshold is None:
+        return  # no threshold recorded (an index made with explicit IndexParams): the general check compares (b, r)
     if (have.b, have.r) == (params.b, params.r) and math.isclose(have.threshold, params.threshold):
         return
     ours = bands_for(config)

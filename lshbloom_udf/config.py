@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10 (pyproject.toml's requires-python): the same parser, from PyPI
+else:  # Python 3.10 (pyproject.toml's requires-python): the same parser, from PyPI
     import tomli as tomllib
 
 from lshbloom_udf.compat import COMPAT_DEFAULTS
@@ -112,9 +113,9 @@ class DedupConfig:
                                "are for verify_threshold's value (docs/algorithm.md section 3b)", _threshold, "minhash",
                                cli={"type": float})
     num_perm: int = setting(256, "MinHash permutations", _integer(2), "minhash", cli={"type": int})
-    bands: Optional[tuple] = setting(None, "explicit bands x rows (b, r) instead of the optimum for the threshold",
-                                     _optional(_bands), "minhash",
-                                     cli={"type": int, "nargs": 2, "metavar": ("B", "R")})
+    bands: Optional[tuple[int, int]] = setting(
+        None, "explicit bands x rows (b, r) instead of the optimum for the threshold", _optional(_bands), "minhash",
+        cli={"type": int, "nargs": 2, "metavar": ("B", "R")})
     ngram: int = setting(11, "n-gram size of the shingles, in the shingle unit (words, code points, or weight)",
                          _integer(1), "minhash", cli={"type": int})
     shingle: str = setting("mixed", "shingle unit: words (word n-grams), chars (code point n-grams of the text "
@@ -368,7 +369,11 @@ def settings(scope: Optional[str] = None) -> Iterator[tuple[dataclasses.Field, S
 
 
 def _default(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is dataclasses.MISSING:
+        raise TypeError(f"setting {f.name} declares no default")
+    return f.default_factory()
 
 
 # name or alias -> name

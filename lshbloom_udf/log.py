@@ -29,6 +29,9 @@ STEP_PREFIX = "lshbloom: "
 class _Stderr(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is when a line is logged (a notebook or a test may replace it)."""
 
+    # Set on the handler configure() adds, so that the next call removes it (read with getattr: any handler).
+    _lshbloom_cli: bool
+
     def __init__(self):
         super().__init__(sys.stderr)
 
@@ -48,7 +51,7 @@ def configure(level: int | str = logging.INFO) -> None:
             logger.removeHandler(h)
     handler = _Stderr()
     handler.setFormatter(logging.Formatter(_FORMAT))
-    handler._lshbloom_cli = True  # type: ignore[attr-defined]
+    handler._lshbloom_cli = True
     logger.addHandler(handler)
     logger.setLevel(level.upper() if isinstance(level, str) else level)
     logger.propagate = False
@@ -103,7 +106,7 @@ def console_progress(spark, enabled: bool) -> Iterator[None]:
     """
     sc = None if enabled else spark_context(spark)
     field = _progress_bar_field(sc) if sc is not None else None
-    if field is None:
+    if sc is None or field is None:
         yield
         return
     jsc = sc._jsc.sc()

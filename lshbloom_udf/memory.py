@@ -126,7 +126,8 @@ def _cgroup_dirs(proc_cgroup: str, root: str) -> list[tuple[str, int]]:
 
     ``/proc/self/cgroup`` names the process's cgroup; inside a container the mount's root already is it
     (a cgroup namespace), so the named path is tried under the mount, then the mount's root."""
-    found, paths = [], {}
+    found: list[tuple[str, int]] = []
+    paths: dict[int, str] = {}
     try:
         with open(proc_cgroup, encoding="ascii") as f:
             for line in f:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union, cast
 
 import numpy as np
 
@@ -62,6 +62,10 @@ ALL_STEPS = ("nfkc", "lower", "punct")
 
 # Shingle units (see the module docstring).
 SHINGLE_UNITS = ("words", "chars", "mixed")
+# The shingle units and band keys (BAND_KEYS) as the native module types them: what validate_shingle and
+# validate_band_key return.
+ShingleUnit = Literal["words", "chars", "mixed"]
+BandKey = Literal["sum", "mix"]
 
 Normalize = Union[bool, str, Sequence[str], None]
 
@@ -100,10 +104,10 @@ def normalization_name(normalize: Normalize) -> str:
     return ",".join(name for name, bit in NORMALIZATION_STEPS.items() if mask & bit) or "none"
 
 
-def validate_shingle(shingle: Any) -> str:
+def validate_shingle(shingle: Any) -> ShingleUnit:
     if shingle not in SHINGLE_UNITS:
         raise ValueError(f"shingle must be one of {SHINGLE_UNITS}, got {shingle!r}")
-    return shingle
+    return cast(ShingleUnit, shingle)
 
 
 def validate_scheme(scheme: str) -> None:
@@ -131,6 +135,8 @@ def permutations(num_perm: int, seed: int = _D["seed"], scheme: str = _D["scheme
     validate_seed(seed)
     validate_scheme(scheme)
     gen = np.random.RandomState(seed)
+    a: np.ndarray
+    b: np.ndarray
     if scheme == "poisson":
         # No permutations: the native sketch takes k copies of the xxh3 seed (and k zeros).
         a = np.full(num_perm, seed, dtype=np.uint64)
@@ -183,10 +189,10 @@ def signatures(texts: Sequence[Optional[str]], num_perm: int = _D["num_perm"], n
 BAND_KEYS = ("sum", "mix")
 
 
-def validate_band_key(band_key: Any) -> str:
+def validate_band_key(band_key: Any) -> BandKey:
     if band_key not in BAND_KEYS:
         raise ValueError(f"band_key must be one of {BAND_KEYS}, got {band_key!r}")
-    return band_key
+    return cast(BandKey, band_key)
 
 
 def band_keys(signatures: np.ndarray, b: int, r: int, band_key: str = _D["band_key"]) -> np.ndarray:
@@ -241,7 +247,8 @@ class KeySpec:
         """The native ``(SignatureSettings, BandSettings)`` of these keys, computed by ``threads`` threads."""
         signature = _signature_settings(self.num_perm, self.ngram, self.seed, self.scheme, self.normalize, threads,
                                         self.shingle)
-        return signature, _native.BandSettings(int(self.b), int(self.r), self.band_key)
+        band_key = cast(BandKey, self.band_key)  # checked by __post_init__
+        return signature, _native.BandSettings(int(self.b), int(self.r), band_key)
 
     def keys(self, texts, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """``(keys (N, b) uint64, has_shingles (N,))`` of ``texts``: a sequence of ``str``/``None``, or a
@@ -281,9 +288,9 @@ arrow_band_keys = text_band_keys
 
 def _signature_settings(num_perm, ngram, seed, scheme, normalize: Normalize, threads, shingle: str = _D["shingle"]):
     validate_ngram(ngram)
-    validate_shingle(shingle)
+    unit = validate_shingle(shingle)
     a, b = permutations(num_perm, seed, scheme)
-    return _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads), shingle)
+    return _native.SignatureSettings(a, b, scheme, int(ngram), normalization_mask(normalize), int(threads), unit)
 
 
 def _is_arrow(texts) -> bool:

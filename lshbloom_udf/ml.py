@@ -87,6 +87,9 @@ class LSHBloomDeduplicator(Transformer, DefaultParamsReadable, DefaultParamsWrit
     other Param is the setting of the same meaning (see the module docs).
     """
 
+    # What @keyword_only saves of the call's keyword arguments (pyspark sets it on the instance, undeclared).
+    _input_kwargs: dict[str, Any]
+
     @keyword_only
     def __init__(self, **kwargs: Any):
         super().__init__()
@@ -149,7 +152,7 @@ def _declare_params() -> None:
         pname = _param_name(f.name, spec)
         _SETTING_OF[pname] = f.name
         setattr(LSHBloomDeduplicator, pname,
-                Param(Params._dummy(), pname, _param_doc(f, spec), typeConverter=_converter(f.name, f.type, spec)))
+                Param(Params._dummy(), pname, _param_doc(f, spec), typeConverter=_converter(f.name, str(f.type), spec)))
         suffix = pname[0].upper() + pname[1:]
 
         def getter(self, _p=pname):

@@ -17,7 +17,7 @@ import random
 import sys
 import warnings
 from collections.abc import Iterator
-from typing import Optional
+from typing import Any, Optional
 
 # Standard-library modules not imported for docstrings: ones with side effects
 # on import (a browser, a GUI, a printed poem), platform-specific ones, tests.
@@ -143,7 +143,7 @@ def build_sample(
             f"--duplicate-fraction {duplicate_fraction} the sample holds at most {most:,} documents, not {num_docs:,}; "
             "ask for fewer, or a larger --duplicate-fraction"
         )
-    docs = [{"text": originals[i], "source": i} for i in range(num_orig)]
+    docs: list[dict[str, Any]] = [{"text": originals[i], "source": i} for i in range(num_orig)]
     for _ in range(num_dups):
         src = rng.randrange(num_orig)
         docs.append({"text": near_duplicate(docs[src]["text"], rng), "source": src})

@@ -35,7 +35,7 @@ def optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
 
     # An optional choice keeps its choices: a flag lists them (None is the flag left out, not a choice).
     if hasattr(check, "choices"):
-        optional_check.choices = check.choices  # type: ignore[attr-defined]
+        optional_check.choices = check.choices  # type: ignore[attr-defined]  # a function's own attribute
     return optional_check
 
 
@@ -45,7 +45,7 @@ def choice(*choices: str) -> Callable[[str, Any], str]:
             raise ConfigError(f"{name} must be one of {choices}, got {value!r}")
         return value
 
-    check.choices = choices  # type: ignore[attr-defined]
+    check.choices = choices  # type: ignore[attr-defined]  # a function's own attribute, read by the flags
     return check
 
 

@@ -3,7 +3,8 @@
 From the top: the entry points (``job/``, ``__main__``, ``tasks``: the CLI and spark-submit job), the Spark layer
 (``spark/``, ``ml.py``), the index (``index/``). Imports inside functions count too: a lazy import is still a
 dependency, and hiding one is how a cycle between layers starts. Within the layers, no module imports itself through
-others (no import cycle), lazily or not.
+others (no import cycle), lazily or not. An import under ``if TYPE_CHECKING:`` (for annotations only: it never runs)
+makes no cycle, but still counts as a dependency between the layers.
 """
 
 from __future__ import annotations
@@ -66,13 +67,33 @@ def test_the_contract_sees_lazy_imports(tmp_path):
     assert {"lshbloom_udf.spark.passes", "lshbloom_udf.job"} <= _imports(probe)
 
 
+def _type_checking(test: ast.expr) -> bool:
+    """Whether an ``if``'s test is ``TYPE_CHECKING`` (or ``typing.TYPE_CHECKING``): true for type checkers only."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+            or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _run_time_nodes(tree: ast.AST):
+    """Every node of ``tree`` but the body of an ``if TYPE_CHECKING:`` (its ``else`` is kept): the statements that can
+    run."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def _dependencies(path: pathlib.Path, importer: str, modules: set) -> set:
-    """The ``modules`` one file (the module ``importer``) imports, anywhere in it. ``from m import x`` imports the
+    """The ``modules`` one file (the module ``importer``) imports when it runs, anywhere in it (not under ``if
+    TYPE_CHECKING:``: an import for annotations never runs, so it makes no cycle). ``from m import x`` imports the
     module ``m.x`` when there is one (a submodule), else ``m`` (for a package, its ``__init__``: the names it exports);
     a relative import is resolved from ``importer``."""
     package = importer.split(".") if path.name == "__init__.py" else importer.split(".")[:-1]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             base = node.module
             if node.level:
@@ -133,3 +154,26 @@ def test_the_cycle_check_sees_lazy_imports_of_submodules(tmp_path):
     assert graph["pkg.a.high"] == {"pkg.a.low", "pkg.b"} and graph["pkg.b"] == {"pkg.a.high"}
     assert _cycles(graph) == [("pkg.a.high", "pkg.b")]
     assert _cycles(graph, "pkg.a") == []
+
+
+def test_the_cycle_check_skips_imports_for_type_checkers_only(tmp_path):
+    """An import under ``if TYPE_CHECKING:`` (a type in an annotation) makes no cycle; one in its ``else``, or under
+    another ``if``, does. The layer contract still sees it (a lower layer naming an upper one's type depends on it)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "config.py").write_text("def f():\n    from pkg.bands import g\n")
+    (pkg / "bands.py").write_text(
+        "from typing import TYPE_CHECKING\nimport typing\n\nif TYPE_CHECKING:\n    from pkg.config import f\n"
+        "if typing.TYPE_CHECKING:\n    import pkg.config\n\ndef g(config: 'f') -> None: ...\n")
+    graph = _graph(pkg)
+    assert graph["pkg.bands"] == set() and _cycles(graph) == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                     "    from lshbloom_udf.spark.api import run\n")
+    assert "lshbloom_udf.spark.api" in _imports(probe)
+    (pkg / "bands.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    pass\n"
+                                  "else:\n    from pkg.config import f\n")
+    assert _cycles(_graph(pkg)) == [("pkg.bands", "pkg.config")]
+    (pkg / "bands.py").write_text("import sys\n\nif sys.version_info >= (3, 11):\n    from pkg.config import f\n")
+    assert _cycles(_graph(pkg)) == [("pkg.bands", "pkg.config")]

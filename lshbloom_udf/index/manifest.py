@@ -167,7 +167,11 @@ def record_generations(manifest: dict, generations: list[Generation], backend: B
 
 def manifest_backend(manifest: Mapping) -> BloomBackend:
     """The Bloom backend of a (validated) manifest."""
-    return backend_for_format(manifest["format"])
+    found = backend_for_format(manifest["format"])
+    if found is None:  # read_manifest refuses such a manifest: one built in memory without a known format
+        raise ValueError(f"not an LSHBloom index manifest format: {manifest['format']!r} "
+                         f"(format {' or '.join(MANIFEST_FORMATS)})")
+    return found
 
 
 def manifest_bloom(manifest: Mapping) -> str:

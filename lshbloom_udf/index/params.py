@@ -149,6 +149,7 @@ def without_sizing(params: IndexParams, keep: Collection[str] = ()) -> dict:
 
 def expected_params(params: IndexParams, sizing_given: SizingGiven = True) -> dict:
     """The parameters an existing index must have: all of ``params`` but the sizing fields the caller did not give."""
+    keep: tuple[str, ...]
     if isinstance(sizing_given, bool):
         keep = SIZING_FIELDS if sizing_given else ()
     else:

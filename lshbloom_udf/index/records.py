@@ -94,8 +94,12 @@ def local_checksums(path: str) -> tuple[dict, int]:
 def check_files(where: str, run: Mapping, got: Mapping[str, str]) -> None:
     """Refuse (:class:`IndexCorruptError`) records whose part files differ from what the run record says."""
     recorded = of_run(run) or {}
-    sums = recorded.get("checksums") if isinstance(recorded.get("checksums"), dict) else {}
-    want = sums.get("files") if isinstance(sums.get("files"), dict) else None
+    sums = recorded.get("checksums")
+    if not isinstance(sums, dict):
+        sums = {}
+    want = sums.get("files")
+    if not isinstance(want, dict):
+        want = None
     if want is None:
         raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s record of its records has no checksums")
     advice = ("the records changed outside lshbloom (disk, copy). Restore the index from a backup, or rebuild it from "

@@ -164,9 +164,9 @@ class IndexTransaction(LockHolder):
 
     def add_output(self, tmp_path: str) -> None:
         """Register a temporary output, so that a crash before the commit has it removed by the next run."""
-        self._ensure_staging()
+        staging = self._ensure_staging()
         self._outputs.append(_temporary_output(tmp_path))
-        journal.write_pending(self.staging, self._outputs)
+        journal.write_pending(staging, self._outputs)
 
     def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = DEFAULT_BLOOM) -> LSHBloomIndex:
         """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds
@@ -240,11 +240,14 @@ class IndexTransaction(LockHolder):
     def _seal_staged_index(self, run: Optional[Mapping],
                            duplicates: Optional[np.ndarray]) -> tuple[Optional[dict], list]:
         """Close the staged index, add the run's record and duplicates to it; the renames that make it live."""
-        staging, rel = self.staging, os.path.basename(self.staging)
-        self.index.sync()
-        manifest = self.index.manifest
-        band_names = [os.path.basename(p) for p in self.index.band_paths()]
-        self.index.close()
+        index, staging = self.index, self.staging
+        if index is None or staging is None:  # commit calls this with a staged index (stage made its staging)
+            raise TransactionStateError("no staged index to seal")
+        rel = os.path.basename(staging)
+        index.sync()
+        manifest = index.manifest
+        band_names = [os.path.basename(p) for p in index.band_paths()]
+        index.close()
         self.index = None
         ops: list = []
         record = None

@@ -12,6 +12,7 @@ import errno
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import stop_session
@@ -20,6 +21,9 @@ from lshbloom_udf.job.cli import PROG, build_parser, config_from
 from lshbloom_udf.job.io import first_line, read_input, refuse_output_over_input, unreadable_input_file, write_text
 from lshbloom_udf.log import configure, console_progress, logger, step
 from lshbloom_udf.spark.output import Output
+
+if TYPE_CHECKING:
+    from lshbloom_udf.config import DedupConfig
 
 
 def main(argv=None, prog: str = PROG, spark=None) -> None:
@@ -110,7 +114,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     return 0
 
 
-def _run_stream(args, config, spark) -> int:
+def _run_stream(args, config: DedupConfig, spark) -> int:
     """The job over a stream of arriving files (:mod:`lshbloom_udf.job.stream`): each micro-batch opens the index."""
     from pyspark.sql import SparkSession
 
@@ -127,7 +131,7 @@ def _run_stream(args, config, spark) -> int:
             stop_session(SparkSession.getActiveSession())
 
 
-def _open_index(config):
+def _open_index(config: DedupConfig):
     """The index's transaction, taken before Spark starts and held until the commit (a second job fails here);
     a sharded index's is opened once Spark runs (its manifests are on a Hadoop filesystem)."""
     from lshbloom_udf.spark.api import open_index
@@ -147,14 +151,14 @@ def _open_index(config):
     return txn
 
 
-def _deduplicate(df, config, txn, args, output):
+def _deduplicate(df, config: DedupConfig, txn, args, output: Output):
     from lshbloom_udf.spark import run
 
     run_info = {"input": args.input, "output": output.qualified, "output_format": config.output_format}
     return run(df, config, transaction=txn, defer_commit=txn is not None, run_info=run_info)
 
 
-def _write_and_commit(result, txn, output: Output, args, config) -> None:
+def _write_and_commit(result, txn, output: Output, args, config: DedupConfig) -> None:
     """Write the output to its temporary path and commit it with the index (or reuse a reproduced run's output)."""
     from pyspark.errors import AnalysisException
 
@@ -197,7 +201,7 @@ def _summary_path(args) -> str:
     return args.summary_path or args.output.rstrip("/") + ".summary.json"
 
 
-def _report(spark, result, args, config, seconds: dict) -> None:
+def _report(spark, result, args, config: DedupConfig, seconds: dict) -> None:
     """The summary: printed, and written as JSON beside the output."""
     from lshbloom_udf.spark.result import JobReport, build_summary, format_summary
 

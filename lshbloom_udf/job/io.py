@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from lshbloom_udf.errors import JobError
 from lshbloom_udf.spark.output import Output
 
+if TYPE_CHECKING:
+    from lshbloom_udf.config import DedupConfig
 
-def read_input(spark, config, input_arg: str):
+
+def read_input(spark, config: DedupConfig, input_arg: str):
     """The input DataFrame, resolved now (a missing path fails here) and checked for unparsable records."""
     from pyspark.errors import AnalysisException
 

@@ -15,10 +15,14 @@ from __future__ import annotations
 import json
 import signal
 import threading
+from typing import TYPE_CHECKING
 
 from lshbloom_udf.errors import JobError
 from lshbloom_udf.job.io import JSON_MAX_STRING_LEN, first_line, write_text
 from lshbloom_udf.log import logger
+
+if TYPE_CHECKING:
+    from lshbloom_udf.config import DedupConfig
 
 # Reader formats whose bad records Spark would turn into rows of nulls unless told to fail (a silent loss).
 PERMISSIVE_FORMATS = ("json", "csv")
@@ -26,7 +30,7 @@ PERMISSIVE_FORMATS = ("json", "csv")
 STOP_POLL_SECONDS = 0.5
 
 
-def run_stream(spark, args, config) -> int:
+def run_stream(spark, args, config: DedupConfig) -> int:
     """Run the stream until its trigger ends it (available-now) or it is stopped; the exit status."""
     from lshbloom_udf.spark.streaming import StreamDedup
 
@@ -50,7 +54,7 @@ def run_stream(spark, args, config) -> int:
     return 0
 
 
-def read_stream(spark, config, args):
+def read_stream(spark, config: DedupConfig, args):
     """The streaming DataFrame of the files in ``--input``: the schema given, or the files' already there."""
     from pyspark.errors import AnalysisException
 
