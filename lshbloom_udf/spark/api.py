@@ -76,9 +76,10 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     return result if return_summary else result.df
 
 
-# The defaults in the docstring are read from the settings' declarations, never retyped.
-deduplicate.__doc__ = deduplicate.__doc__.format(**DEFAULTS, new_bloom=DedupConfig().new_index_bloom,
-                                                  sum_bloom=DedupConfig(band_key="sum").new_index_bloom)
+# The defaults in the docstring are read from the settings' declarations, never retyped (none under python -OO).
+if deduplicate.__doc__:
+    deduplicate.__doc__ = deduplicate.__doc__.format(**DEFAULTS, new_bloom=DedupConfig().new_index_bloom,
+                                                      sum_bloom=DedupConfig(band_key="sum").new_index_bloom)
 
 
 def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = None, defer_commit: bool = False,
