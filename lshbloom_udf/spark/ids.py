@@ -4,7 +4,7 @@ Two ways, the same answer:
 
 - **From the keys stage** (the driver pass over the socket stream): each task
   sends its partition's 64-bit hashes of the ids (Spark's ``xxhash64``) after
-  its keys (:mod:`lshbloom_udf.spark.stream`), and the driver sorts them all
+  its keys (:mod:`lshbloom_udf.spark.passes.driver.stream`), and the driver sorts them all
   (:class:`IdHashes`: 8 bytes a document, 80 MB at 10⁷). A hash seen twice
   makes its ids *suspects*: two equal ids, or two ids of one hash (about
   ``n²/2⁶⁵`` pairs: 3·10⁻⁶ at 10⁷). Only the suspects' rows are then counted

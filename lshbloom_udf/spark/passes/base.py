@@ -1,4 +1,5 @@
-"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`PassResult`).
+"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`PassResult`, its
+decisions a :class:`PassOutcome`).
 
 A pass decides which of the pinned rows are duplicates. It is one object with
 one method, :meth:`Pass.decide`; the run (:class:`~lshbloom_udf.spark.pipeline.DedupRun`)
@@ -17,6 +18,33 @@ import numpy as np
 from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.index.kept import KeptIndex
 from lshbloom_udf.spark.keys import TaskThreads
+
+
+@dataclass
+class PassOutcome:
+    """What a pass decided: the duplicates' row ids and the counts."""
+
+    duplicate_rows: list = field(default_factory=list)
+    duplicates: int = 0
+    empty: int = 0
+    documents: int = 0
+    # Seconds from the pass's start to its first keys: Spark's start-up and the first chunk's keys (0: not measured).
+    first_keys_seconds: float = 0.0
+    # The duplicates' band keys, aligned with duplicate_rows, when the pass was asked for them (verification's).
+    duplicate_keys: list = field(default_factory=list)
+    # The candidates of verification's template sample (verify.templates.sample_candidates), when asked for.
+    sample_rows: list = field(default_factory=list)
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
+
+    def sampled(self) -> Optional[np.ndarray]:
+        """The template sample's candidate rows the pass found (None: it was not asked to)."""
+        return np.concatenate(self.sample_rows) if self.sample_rows else None
+
+    def keys(self, b: int) -> np.ndarray:
+        """The duplicates' band keys, ``(len(rows()), b)`` uint64 (the pass kept them: ``keep_keys``)."""
+        return np.concatenate(self.duplicate_keys) if self.duplicate_keys else np.zeros((0, b), dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -121,7 +149,7 @@ class PassResult:
     hashes it took (``PassInput.hash_ids``).
     """
 
-    outcome: Any  # lshbloom_udf.spark.driver_pass.PassOutcome
+    outcome: PassOutcome
     index: IndexReport
     params: Any
     stats: Optional[Mapping] = None
@@ -178,8 +206,6 @@ class KeyedPass:
     name = title = timer = ""
 
     def decide(self, given: PassInput) -> PassResult:
-        from lshbloom_udf.spark.driver_pass import PassOutcome
-
         if given.nothing_to_decide():
             report = given.report().replace(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
             return PassResult(PassOutcome(), report, given.params)

@@ -1,9 +1,10 @@
 """The driver pass as a :class:`~lshbloom_udf.spark.passes.base.Pass`: the whole index in the driver.
 
 The keys are computed on the executors and streamed to the driver
-(:mod:`lshbloom_udf.spark.stream`; ``toLocalIterator`` under Spark Connect),
-which decides them in processing order (:mod:`lshbloom_udf.spark.driver_pass`)
-into a temporary index or the transaction's staging copy of the kept one.
+(:mod:`~lshbloom_udf.spark.passes.driver.stream`; ``toLocalIterator`` under Spark Connect),
+which decides them in processing order (:mod:`~lshbloom_udf.spark.passes.driver.loop`)
+into a temporary index (:mod:`~lshbloom_udf.spark.passes.driver.temporary`) or the transaction's staging copy of
+the kept one.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
-from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
 from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
-from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+from lshbloom_udf.spark.passes.driver.loop import run_driver_pass, spark_chunks
+from lshbloom_udf.spark.passes.driver.sender import SENT_SCHEMA, stream_mapper
+from lshbloom_udf.spark.passes.driver.stream import KeyStream
+from lshbloom_udf.spark.passes.driver.temporary import temporary_index_dir
 from lshbloom_udf.spark.verify.sources import keep_spool, spool_source
 
 
@@ -34,7 +37,7 @@ class DriverPass(KeyedPass):
 
     def open_index(self, index_dir: str, config, spark=None) -> IndexTransaction:
         """The local store (a journal, an OS lock); it refuses a directory that holds a sharded index."""
-        from lshbloom_udf.spark.sharded_index import refuse_sharded
+        from lshbloom_udf.spark.passes.sharded.store import refuse_sharded
 
         refuse_sharded(index_dir)
         txn = IndexTransaction(index_dir)
@@ -133,8 +136,8 @@ class DriverPass(KeyedPass):
 
     def _keys_through(self, given: PassInput, index_now, seconds: dict):
         """(the pass's outcome, verification's candidate source or None, the input's sums or None, its ids' hashes or
-        None), the keys by the socket stream (which also takes the sums when ``given.measure_input``, the ids'
-        hashes when ``given.hash_ids``) or ``toLocalIterator``; the keys
+        None), the keys by the socket stream (which also takes the sums when
+        ``given.measure_input``, the ids' hashes when ``given.hash_ids``) or ``toLocalIterator``; the keys
         stage's time in ``seconds`` when the stream measured it. ``index_now()`` opens the index the pass decides
         into: after the stream's job started, so that its files are made while the executors start."""
         c, pinned = given.config, given.pinned
