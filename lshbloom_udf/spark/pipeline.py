@@ -137,8 +137,7 @@ class DedupRun:
             verified = None
             if self.config.verify:
                 with self.step("verify"):
-                    verified = self.verify(decided.rows(), decided.index.to_dict(),
-                                           getattr(decided.outcome, "sampled", lambda: None)())
+                    verified = self.verify(decided.rows(), decided.index.to_dict(), decided.template_sample)
             dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
             if self.index_dir is not None and decided.stats is not None:  # a run the index will record
                 with self.step("records"):
@@ -342,7 +341,14 @@ class DedupRun:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
                          self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
-                         self.threads, c.id_column if self.ids_later else None)
+                         self.threads, c.id_column if self.ids_later else None, self.template_sample_below())
+
+    def template_sample_below(self) -> Optional[int]:
+        """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""
+        from lshbloom_udf.spark.verify.templates import sample_below
+
+        c = self.config
+        return sample_below(self.documents) if c.verify and c.template_max_df else None
 
     def decide(self, pass_, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""

@@ -32,15 +32,9 @@ class PassOutcome:
     first_keys_seconds: float = 0.0
     # The duplicates' band keys, aligned with duplicate_rows, when the pass was asked for them (verification's).
     duplicate_keys: list = field(default_factory=list)
-    # The candidates of verification's template sample (verify.templates.sample_candidates), when asked for.
-    sample_rows: list = field(default_factory=list)
 
     def rows(self) -> np.ndarray:
         return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
-
-    def sampled(self) -> Optional[np.ndarray]:
-        """The template sample's candidate rows the pass found (None: it was not asked to)."""
-        return np.concatenate(self.sample_rows) if self.sample_rows else None
 
     def keys(self, b: int) -> np.ndarray:
         """The duplicates' band keys, ``(len(rows()), b)`` uint64 (the pass kept them: ``keep_keys``)."""
@@ -110,6 +104,9 @@ class PassInput:
     # The id column whose ids the run checks after the pass (spark.ids): a pass that reads every row anyway sends
     # their hashes back (PassResult.id_hashes); None: checked before the pass, or no id column.
     hash_ids: Optional[str] = None
+    # Verification's template sample (spark.verify.templates.sample_below): a pass that reads every row id anyway
+    # notes the sample's candidates under this bound (PassResult.template_sample); None: not wanted.
+    template_sample_below: Optional[int] = None
 
     @property
     def index_dir(self) -> Optional[str]:
@@ -146,7 +143,8 @@ class PassResult:
     driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify.sources`),
     or None: verification then computes the keys again on the executors;
     ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``); ``id_hashes`` the ids'
-    hashes it took (``PassInput.hash_ids``).
+    hashes it took (``PassInput.hash_ids``); ``template_sample`` the template sample's candidate rows it noted
+    (``PassInput.template_sample_below``), or None: verification finds them itself.
     """
 
     outcome: PassOutcome
@@ -157,6 +155,7 @@ class PassResult:
     candidates: Any = None  # a verify.sources.CandidateSource, owned by the run once returned
     input_sums: Any = None  # the input's ingest.InputSums, when the run asked (measure_input) and the pass took them
     id_hashes: Any = None  # the input's ids.IdHashes, when the run asked (hash_ids) and the pass took them
+    template_sample: Optional[np.ndarray] = None  # int64 row ids, when the run asked (template_sample_below)
 
     @property
     def duplicates(self) -> int:

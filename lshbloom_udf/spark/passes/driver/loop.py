@@ -44,17 +44,19 @@ def spark_chunks(pinned, text_col: str, spec: KeySpec, chunk_rows: int, skip=Non
 
 def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: str = "first",
                     keep_keys: bool = False, started: Optional[float] = None,
-                    sample_below: Optional[int] = None) -> PassOutcome:
+                    sample_below: Optional[int] = None) -> tuple[PassOutcome, Optional[np.ndarray]]:
     """Decide every chunk of ``chunks`` (``(first row id, keys, active)``, in row order) with ``index`` under the
     rule ``insert_rule`` (``first``: keep-first, ``all``: any-earlier;
     :meth:`~lshbloom_udf.index.LSHBloomIndex.decide`);
     ``keep_keys``: also keep the duplicates' keys (``F·b``, for verification's candidates). ``started``: when the
     keys' job began (``time.monotonic()``; default now), from which ``first_keys_seconds`` counts.
     ``sample_below``: also note the rows that are candidates of verification's template sample
-    (:func:`~lshbloom_udf.spark.verify.templates.sample_candidates`), so that it needs no scan of its own."""
+    (:func:`~lshbloom_udf.spark.verify.templates.sample_candidates`), so that it needs no scan of its own.
+    Returns the outcome and those candidates (None: not asked for, or no chunk)."""
     from lshbloom_udf.spark.verify.templates import sample_candidates
 
     outcome = PassOutcome()
+    sampled: list = []
     bar = Progress(documents, enabled=progress)
     try:
         t0 = time.monotonic() if started is None else started
@@ -68,7 +70,7 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: 
                 if keep_keys:
                     outcome.duplicate_keys.append(np.array(keys[hits], dtype=np.uint64))
             if sample_below is not None:
-                outcome.sample_rows.append(sample_candidates(np.arange(start, start + n, dtype=np.int64), sample_below))
+                sampled.append(sample_candidates(np.arange(start, start + n, dtype=np.int64), sample_below))
             outcome.duplicates += int(hits.size)
             outcome.empty += int(n - np.count_nonzero(active))
             outcome.documents += n
@@ -78,4 +80,4 @@ def run_driver_pass(chunks, index, documents: int, progress: bool, insert_rule: 
         bar.close()
     if outcome.documents != documents:
         raise InternalError(f"internal error: driver pass saw {outcome.documents} documents, expected {documents}")
-    return outcome
+    return outcome, np.concatenate(sampled) if sampled else None
