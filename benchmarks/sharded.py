@@ -101,7 +101,7 @@ def explode_ns(b: int = 85, rows: int = 20_000) -> float:
     """ns per key of the explode step (rows of b keys to (shard, row, key) triples), one core."""
     import pyarrow as pa
 
-    from lshbloom_udf.spark.sharded import exploder
+    from lshbloom_udf.spark.passes.sharded.shuffle import exploder
 
     keys = np.random.default_rng(2).integers(0, 1 << 61, (rows, b), dtype=np.uint64)
     batch = pa.RecordBatch.from_arrays(

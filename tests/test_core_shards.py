@@ -12,7 +12,7 @@ import pytest
 from lshbloom_udf.index import IndexParams, backend
 from lshbloom_udf.index.shards import plan_shards, shard_keys
 from lshbloom_udf.sizing import parse_bytes, sharded_plan
-from lshbloom_udf.spark.sharded import shard_of
+from lshbloom_udf.spark.passes.sharded.shuffle import shard_of
 
 
 def test_shard_hash_spreads_structured_keys_evenly():

@@ -72,7 +72,7 @@ def test_batches_flag_no_distinct_document_and_copies_name_the_first_batch(spark
     # The test proves something: the bands did flag distinct documents against earlier runs' documents.
     assert unflagged >= 5 and looked_up >= unflagged + 8
     if pass_mode == "sharded":  # the full check reads every run's records against their checksums
-        from lshbloom_udf.spark.sharded_index import ShardedTransaction
+        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
 
         assert ShardedTransaction(str(index), spark).verify()["records"] == len(data)
 

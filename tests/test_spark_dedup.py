@@ -238,7 +238,7 @@ def test_summary_contents(docs_df, docs):
 def test_progress_lines_through_the_logger(docs_df, monkeypatch):
     import logging
 
-    from lshbloom_udf.spark import driver_pass as S
+    from lshbloom_udf.spark.passes.driver import progress as S
 
     monkeypatch.setattr(S.Progress, "__init__", _fast_progress_init(S.Progress.__init__))
     monkeypatch.setattr(S.Progress, "close", _close_after_a_line(S.Progress.close))

@@ -16,10 +16,14 @@ import pytest
 from pyspark.sql import types as T
 
 from lshbloom_udf import band_keys, deduplicate, signatures
+from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import IndexMismatchError
 from lshbloom_udf.index import IndexParams
 from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
-from lshbloom_udf.spark.sharded import plan_shards, sharded_duplicates
+from lshbloom_udf.index.shards import plan_shards
+from lshbloom_udf.spark.passes import PassInput
+from lshbloom_udf.spark.passes.sharded import PASS as SHARDED_PASS
+from lshbloom_udf.spark.passes.sharded import shuffle
 from spark_support import REFERENCE, sample_docs
 from test_core_insert_rule import any_earlier_reference, planted_keys
 
@@ -42,9 +46,9 @@ def keyed_frame(spark, keys: np.ndarray, active: np.ndarray, partitions: int):
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
 
 
-def test_sharded_duplicates_equal_exact_any_earlier(spark):
-    """The core function over constructed keys in 9 partitions, 10 bands x many shards, many blobs per shard:
-    exact up to Bloom FPs."""
+def test_the_sharded_pass_equals_exact_any_earlier(spark, monkeypatch):
+    """The pass (a temporary index) over constructed keys in 9 partitions, 10 bands x many shards, many blobs per
+    shard: exact up to Bloom FPs."""
     rng = np.random.default_rng(3)
     n, b = 20_000, 10
     keys = planted_keys(rng, n, b)
@@ -54,7 +58,10 @@ def test_sharded_duplicates_equal_exact_any_earlier(spark):
     assert plan.shards_per_band > 1
     flagged = np.zeros(n, dtype=bool)
     # blobs of at most ~3000 keys: each partition's shards arrive in several blobs, merged in row order
-    flagged[sharded_duplicates(keyed_frame(spark, keys, active, 9), params, 4096, blob_keys=3000)] = True
+    monkeypatch.setattr(shuffle, "BLOB_KEYS", 3000)
+    config = DedupConfig.from_settings({"pass_mode": "sharded", "shard_memory": 4096, "progress": False})
+    keyed = keyed_frame(spark, keys, active, 9)
+    flagged[SHARDED_PASS.decide(PassInput(config, params, n, None, lambda: keyed)).rows()] = True
     exact = any_earlier_reference(keys, active)
     assert not (exact & ~flagged).any(), "a Bloom filter missed a key it holds"
     assert not (flagged & ~active).any()
@@ -69,7 +76,9 @@ def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark, format_1):
     them), give the decisions of one any-earlier stream (up to Bloom FPs)."""
     from pyspark.sql import functions as F
 
-    from lshbloom_udf.spark.sharded import FILTER, HITS, decided_frame, unique_rows
+    from lshbloom_udf.common import unique_rows
+    from lshbloom_udf.spark.passes.sharded.filters import FILTER, HITS
+    from lshbloom_udf.spark.passes.sharded.shuffle import decided_frame
 
     rng = np.random.default_rng(5)
     n, b = 6_000, 4
@@ -250,7 +259,7 @@ def test_both_kept_index_stores_are_one_protocol(tmp_path):
     """The local and the sharded store are both a KeptIndex; a sharded transaction's recovery is its own."""
     from lshbloom_udf.index import IndexTransaction
     from lshbloom_udf.index.kept import KeptIndex
-    from lshbloom_udf.spark.sharded_index import ShardedTransaction
+    from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
 
     local = IndexTransaction(str(tmp_path / "local"))
     try:

@@ -116,7 +116,8 @@ def test_a_stream_closed_while_its_keys_job_starts_cancels_the_job_before_closin
     executors would log after the run's one-line error; issue 33, item 5)."""
     from lshbloom_udf.config import DedupConfig
     from lshbloom_udf.spark.keys import row_id
-    from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+    from lshbloom_udf.spark.passes.driver.sender import SENT_SCHEMA, stream_mapper
+    from lshbloom_udf.spark.passes.driver.stream import KeyStream
 
     spec = DedupConfig().replace(**REF_KW).index_params().key_spec
     df = _frame(spark, docs, 6)

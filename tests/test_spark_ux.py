@@ -90,7 +90,7 @@ def test_steps_are_logged_and_progress_false_is_silent(spark, records):
 
 
 def test_progress_line_shows_before_the_first_keys(records):
-    from lshbloom_udf.spark.driver_pass import Progress
+    from lshbloom_udf.spark.passes.driver.progress import Progress
 
     bar = Progress(1000, enabled=True, interval=0.01)
     try:

@@ -83,7 +83,7 @@ class SealAndGrow:
 
     Used by the local index's :class:`FilterStack` (b band files per
     generation) and the sharded pass's shard filters
-    (:class:`lshbloom_udf.spark.sharded.ShardFilters`, one filter per
+    (:class:`lshbloom_udf.spark.passes.sharded.filters.ShardFilters`, one filter per
     generation). A subclass says what each sealed generation finds, how to query
     the newest, how much room the newest has, how to test-and-insert into it and
     add a generation, and what a fixed stack does past its capacity

@@ -3,7 +3,7 @@
 Two stores implement it: the local one (:class:`~lshbloom_udf.index.IndexTransaction`
 over :class:`~lshbloom_udf.index.LSHBloomIndex`: band files, a journal, an
 OS lock) and the sharded one on a Hadoop filesystem
-(:class:`lshbloom_udf.spark.sharded_index.ShardedTransaction`: versioned
+(:class:`lshbloom_udf.spark.passes.sharded.store.ShardedTransaction`: versioned
 Parquet parts, one manifest per version). Both keep their filter generations
 with one seal-and-grow (:class:`~lshbloom_udf.index.generations.SealAndGrow`).
 

@@ -22,7 +22,7 @@ Where the records are, committed with the run, and what the run record in the ma
   renamed by the commit's journal onto ``runs/<run id>.records`` with the band files and the manifest; part
   files checksummed with xxh3-64 (as the band files). A crash before the journal leaves them in the staging
   copy, which the next writer deletes.
-- the sharded store (:class:`~lshbloom_udf.spark.sharded_index.ShardedTransaction`): written to
+- the sharded store (:class:`~lshbloom_udf.spark.passes.sharded.store.ShardedTransaction`): written to
   ``<version dir>/records`` of the version the run writes, committed by its manifest; part files checksummed
   with Spark's xxhash64 of their bytes. A killed run's version (and its records) is never named and is
   deleted by the next commit of that version.

@@ -9,7 +9,7 @@ least count whose shard filter fits a per-task memory budget
 for ``n/S + 4·sqrt(n/S)`` keys so that none overfills in practice.
 
 No Spark here: :mod:`lshbloom_udf.sizing` (``plan --pass sharded``) and the
-sharded pass (:mod:`lshbloom_udf.spark.sharded`) both use it.
+sharded pass (:mod:`lshbloom_udf.spark.passes.sharded`) both use it.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ A run has four stages (:mod:`lshbloom_udf.spark.pipeline`):
 3. **Keys and driver pass, overlapped** — a ``mapInArrow`` function turns the
    text of each Arrow batch into ``b`` band keys per document in native code
    (:mod:`~lshbloom_udf.spark.keys`) on every executor at once, and sends them
-   to the driver as it goes (:mod:`~lshbloom_udf.spark.stream`), where the
+   to the driver as it goes (:mod:`~lshbloom_udf.spark.passes.driver.stream`), where the
    index decides them keep-first in row order
-   (:mod:`~lshbloom_udf.spark.driver_pass`).
+   (:mod:`~lshbloom_udf.spark.passes.driver`).
 4. **Join** — :mod:`~lshbloom_udf.spark.join`: the duplicates come back as a
    small DataFrame joined to the pinned rows as the mode says.
 

@@ -4,9 +4,9 @@ Two ways, the same answer:
 
 - **From the keys stage** (the driver pass over the socket stream): each task
   sends its partition's 64-bit hashes of the ids (Spark's ``xxhash64``) after
-  its keys (:mod:`lshbloom_udf.spark.stream`), and the driver sorts them all
-  (:class:`IdHashes`: 16 bytes a document while sorted, 160 MB at 10⁷; only
-  while that fits the arrays' share of the driver's memory,
+  its keys (:mod:`lshbloom_udf.spark.passes.driver.sender`), and the driver
+  sorts them all (:class:`IdHashes`: 16 bytes a document while sorted, 160 MB
+  at 10⁷; only while that fits the arrays' share of the driver's memory,
   :func:`hashes_fit`). A hash seen twice
   makes its ids *suspects*: two equal ids, or two ids of one hash (about
   ``n²/2⁶⁵`` pairs: 3·10⁻⁶ at 10⁷). Only the suspects' rows are then counted

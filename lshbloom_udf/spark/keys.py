@@ -10,7 +10,7 @@ Arrow batches, never one Python object per document.
 - :func:`keys_mapper`: (row id, keys, active) rows, for passes that shuffle or
   join keys in Spark (:data:`KEYED_SCHEMA`);
 - :func:`packer`: keyed chunks for ``toLocalIterator`` (:data:`PACKED_SCHEMA`);
-- :mod:`lshbloom_udf.spark.stream` sends the same chunks to the driver over a socket.
+- :mod:`lshbloom_udf.spark.passes.driver.stream` sends the same chunks to the driver over a socket.
 """
 
 from __future__ import annotations

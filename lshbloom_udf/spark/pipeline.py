@@ -46,7 +46,7 @@ from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, pr
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
-from lshbloom_udf.spark.passes.driver import streams
+from lshbloom_udf.spark.passes.driver.decide import streams
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
 
@@ -138,8 +138,7 @@ class DedupRun:
             verified = None
             if self.config.verify:
                 with self.step("verify"):
-                    verified = self.verify(decided.rows(), decided.index.to_dict(),
-                                           getattr(decided.outcome, "sampled", lambda: None)())
+                    verified = self.verify(decided.rows(), decided.index.to_dict(), decided.template_sample)
             dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
             if self.index_dir is not None and decided.stats is not None:  # a run the index will record
                 with self.step("records"):
@@ -348,7 +347,15 @@ class DedupRun:
             raise DedupInputError(str(e)) from None
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
                          self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
-                         self.threads, c.id_column if self.ids_later and self._hashes_fit(self.documents) else None)
+                         self.threads, c.id_column if self.ids_later and self._hashes_fit(self.documents) else None,
+                         self.template_sample_below())
+
+    def template_sample_below(self) -> Optional[int]:
+        """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""
+        from lshbloom_udf.spark.verify.templates import sample_below
+
+        c = self.config
+        return sample_below(self.documents) if c.verify and c.template_max_df else None
 
     def _hashes_fit(self, documents: int) -> bool:
         """Whether the driver may check the ids from their hashes (spark/ids.py), by its memory."""

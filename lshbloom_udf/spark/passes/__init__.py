@@ -1,10 +1,10 @@
 """The passes: one :class:`Pass` interface (keyed rows in, a frozen :class:`PassResult` out) and their registry.
 
 A pass named ``<name>`` (``pass_mode="<name>"``, ``--pass <name>``) is the
-module ``lshbloom_udf.spark.passes.<name>``, whose ``PASS`` is the pass
-object; the names are registered once, in :data:`lshbloom_udf.config.PASSES`
-(the setting's choices). So a new pass is its own module plus one name there
-(docs/architecture.md). :func:`select_pass` picks the run's: the registered
+module or package ``lshbloom_udf.spark.passes.<name>``, whose ``PASS`` is the pass
+object, and which owns the pass whole (its transfer, its index, its store: ``driver/``, ``sharded/``); the names
+are registered once, in :data:`lshbloom_udf.config.PASSES` (the setting's choices). So a new pass is its own
+module plus one name there (docs/architecture.md). :func:`select_pass` picks the run's: the registered
 one, or :class:`ReproducedPass` when a kept index already ingested the input.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 
 from lshbloom_udf.config import PASSES as PASS_NAMES
-from lshbloom_udf.spark.passes.base import IndexReport, KeyedPass, Pass, PassInput, PassResult
+from lshbloom_udf.spark.passes.base import IndexReport, KeyedPass, Pass, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.reproduced import ReproducedPass
 
 # pass_mode -> its pass object, one per registered name
@@ -27,4 +27,5 @@ def select_pass(given: PassInput) -> Pass:
     return REPRODUCED if given.reproduce else PASSES[given.config.pass_mode]
 
 
-__all__ = ["IndexReport", "KeyedPass", "PASSES", "Pass", "PassInput", "PassResult", "REPRODUCED", "select_pass"]
+__all__ = ["IndexReport", "KeyedPass", "PASSES", "Pass", "PassInput", "PassOutcome", "PassResult", "REPRODUCED",
+           "select_pass"]

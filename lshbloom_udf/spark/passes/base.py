@@ -1,4 +1,5 @@
-"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`PassResult`).
+"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`PassResult`, its
+decisions a :class:`PassOutcome`).
 
 A pass decides which of the pinned rows are duplicates. It is one object with
 one method, :meth:`Pass.decide`; the run (:class:`~lshbloom_udf.spark.pipeline.DedupRun`)
@@ -17,6 +18,27 @@ import numpy as np
 from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.index.kept import KeptIndex
 from lshbloom_udf.spark.keys import TaskThreads
+
+
+@dataclass
+class PassOutcome:
+    """What a pass decided: the duplicates' row ids and the counts."""
+
+    duplicate_rows: list = field(default_factory=list)
+    duplicates: int = 0
+    empty: int = 0
+    documents: int = 0
+    # Seconds from the pass's start to its first keys: Spark's start-up and the first chunk's keys (0: not measured).
+    first_keys_seconds: float = 0.0
+    # The duplicates' band keys, aligned with duplicate_rows, when the pass was asked for them (verification's).
+    duplicate_keys: list = field(default_factory=list)
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.duplicate_rows) if self.duplicate_rows else np.zeros(0, dtype=np.int64)
+
+    def keys(self, b: int) -> np.ndarray:
+        """The duplicates' band keys, ``(len(rows()), b)`` uint64 (the pass kept them: ``keep_keys``)."""
+        return np.concatenate(self.duplicate_keys) if self.duplicate_keys else np.zeros((0, b), dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -82,6 +104,9 @@ class PassInput:
     # The id column whose ids the run checks after the pass (spark.ids): a pass that reads every row anyway sends
     # their hashes back (PassResult.id_hashes); None: checked before the pass, or no id column.
     hash_ids: Optional[str] = None
+    # Verification's template sample (spark.verify.templates.sample_below): a pass that reads every row id anyway
+    # notes the sample's candidates under this bound (PassResult.template_sample); None: not wanted.
+    template_sample_below: Optional[int] = None
 
     @property
     def index_dir(self) -> Optional[str]:
@@ -118,10 +143,11 @@ class PassResult:
     driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify.sources`),
     or None: verification then computes the keys again on the executors;
     ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``); ``id_hashes`` the ids'
-    hashes it took (``PassInput.hash_ids``).
+    hashes it took (``PassInput.hash_ids``); ``template_sample`` the template sample's candidate rows it noted
+    (``PassInput.template_sample_below``), or None: verification finds them itself.
     """
 
-    outcome: Any  # lshbloom_udf.spark.driver_pass.PassOutcome
+    outcome: PassOutcome
     index: IndexReport
     params: Any
     stats: Optional[Mapping] = None
@@ -129,6 +155,7 @@ class PassResult:
     candidates: Any = None  # a verify.sources.CandidateSource, owned by the run once returned
     input_sums: Any = None  # the input's ingest.InputSums, when the run asked (measure_input) and the pass took them
     id_hashes: Any = None  # the input's ids.IdHashes, when the run asked (hash_ids) and the pass took them
+    template_sample: Optional[np.ndarray] = None  # int64 row ids, when the run asked (template_sample_below)
 
     @property
     def duplicates(self) -> int:
@@ -178,8 +205,6 @@ class KeyedPass:
     name = title = timer = ""
 
     def decide(self, given: PassInput) -> PassResult:
-        from lshbloom_udf.spark.driver_pass import PassOutcome
-
         if given.nothing_to_decide():
             report = given.report().replace(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
             return PassResult(PassOutcome(), report, given.params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index import manifest_bloom
-from lshbloom_udf.spark.passes.base import PassInput, PassResult
+from lshbloom_udf.spark.passes.base import PassInput, PassOutcome, PassResult
 
 
 class ReproducedPass:
@@ -13,8 +13,6 @@ class ReproducedPass:
     name, title, timer = "reproduced", "reproduce the earlier run's flags", "reproduce"
 
     def decide(self, given: PassInput) -> PassResult:
-        from lshbloom_udf.spark.driver_pass import PassOutcome
-
         prior, txn = given.prior, given.txn
         rows = txn.load_duplicates(prior)
         outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), given.documents)

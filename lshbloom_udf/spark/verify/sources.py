@@ -1,7 +1,7 @@
 """Where verification's candidate pairs come from (:mod:`lshbloom_udf.spark.verify`): one interface, two sources.
 
 - :class:`SpoolCandidates` — on the driver, from the keys the socket stream
-  kept (:class:`~lshbloom_udf.spark.stream.KeyStream` with ``keep=True``) and
+  kept (:class:`~lshbloom_udf.spark.passes.driver.stream.KeyStream` with ``keep=True``) and
   the flagged documents' keys the pass kept (``F·b``). Round 1 is one
   sequential scan of the spool: every kept document's ``(band, key)`` pairs
   looked up in the flagged documents' (:class:`lshbloom_udf._native.PairIndex`,
@@ -205,7 +205,7 @@ class SpoolCandidates(BoundedSource):
 
 def keep_spool(spool_dir: str, documents: int, b: int, chunk_rows: int) -> bool:
     """Whether a key stream spooling to ``spool_dir`` may keep its spool for verification (the module's docs)."""
-    from lshbloom_udf.spark.stream import spool_bytes
+    from lshbloom_udf.spark.passes.driver.stream import spool_bytes
 
     need = spool_bytes(documents, b, chunk_rows)
     try:

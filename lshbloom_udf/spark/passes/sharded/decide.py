@@ -1,8 +1,8 @@
 """The sharded pass as a :class:`~lshbloom_udf.spark.passes.base.Pass`: any-earlier decisions on the executors.
 
 The mechanics (band-key shards, their filters, the blobs that travel) are in
-:mod:`lshbloom_udf.spark.sharded`; a kept index's versions on a Hadoop
-filesystem in :mod:`lshbloom_udf.spark.sharded_index`. docs/algorithm.md
+:mod:`~lshbloom_udf.spark.passes.sharded.shuffle` and :mod:`~lshbloom_udf.spark.passes.sharded.filters`; a kept
+index's versions on a Hadoop filesystem in :mod:`~lshbloom_udf.spark.passes.sharded.store`. docs/algorithm.md
 explains the rule and why shards are independent.
 """
 
@@ -16,8 +16,8 @@ from lshbloom_udf.common import over_capacity_warning, unique_rows
 from lshbloom_udf.index.shards import SHARD_BLOOM, plan_shards, shard_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
-from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
-from lshbloom_udf.spark.sharded import decided_frame
+from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.sharded.shuffle import decided_frame
 
 
 class ShardedPass(KeyedPass):
@@ -27,13 +27,13 @@ class ShardedPass(KeyedPass):
 
     def open_index(self, index_dir: str, config, spark=None):
         """The sharded store: versioned Parquet parts on any Hadoop filesystem (opened once Spark runs)."""
-        from lshbloom_udf.spark.sharded_index import ShardedTransaction
+        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
 
         return ShardedTransaction(index_dir, spark, verify=config.verify_index)
 
     def holds_index(self, index_dir: str) -> bool:
         """A Hadoop URI, or a local directory with versioned manifests (``manifest-<version>.json``)."""
-        from lshbloom_udf.spark.sharded_index import holds_sharded
+        from lshbloom_udf.spark.passes.sharded.store import holds_sharded
 
         return "://" in index_dir or holds_sharded(index_dir)
 
@@ -41,7 +41,7 @@ class ShardedPass(KeyedPass):
         """Every filter part of the committed version against its checksum (a local Spark session reads them)."""
         from pyspark.sql import SparkSession
 
-        from lshbloom_udf.spark.sharded_index import ShardedTransaction
+        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
 
         spark = SparkSession.getActiveSession() or SparkSession.builder.master("local[1]").appName(
             "lshbloom-check-index").getOrCreate()
@@ -62,11 +62,10 @@ class ShardedPass(KeyedPass):
             keyed.unpersist()
 
     def _run(self, given: PassInput, keyed) -> PassResult:
-        """``given.txn``: a :class:`~lshbloom_udf.spark.sharded_index.ShardedTransaction` (the run writes the index's
-        next version, committed later) or None (a temporary index: nothing is written, only the hit rows travel)."""
+        """``given.txn``: a :class:`~lshbloom_udf.spark.passes.sharded.store.ShardedTransaction` (the run writes the
+        index's next version, committed later) or None (a temporary index: nothing is written, only the hit rows
+        travel)."""
         from pyspark.sql import functions as F
-
-        from lshbloom_udf.spark.driver_pass import PassOutcome
 
         c, txn = given.config, given.txn
         active = keyed.where(F.col(ACTIVE_COL)).count()

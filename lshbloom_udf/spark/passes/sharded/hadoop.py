@@ -1,5 +1,6 @@
-"""A directory on the driver's Hadoop filesystem: what the sharded index (:mod:`~lshbloom_udf.spark.sharded_index`)
-reads, publishes and deletes, on any filesystem Spark can write (local, NFS, HDFS, object stores)."""
+"""A directory on the driver's Hadoop filesystem: what the sharded index
+(:mod:`~lshbloom_udf.spark.passes.sharded.store`) reads, publishes and deletes, on any filesystem Spark can write
+(local, NFS, HDFS, object stores)."""
 
 from __future__ import annotations
 

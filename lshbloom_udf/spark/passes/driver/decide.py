@@ -1,9 +1,10 @@
 """The driver pass as a :class:`~lshbloom_udf.spark.passes.base.Pass`: the whole index in the driver.
 
 The keys are computed on the executors and streamed to the driver
-(:mod:`lshbloom_udf.spark.stream`; ``toLocalIterator`` under Spark Connect),
-which decides them in processing order (:mod:`lshbloom_udf.spark.driver_pass`)
-into a temporary index or the transaction's staging copy of the kept one.
+(:mod:`~lshbloom_udf.spark.passes.driver.stream`; ``toLocalIterator`` under Spark Connect),
+which decides them in processing order (:mod:`~lshbloom_udf.spark.passes.driver.loop`)
+into a temporary index (:mod:`~lshbloom_udf.spark.passes.driver.temporary`) or the transaction's staging copy of
+the kept one.
 """
 
 from __future__ import annotations
@@ -13,17 +14,18 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Optional
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
-from lshbloom_udf.spark.driver_pass import run_driver_pass, spark_chunks, temporary_index_dir
 from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
-from lshbloom_udf.spark.stream import SENT_SCHEMA, KeyStream, stream_mapper
+from lshbloom_udf.spark.passes.driver.loop import run_driver_pass, spark_chunks
+from lshbloom_udf.spark.passes.driver.sender import SENT_SCHEMA, stream_mapper
+from lshbloom_udf.spark.passes.driver.stream import KeyStream
+from lshbloom_udf.spark.passes.driver.temporary import temporary_index_dir
 from lshbloom_udf.spark.verify.sources import keep_spool, spool_source
 
 
@@ -34,7 +36,7 @@ class DriverPass(KeyedPass):
 
     def open_index(self, index_dir: str, config, spark=None) -> IndexTransaction:
         """The local store (a journal, an OS lock); it refuses a directory that holds a sharded index."""
-        from lshbloom_udf.spark.sharded_index import refuse_sharded
+        from lshbloom_udf.spark.passes.sharded.store import refuse_sharded
 
         refuse_sharded(index_dir)
         txn = IndexTransaction(index_dir)
@@ -106,7 +108,7 @@ class DriverPass(KeyedPass):
             return index
 
         try:
-            outcome, candidates, sums, id_hashes = self._keys_through(given, index_now, seconds)
+            outcome, sample, candidates, sums, id_hashes = self._keys_through(given, index_now, seconds)
             index, before = opened[0]
             try:
                 index.sync()
@@ -129,12 +131,12 @@ class DriverPass(KeyedPass):
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
                                                  stats["expected_false_positive"], index.params.p_effective))
-        return PassResult(outcome, report, params, stats, seconds, candidates, sums, id_hashes)
+        return PassResult(outcome, report, params, stats, seconds, candidates, sums, id_hashes, sample)
 
     def _keys_through(self, given: PassInput, index_now, seconds: dict):
-        """(the pass's outcome, verification's candidate source or None, the input's sums or None, its ids' hashes or
-        None), the keys by the socket stream (which also takes the sums when ``given.measure_input``, the ids'
-        hashes when ``given.hash_ids``) or ``toLocalIterator``; the keys
+        """(the pass's outcome, the template sample's candidates or None, verification's candidate source or None, the
+        input's sums or None, its ids' hashes or None), the keys by the socket stream (which also takes the sums when
+        ``given.measure_input``, the ids' hashes when ``given.hash_ids``) or ``toLocalIterator``; the keys
         stage's time in ``seconds`` when the stream measured it. ``index_now()`` opens the index the pass decides
         into: after the stream's job started, so that its files are made while the executors start."""
         c, pinned = given.config, given.pinned
@@ -142,9 +144,8 @@ class DriverPass(KeyedPass):
         with ArrowBatchLimits(spark):
             if not streams(spark, c.key_transfer):
                 chunks = spark_chunks(pinned, text, spec, c.chunk_rows, given.skip, given.threads)
-                return run_driver_pass(chunks, index_now(),
-                                       given.documents, c.progress, c.insert_rule,
-                                       sample_below=_sample_below(given)), None, None, None
+                return (*run_driver_pass(chunks, index_now(), given.documents, c.progress, c.insert_rule,
+                                         sample_below=given.template_sample_below), None, None, None)
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
             # Under verification the stream keeps its spool: verification's candidates come from it (verify.sources).
@@ -161,16 +162,16 @@ class DriverPass(KeyedPass):
                 index = index_now()
                 if index.params.b != b:
                     raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
-                outcome = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
-                                          c.insert_rule, keep_keys=keep, started=started,
-                                          sample_below=_sample_below(given))
+                outcome, sample = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
+                                                  c.insert_rule, keep_keys=keep, started=started,
+                                                  sample_below=given.template_sample_below)
                 sums = stream.input_sums() if given.measure_input else None
                 candidates = spool_source(stream, partitions, outcome)
             finally:
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
                     stream.close()
             seconds["keys"] = stream.job_seconds
-            return outcome, candidates, sums, id_hashes
+            return outcome, sample, candidates, sums, id_hashes
 
 
 PASS = DriverPass()
@@ -200,11 +201,3 @@ def streams(spark, key_transfer: str) -> bool:
             "this process. Use key_transfer='auto' (the default) or 'spark'."
         )
     return classic if key_transfer == "auto" else key_transfer == "socket"
-
-
-def _sample_below(given) -> Optional[int]:
-    """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""
-    from lshbloom_udf.spark.verify.templates import sample_below
-
-    c = given.config
-    return sample_below(given.documents) if c.verify and c.template_max_df else None

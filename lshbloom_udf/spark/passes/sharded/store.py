@@ -39,7 +39,7 @@ from lshbloom_udf.common import unique_rows
 from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, SparkSessionRequiredError
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
-from lshbloom_udf.spark.hadoop_dir import HadoopDir
+from lshbloom_udf.spark.passes.sharded.hadoop import HadoopDir
 
 log = logging.getLogger(__name__)
 
