@@ -85,7 +85,9 @@ def submit(job_args, fault=None, master="local[2]", conf=(), kill_after=None, ti
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    done.pid = proc.pid  # type: ignore[attr-defined]  # the job's process group id (its own session)
+    return done
 
 
 def write_jsonl(path, docs) -> str:
