@@ -12,12 +12,8 @@ the partitions' sizes) and hands the chunks to the pass in row-id order,
 partition after partition. Keying, transfer and the driver pass overlap; no
 Spark task result carries keys.
 
-Wire format, little-endian: a hello ``(b"LSHB", token[16], partition i32,
-attempt i32)``, then chunks ``(first row id i64, n i64, active[n] u8,
-keys[n * b] u64)``, with an id column then ``(m i64, -2, hashes[m] i64)``
-(the partition's non-null ids' hashes, :mod:`lshbloom_udf.spark.ids`), then
-``(documents i64, -1)``. The driver takes a partition's id hashes once its
-end arrived (an attempt that broke off sends them again whole).
+The wire format is the sender's (:mod:`~lshbloom_udf.spark.passes.driver.sender`). The driver takes a
+partition's id hashes once its end arrived (an attempt that broke off sends them again whole).
 
 Kept keys (``keep=True``, under verification): the spool is not deleted
 partition by partition as the pass decides it but stays until :meth:`KeyStream.close`,
