@@ -167,9 +167,10 @@ def count_pinned(pinned) -> tuple:
     spark = pinned.sparkSession
     cores = default_parallelism(spark)
     sc = spark_context(spark)
-    if sc is None or pinned.rdd.getNumPartitions() > FEW_PARTITIONS_PER_CORE * cores:
+    partitions = pinned.rdd.getNumPartitions() if sc is not None else 0
+    if sc is None or partitions > FEW_PARTITIONS_PER_CORE * cores:
         return pinned.count(), TaskThreads()
-    counts = [0] * pinned.rdd.getNumPartitions()
+    counts = [0] * partitions
     for p, n in pinned.groupBy(F.spark_partition_id()).count().collect():
         counts[p] = n
     # A local master's one executor has every core; on a cluster, an executor its spark.executor.cores.
