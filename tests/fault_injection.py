@@ -46,6 +46,9 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``attempt-log=DIR``
     Each keys task touches ``DIR/p<partition>-a<attempt>`` (so a test can see
     retries and speculative copies happened).
+``keys-log=FILE``
+    Each keys task appends ``<partition> <attempt>`` to ``FILE`` (so a test
+    can count how often the run keyed its documents).
 
 SIGKILL goes to the whole session's process group and the caller's own group
 (``os.killpg``): run the job in its own session (``start_new_session=True``)
@@ -116,16 +119,20 @@ class TaskFaults:
         self.kill_in_keys = "kill-in-keys" in on
         self.kill_in_shards = "kill-in-shards" in on
         self.fault_log = on.get("fault-log")
+        self.keys_log = on.get("keys-log")
 
     def __bool__(self) -> bool:
         return bool(self.fail_first or self.fail_after_send or self.slow_first or self.attempt_log or self.kill_in_keys
-                    or self.kill_in_shards)
+                    or self.kill_in_shards or self.keys_log)
 
     def __call__(self, stage: str, partition: int, attempt: int) -> None:
         if stage == "keys-sent":
             if self.fail_after_send and attempt == 0:
                 raise RuntimeError(f"lshbloom test fault: keys task of partition {partition} fails after a chunk")
             return
+        if self.keys_log and stage == "keys":  # a line per keys task, appended: a partition keyed again counts twice
+            with open(self.keys_log, "a") as f:
+                f.write(f"{partition} {attempt}\n")
         if self.attempt_log and stage == "keys":
             os.makedirs(self.attempt_log, exist_ok=True)
             with open(os.path.join(self.attempt_log, f"p{partition}-a{attempt}"), "w"):

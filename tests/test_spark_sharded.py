@@ -151,6 +151,28 @@ def test_sharded_pass_flags_what_the_driver_pass_flags_with_insert_all(docs_df, 
     assert summary["index"]["backend"] == "blocked"
 
 
+def test_sharded_verification_reads_the_keys_the_pass_computed(docs_df, tmp_path):
+    """Verification after the sharded pass takes its candidates from the pass's own keys: every pinned partition is
+    keyed once in the whole run (keyed again, verification costs the keys stage twice), and the verified decisions
+    are those of the driver pass under the same rule (its key spool's candidates)."""
+    import fault_injection
+    from lshbloom_udf import hooks
+
+    log = tmp_path / "keys.log"
+    verified = {**MIX, "verify": True, "duplicate_of": True}
+    fault_injection.install({"keys-log": str(log)})
+    try:
+        sharded, summary = deduplicate(docs_df, **verified, **SHARDED, return_summary=True)
+        got = sharded.select("id", "is_duplicate", "duplicate_of", "similarity").collect()
+    finally:
+        hooks.uninstall("task-start")
+    tasks = [line.split() for line in log.read_text().splitlines()]
+    assert sorted(p for p, _ in tasks) == sorted({p for p, _ in tasks}), "a partition was keyed twice"
+    assert summary["verify"]["pass_flagged"] > summary["verify"]["kept_flagged"] > 20
+    driver = deduplicate(docs_df, **verified, insert="all").select("id", "is_duplicate", "duplicate_of", "similarity")
+    assert sorted(map(tuple, got)) == sorted(map(tuple, driver.collect()))
+
+
 def manifests(index_dir) -> list:
     return sorted(n for n in os.listdir(index_dir) if n.startswith("manifest-") and n.endswith(".json"))
 

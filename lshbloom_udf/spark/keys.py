@@ -227,6 +227,16 @@ def _selected(batches, among: Optional[np.ndarray], inside: bool):
         yield batch.filter(pa.array(keep if inside else ~keep))
 
 
+def selected_mapper(among: Optional[np.ndarray], inside: bool = True):
+    """The ``mapInArrow`` function keeping the rows whose row id is (``inside``) or is not among the sorted
+    ``among`` (or :func:`ship`'s broadcast of them), of any frame with :data:`ROW_COL`."""
+
+    def select(batches):
+        yield from _selected(batches, among, inside)
+
+    return select
+
+
 def keys_mapper(text_col: str, spec: KeySpec, among: Optional[np.ndarray] = None, inside: bool = True,
                 skip=None, threads: TaskThreads = TaskThreads()):
     """The ``mapInArrow`` function giving (row id, band keys, active) per pinned row (:data:`KEYED_SCHEMA`).

@@ -11,10 +11,10 @@
   sorted band by band, the bands shared among the driver's cores, each bucket
   paired with its first :data:`ANCHORS_PER_BUCKET` members). No Spark job, no
   key computed twice, no shuffle.
-- :class:`~lshbloom_udf.spark.verify.spark_source.SparkCandidates` — where no spool exists (the sharded pass, the
-  ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``,
-  a reproduced run, or a spool too large for its disk): the keys computed
-  again on the executors and joined by Spark.
+- :class:`~lshbloom_udf.spark.verify.spark_source.SparkCandidates` — where no spool exists: the keys joined by
+  Spark on the executors. After the sharded pass they are the pass's own (persisted by it, never computed twice);
+  after the ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``, a reproduced run, or a
+  spool too large for its disk, they are computed again.
 
 Both give the same pairs on the same input (tests/test_spark_verify_sources.py).
 

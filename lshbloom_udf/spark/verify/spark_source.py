@@ -1,7 +1,8 @@
 """Verification's candidate source without a spool, :class:`SparkCandidates` (:mod:`~lshbloom_udf.spark.verify.sources`
 has the interface and the bounds; :mod:`lshbloom_udf.spark.verify`, "Cost"): the Bloom filter of the flagged
 documents' (band, key) pairs, the kept documents' keys scanned through it on the executors, and the join of the
-pairs that pass with the flagged documents' pairs."""
+pairs that pass with the flagged documents' pairs. The keys are a pass's persisted frame (:meth:`SparkCandidates.over`:
+the sharded pass) or computed again from the pinned texts."""
 
 from __future__ import annotations
 
@@ -157,17 +158,29 @@ def candidates(f, k, anchors: Optional[int] = None) -> tuple[np.ndarray, np.ndar
 
 
 class SparkCandidates(BoundedSource):
-    """Candidates by Spark joins of keys computed again on the executors (see the module's docs).
+    """Candidates by Spark joins of keys on the executors (see the module's docs).
 
     ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row``, ``_lshb_keys``
     (``b`` little-endian uint64) and ``_lshb_active`` of the rows whose id is
     (``inside``) or is not among the sorted row ids ``among``.
     """
 
-    def __init__(self, keyed_of, b: int, spark):
+    def __init__(self, keyed_of, b: int, spark, owned=None):
         self.keyed_of, self.b, self.spark = keyed_of, b, spark
         self._flagged_keys = None
         self._shipped: list = []
+        self._owned = owned
+
+    @classmethod
+    def over(cls, keyed, b: int) -> "SparkCandidates":
+        """Candidates from ``keyed``, a persisted frame of every pinned row's keys (:data:`KEYED_SCHEMA`) a pass
+        already computed: its rows are filtered, not keyed again; the source owns it (``close`` unpersists it)."""
+        from lshbloom_udf.spark.keys import KEYED_SCHEMA, selected_mapper
+
+        def keyed_of(among, inside: bool = True):
+            return keyed.mapInArrow(selected_mapper(among, inside), KEYED_SCHEMA)
+
+        return cls(keyed_of, b, keyed.sparkSession, owned=keyed)
 
     def _ship(self, value):
         shipped = ship(self.spark, value)
@@ -203,6 +216,9 @@ class SparkCandidates(BoundedSource):
         if self._flagged_keys is not None:
             self._flagged_keys.unpersist()
             self._flagged_keys = None
+        if self._owned is not None:
+            self._owned.unpersist()
+            self._owned = None
         for shipped in self._shipped:
             if hasattr(shipped, "unpersist"):  # a broadcast variable
                 shipped.unpersist()

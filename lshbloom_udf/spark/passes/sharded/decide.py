@@ -18,6 +18,7 @@ from lshbloom_udf.log import logger
 from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.sharded.shuffle import decided_frame
+from lshbloom_udf.spark.verify.spark_source import SparkCandidates
 
 
 class ShardedPass(KeyedPass):
@@ -54,12 +55,18 @@ class ShardedPass(KeyedPass):
     def decide_keys(self, given: PassInput) -> PassResult:
         from pyspark import StorageLevel
 
-        # Computed once: the pass counts the active documents, then shuffles their keys.
+        # Computed once: the pass counts the active documents, then shuffles their keys; verification then reads the
+        # same keys (SparkCandidates.over owns them from here), so no document is keyed twice.
         keyed = given.keyed().persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            return self._run(given, keyed)
-        finally:
+            decided = self._run(given, keyed)
+        except BaseException:
             keyed.unpersist()
+            raise
+        if not given.config.verify:
+            keyed.unpersist()
+            return decided
+        return dataclasses.replace(decided, candidates=SparkCandidates.over(keyed, given.params.b))
 
     def _run(self, given: PassInput, keyed) -> PassResult:
         """``given.txn``: a :class:`~lshbloom_udf.spark.passes.sharded.store.ShardedTransaction` (the run writes the
