@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
 from lshbloom_udf.spark.passes.driver.decide import streams
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 
 @dataclass(frozen=True)
 class InputCheck:
@@ -65,7 +68,8 @@ class InputMeasure:
     pass's keys stage (:meth:`DedupRun.measure_input`)."""
 
     fingerprints: Optional[tuple] = None
-    text_sizes: tuple = (None, None)  # the longest text's and all texts' UTF-8 bytes (None: not measured)
+    # the longest text's and all texts' UTF-8 bytes (None: not measured)
+    text_sizes: tuple[Optional[int], Optional[int]] = (None, None)
 
     @classmethod
     def of(cls, facts: InputFacts, kept_index: bool) -> "InputMeasure":
@@ -85,7 +89,7 @@ class DedupRun:
         self.seconds: dict = {}
         self._t = t_start
         self._t_start = t_start
-        self.pinned = None
+        self._pinned: Optional[DataFrame] = None  # pin()'s
         self.pinned_rows: Optional[int] = None  # counted by the pin's own job (a local checkpoint)
         self.threads = TaskThreads()  # native threads per task over the pinned partitions, from their counts
         self.checked = InputCheck()
@@ -104,6 +108,13 @@ class DedupRun:
         now = time.monotonic()
         self.seconds[stage] = now - self._t
         self._t = now
+
+    @property
+    def pinned(self) -> DataFrame:
+        """The input with its row id, pinned on the executors (:meth:`pin`, the first stage)."""
+        if self._pinned is None:
+            raise InternalError("internal error: the run used its input before pinning it")
+        return self._pinned
 
     def step(self, name: str):
         """A step of the run: its Spark jobs described ``lshbloom: <name>``, logged at start and end."""
@@ -188,7 +199,6 @@ class DedupRun:
     def verify(self, dup_rows, index_info: dict, sample_rows=None):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
         ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
-        from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import Shingling, SparkCandidates, TextsSource, crossrun_for, verify_flags
 
         c, p = self.config, self.params
@@ -204,7 +214,7 @@ class DedupRun:
         try:
             verified = verify_flags(
                 source, texts, dup_rows,
-                shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
+                shingling=Shingling.of(p), rule=self.verify_rule,
                 prior_documents=prior, sample_rows=sample_rows,
                 exact_rows=self.copies.rows if self.copies else None,
             )
@@ -260,7 +270,7 @@ class DedupRun:
             self.pinned_rows, self.threads = count_pinned(pinned)
         else:
             pinned = pinned.checkpoint(eager=True)
-        self.pinned = pinned
+        self._pinned = pinned
         hooks.fire("after-pin")
         self._lap("pin")
 
@@ -318,6 +328,8 @@ class DedupRun:
         elif self.ids_later:
             check_id_hashes(self.pinned, c.id_column, decided.id_hashes)
         if self.measure_later:
+            if facts is None:  # the pass's sums, or measured above
+                raise InternalError("internal error: the input was not measured after the pass")
             if facts.documents != self.documents:
                 raise InternalError(f"internal error: the input measured {facts.documents} documents, "
                                     f"the pin counted {self.documents}")

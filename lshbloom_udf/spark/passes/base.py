@@ -70,7 +70,7 @@ class IndexReport:
 
     def to_dict(self) -> dict:
         """A new JSON-ready dict: the summary's ``index``."""
-        out = {"path": self.path, "kept": self.kept}
+        out: dict[str, object] = {"path": self.path, "kept": self.kept}
         for f in dataclasses.fields(self)[2:]:
             value = getattr(self, f.name)
             if value is not None:
@@ -128,8 +128,9 @@ class PassInput:
 
     def nothing_to_decide(self) -> bool:
         """No documents and no index to create: no pass runs, no index is written."""
+        index_dir = self.index_dir  # None: a temporary index
         return (self.documents == 0 and not self.config.sizing_given
-                and (self.temporary or not LSHBloomIndex.exists(self.index_dir)))
+                and (index_dir is None or not LSHBloomIndex.exists(index_dir)))
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,9 @@ class PassResult:
         return self.outcome.rows()
 
 
-class Pass(Protocol):
-    """A pass: keyed rows in, a :class:`PassResult` out.
+class Decider(Protocol):
+    """What the run calls to decide: keyed rows in, a :class:`PassResult` out (a :class:`Pass`, or the
+    :class:`~lshbloom_udf.spark.passes.reproduced.ReproducedPass`, which keeps no store of its own).
 
     ``name`` is the summary's ``pass`` (and ``--pass``), ``title`` the step's
     description in logs and the Spark UI, ``timer`` its entry in the
@@ -181,6 +183,13 @@ class Pass(Protocol):
     name: str
     title: str
     timer: str
+
+    def decide(self, given: PassInput) -> PassResult:
+        ...
+
+
+class Pass(Decider, Protocol):
+    """A pass: a :class:`Decider` with the store it keeps an index in."""
 
     def open_index(self, index_dir: str, config, spark=None) -> KeptIndex:
         """The run's transaction on the kept index at ``index_dir``, in the store this pass keeps its index in."""
@@ -193,9 +202,6 @@ class Pass(Protocol):
     def check_index(self, index_dir: str) -> str:
         """Every file of the index at ``index_dir`` checked: a one-line report, or the error naming the damaged
         file."""
-        ...
-
-    def decide(self, given: PassInput) -> PassResult:
         ...
 
 

@@ -14,6 +14,8 @@ class ReproducedPass:
 
     def decide(self, given: PassInput) -> PassResult:
         prior, txn = given.prior, given.txn
+        if prior is None:  # select_pass picks this pass only for a committed run to reproduce
+            raise InternalError("internal error: no committed run to reproduce")
         rows = txn.load_duplicates(prior)
         outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), given.documents)
         if len(rows) != outcome.duplicates:
