@@ -45,12 +45,14 @@ from lshbloom_udf.spark.ids import check_id_hashes, check_ids, hashes_fit
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
-from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
+from lshbloom_udf.spark.passes import Decider, PassInput, PassResult, select_pass
 from lshbloom_udf.spark.passes.driver.decide import streams
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from lshbloom_udf.spark.verify.sources import CandidateSource
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class DedupRun:
         self.measure_later = False  # the pass measures the input (or the run does, after it)
         self.ids_later = False  # the ids are checked after the pass (from its keys stage's hashes, or aggregated)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
-        self.candidates = None
+        self.candidates: Optional[CandidateSource] = None
         # Verification against the earlier runs' records (lshbloom_udf.spark.verify.crossrun), and this run's records.
         self.crossrun = None
         self.records: Optional[dict] = None
@@ -160,7 +162,7 @@ class DedupRun:
         self.seconds["total"] = self._t - self._t_start
         return self.result(pass_, decided, dup_rows, verified, result_df)
 
-    def result(self, pass_, decided: PassResult, dup_rows, verified, result_df) -> DedupResult:
+    def result(self, pass_: Decider, decided: PassResult, dup_rows, verified, result_df) -> DedupResult:
         """The run's DataFrame, the report its summary is made of, and its record (what the index's manifest will
         keep of it)."""
         record = self.run_record(decided)
@@ -325,7 +327,7 @@ class DedupRun:
                 facts = inspect_input(self.pinned, c.text_column, id_col)
         if id_col is not None:
             check_ids(self.pinned, id_col, facts)
-        elif self.ids_later:
+        elif self.ids_later and decided.id_hashes is not None:  # (id_col is None: the pass sent them)
             check_id_hashes(self.pinned, c.id_column, decided.id_hashes)
         if self.measure_later:
             if facts is None:  # the pass's sums, or measured above
@@ -379,7 +381,7 @@ class DedupRun:
         return (c.pass_mode == "driver" and streams(self.df.sparkSession, c.key_transfer)
                 and self._hashes_fit(self.pinned_rows or 0))
 
-    def decide(self, pass_, given: PassInput) -> PassResult:
+    def decide(self, pass_: Decider, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
         decided = pass_.decide(given)
         self.candidates = decided.candidates  # the run owns it from here: verification closes it, or execute

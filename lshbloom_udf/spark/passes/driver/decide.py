@@ -76,7 +76,7 @@ class DriverPass(KeyedPass):
                 f"verified{records}")
 
     def decide_keys(self, given: PassInput) -> PassResult:
-        c, txn = given.config, given.txn
+        c, txn = given.config, given.kept_store(IndexTransaction)
         if txn is None:  # a temporary index
             # Sized for exactly this input (or expected_docs): it never needs another generation.
             params = dataclasses.replace(given.params, growth="fixed")

@@ -103,7 +103,7 @@ class ShardedTransaction:
     """
 
     def __init__(self, path: str, spark=None, verify: bool = False):
-        self.path = path
+        self.path: str = path
         self.recovered: dict = {"rolled_forward": None, "discarded": []}
         self.verify_parts = verify  # check every stored filter part's checksum before the run uses it
         self._spark = spark
