@@ -30,8 +30,11 @@ class KeptIndex(Protocol):
     """One run's transaction on a kept index (see the module docs)."""
 
     path: str
-    # open/recover: {"rolled_forward": run id or None, "discarded": [staging paths]}
-    recovered: Mapping
+
+    @property
+    def recovered(self) -> Mapping:
+        """open/recover: ``{"rolled_forward": run id or None, "discarded": [staging paths]}``."""
+        ...
 
     # -- report ------------------------------------------------------------------
     def manifest(self) -> Optional[dict]:

@@ -30,12 +30,15 @@ pass: they may have no shingles (empty documents are never flagged).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from lshbloom_udf.common import col, collect_arrow
 from lshbloom_udf.spark.keys import ROW_COL, is_in, ship
+
+if TYPE_CHECKING:
+    from lshbloom_udf.spark.keys import Shipped
 
 # The second 64 bits: Spark's xxhash64 of (this, text) is the text's xxhash64 seeded by this string's hash.
 SECOND_SEED = "lshbloom exact copies"
@@ -51,7 +54,7 @@ class ExactCopies:
 
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     firsts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    shipped: Any = None
+    shipped: Optional[Shipped] = None
 
     def __len__(self) -> int:
         return len(self.rows)

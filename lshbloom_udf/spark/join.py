@@ -64,14 +64,15 @@ def join_sources(pinned, columns, verified, config, crossrun=None):
     earlier = (crossrun.source_values(verified.of_rows) if crossrun is not None
                else np.full(len(rows), None, dtype=object))
     known = in_run | (earlier != None)  # noqa: E711 (element-wise)
+    null = np.array(None, dtype=object)  # what np.where makes of None (numpy's stubs take no None there)
 
     def nullable(values):  # None where the source is unknown (an object array: local_frame keeps the Nones)
-        return np.where(known, np.asarray(values, dtype=object), None)
+        return np.where(known, np.asarray(values, dtype=object), null)
 
     names = np.array(MEASURES, dtype=object)[np.where(known, verified.measure, 0)]
     spark = pinned.sparkSession
     small = len(rows) <= config.broadcast_limit
-    of_values = np.where(in_run, np.asarray(verified.of_rows.tolist(), dtype=object), None)
+    of_values = np.where(in_run, np.asarray(verified.of_rows.tolist(), dtype=object), null)
     dups = local_frame(spark, {ROW_COL: rows, of: of_values,
                                SOURCE_COLS[1]: nullable(verified.similarity.tolist()),
                                SOURCE_COLS[2]: nullable(names), prior: earlier}, schema, small)

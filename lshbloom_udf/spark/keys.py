@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.minhash import KeySpec
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
+
+    # An array as ship() sends it: a broadcast variable, or (Spark Connect) the array itself.
+    Shipped = Union[Broadcast[np.ndarray], np.ndarray]
 
 ROW_COL = "_lshb_row"
 KEYS_COL = "_lshb_keys"

@@ -4,7 +4,9 @@ of a stream."""
 
 from __future__ import annotations
 
-from lshbloom_udf.errors import JobError, OutputCommitError
+from typing import Optional
+
+from lshbloom_udf.errors import InternalError, JobError, OutputCommitError
 from lshbloom_udf.index.paths import temporary_of
 
 
@@ -33,9 +35,12 @@ class Output:
         self.qualified = self._hpath.toString()
         self.tmp = temporary_of(self.qualified, hidden)
         self._htmp = jvm.org.apache.hadoop.fs.Path(self.tmp)
-        local = self._fs.getScheme() == "file"
-        self.local = self._hpath.toUri().getPath() if local else None
-        self.local_tmp = temporary_of(self.local, hidden) if local else None
+        # On the local file system: the output's local path and its temporary's (None elsewhere).
+        self.local: Optional[str] = None
+        self.local_tmp: Optional[str] = None
+        if self._fs.getScheme() == "file":
+            local: str = self._hpath.toUri().getPath()
+            self.local, self.local_tmp = local, temporary_of(local, hidden)
 
     def exists(self) -> bool:
         return bool(self._fs.exists(self._hpath))
@@ -50,6 +55,8 @@ class Output:
     def commit_local(self) -> None:
         from lshbloom_udf.index import commit_rename
 
+        if self.local_tmp is None or self.local is None:
+            raise InternalError(f"internal error: a local commit of {self.qualified}, not on the local file system")
         commit_rename(self.local_tmp, self.local)
 
     def commit_hadoop(self) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -45,9 +45,14 @@ from lshbloom_udf.spark.ids import check_id_hashes, check_ids, hashes_fit
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
-from lshbloom_udf.spark.passes import PassInput, PassResult, select_pass
+from lshbloom_udf.spark.passes import Decider, PassInput, PassResult, select_pass
 from lshbloom_udf.spark.passes.driver.decide import streams
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lshbloom_udf.spark.verify.sources import CandidateSource
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,8 @@ class InputMeasure:
     pass's keys stage (:meth:`DedupRun.measure_input`)."""
 
     fingerprints: Optional[tuple] = None
-    text_sizes: tuple = (None, None)  # the longest text's and all texts' UTF-8 bytes (None: not measured)
+    # the longest text's and all texts' UTF-8 bytes (None: not measured)
+    text_sizes: tuple[Optional[int], Optional[int]] = (None, None)
 
     @classmethod
     def of(cls, facts: InputFacts, kept_index: bool) -> "InputMeasure":
@@ -85,7 +91,7 @@ class DedupRun:
         self.seconds: dict = {}
         self._t = t_start
         self._t_start = t_start
-        self.pinned = None
+        self._pinned: Optional[DataFrame] = None  # pin()'s
         self.pinned_rows: Optional[int] = None  # counted by the pin's own job (a local checkpoint)
         self.threads = TaskThreads()  # native threads per task over the pinned partitions, from their counts
         self.checked = InputCheck()
@@ -93,7 +99,7 @@ class DedupRun:
         self.measure_later = False  # the pass measures the input (or the run does, after it)
         self.ids_later = False  # the ids are checked after the pass (from its keys stage's hashes, or aggregated)
         # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
-        self.candidates = None
+        self.candidates: Optional[CandidateSource] = None
         # Verification against the earlier runs' records (lshbloom_udf.spark.verify.crossrun), and this run's records.
         self.crossrun = None
         self.records: Optional[dict] = None
@@ -104,6 +110,13 @@ class DedupRun:
         now = time.monotonic()
         self.seconds[stage] = now - self._t
         self._t = now
+
+    @property
+    def pinned(self) -> DataFrame:
+        """The input with its row id, pinned on the executors (:meth:`pin`, the first stage)."""
+        if self._pinned is None:
+            raise InternalError("internal error: the run used its input before pinning it")
+        return self._pinned
 
     def step(self, name: str):
         """A step of the run: its Spark jobs described ``lshbloom: <name>``, logged at start and end."""
@@ -149,7 +162,7 @@ class DedupRun:
         self.seconds["total"] = self._t - self._t_start
         return self.result(pass_, decided, dup_rows, verified, result_df)
 
-    def result(self, pass_, decided: PassResult, dup_rows, verified, result_df) -> DedupResult:
+    def result(self, pass_: Decider, decided: PassResult, dup_rows, verified, result_df) -> DedupResult:
         """The run's DataFrame, the report its summary is made of, and its record (what the index's manifest will
         keep of it)."""
         record = self.run_record(decided)
@@ -188,7 +201,6 @@ class DedupRun:
     def verify(self, dup_rows, index_info: dict, sample_rows=None):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
         ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
-        from lshbloom_udf.minhash import normalization_mask
         from lshbloom_udf.spark.verify import Shingling, SparkCandidates, TextsSource, crossrun_for, verify_flags
 
         c, p = self.config, self.params
@@ -204,7 +216,7 @@ class DedupRun:
         try:
             verified = verify_flags(
                 source, texts, dup_rows,
-                shingling=Shingling(p.ngram, normalization_mask(p.normalize), p.shingle), rule=self.verify_rule,
+                shingling=Shingling.of(p), rule=self.verify_rule,
                 prior_documents=prior, sample_rows=sample_rows,
                 exact_rows=self.copies.rows if self.copies else None,
             )
@@ -260,7 +272,7 @@ class DedupRun:
             self.pinned_rows, self.threads = count_pinned(pinned)
         else:
             pinned = pinned.checkpoint(eager=True)
-        self.pinned = pinned
+        self._pinned = pinned
         hooks.fire("after-pin")
         self._lap("pin")
 
@@ -315,9 +327,11 @@ class DedupRun:
                 facts = inspect_input(self.pinned, c.text_column, id_col)
         if id_col is not None:
             check_ids(self.pinned, id_col, facts)
-        elif self.ids_later:
+        elif self.ids_later and decided.id_hashes is not None:  # (id_col is None: the pass sent them)
             check_id_hashes(self.pinned, c.id_column, decided.id_hashes)
         if self.measure_later:
+            if facts is None:  # the pass's sums, or measured above
+                raise InternalError("internal error: the input was not measured after the pass")
             if facts.documents != self.documents:
                 raise InternalError(f"internal error: the input measured {facts.documents} documents, "
                                     f"the pin counted {self.documents}")
@@ -367,7 +381,7 @@ class DedupRun:
         return (c.pass_mode == "driver" and streams(self.df.sparkSession, c.key_transfer)
                 and self._hashes_fit(self.pinned_rows or 0))
 
-    def decide(self, pass_, given: PassInput) -> PassResult:
+    def decide(self, pass_: Decider, given: PassInput) -> PassResult:
         """The pass's decisions: flags, counts and the summary's index part."""
         decided = pass_.decide(given)
         self.candidates = decided.candidates  # the run owns it from here: verification closes it, or execute

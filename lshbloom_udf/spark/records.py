@@ -27,6 +27,7 @@ import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import col, default_parallelism
+from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.sizing import parse_bytes
 from lshbloom_udf.spark.frames import row_frame
@@ -248,9 +249,12 @@ def prior_runs(txn, before: Optional[str] = None) -> PriorRuns:
         run_id = str(run.get("run_id"))
         where = checked.get(run_id)
         if where is not None:
+            recorded = rec.of_run(run)
+            if recorded is None:  # verify_records_many found them
+                raise InternalError(f"internal error: run {run_id} has records at {where} but no records field")
             out.with_records.append((run_id, hadoop_uri(where)))
-            out.documents += int(rec.of_run(run).get("documents", 0))
-            out.bytes += int(rec.of_run(run).get("bytes", 0))
+            out.documents += int(recorded.get("documents", 0))
+            out.bytes += int(recorded.get("bytes", 0))
         elif int(run.get("inserted", 0) or 0) > 0:
             out.without.append(run_id)
     return out

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from lshbloom_udf.log import logger
 from lshbloom_udf.sizing import human_bytes
+
+if TYPE_CHECKING:
+    import numpy as np
+    from pyspark.sql import DataFrame
+
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.index.kept import KeptIndex
+    from lshbloom_udf.index.params import IndexParams
+    from lshbloom_udf.spark.passes.base import IndexReport
 
 
 @dataclass(frozen=True)
@@ -20,12 +29,12 @@ class RunReport:
     the settings gave before the run started.
     """
 
-    config: Any  # DedupConfig
-    params: Any  # IndexParams, as the pass used them
+    config: DedupConfig
+    params: IndexParams  # as the pass used them
     documents: int
     duplicates: int
     empty: int
-    index: Any  # IndexReport
+    index: IndexReport
     seconds: Mapping
     pass_label: str = "driver"
     first_keys_seconds: float = 0.0
@@ -38,7 +47,7 @@ class RunReport:
 class JobReport:
     """What the job adds to a run's summary: its files and its own timings."""
 
-    input: Any
+    input: str
     output: str
     output_format: str
     summary_path: str
@@ -55,12 +64,12 @@ class DedupResult:
     :meth:`summary_text` formats it.
     """
 
-    df: Any
+    df: DataFrame
     report: RunReport
     # With defer_commit=True: the open IndexTransaction and what commit() records.
-    transaction: Any = field(default=None, repr=False)
+    transaction: Optional[KeptIndex] = field(default=None, repr=False)
     _run: Optional[dict] = field(default=None, repr=False)
-    _duplicates: Any = field(default=None, repr=False)
+    _duplicates: Optional[np.ndarray] = field(default=None, repr=False)
     _owns_transaction: bool = field(default=False, repr=False)
     # The committed run whose flags this run reproduced (None: the run decided), as the pass reported it.
     reproduced_from: Optional[str] = field(default=None, repr=False)

@@ -13,19 +13,19 @@ from __future__ import annotations
 import importlib
 
 from lshbloom_udf.config import PASSES as PASS_NAMES
-from lshbloom_udf.spark.passes.base import IndexReport, KeyedPass, Pass, PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.base import Decider, IndexReport, KeyedPass, Pass, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.reproduced import ReproducedPass
 
 # pass_mode -> its pass object, one per registered name
-PASSES: dict = {name: importlib.import_module(f"{__name__}.{name}").PASS for name in PASS_NAMES}
+PASSES: dict[str, Pass] = {name: importlib.import_module(f"{__name__}.{name}").PASS for name in PASS_NAMES}
 
 REPRODUCED = ReproducedPass()
 
 
-def select_pass(given: PassInput) -> Pass:
+def select_pass(given: PassInput) -> Decider:
     """The pass that decides ``given``: the earlier run's flags when it is reproduced, else ``pass_mode``'s."""
     return REPRODUCED if given.reproduce else PASSES[given.config.pass_mode]
 
 
-__all__ = ["IndexReport", "KeyedPass", "PASSES", "Pass", "PassInput", "PassOutcome", "PassResult", "REPRODUCED",
-           "select_pass"]
+__all__ = ["Decider", "IndexReport", "KeyedPass", "PASSES", "Pass", "PassInput", "PassOutcome", "PassResult",
+           "REPRODUCED", "select_pass"]

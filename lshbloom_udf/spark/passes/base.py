@@ -11,13 +11,26 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol, TypeVar
 
 import numpy as np
 
+from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.index.kept import KeptIndex
 from lshbloom_udf.spark.keys import TaskThreads
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lshbloom_udf.config import DedupConfig
+    from lshbloom_udf.index.params import IndexParams
+    from lshbloom_udf.spark.ids import IdHashes
+    from lshbloom_udf.spark.ingest import InputSums
+    from lshbloom_udf.spark.keys import Shipped
+    from lshbloom_udf.spark.verify.sources import CandidateSource
+
+Store = TypeVar("Store", bound=KeptIndex)
 
 
 @dataclass
@@ -70,7 +83,7 @@ class IndexReport:
 
     def to_dict(self) -> dict:
         """A new JSON-ready dict: the summary's ``index``."""
-        out = {"path": self.path, "kept": self.kept}
+        out: dict[str, object] = {"path": self.path, "kept": self.kept}
         for f in dataclasses.fields(self)[2:]:
             value = getattr(self, f.name)
             if value is not None:
@@ -85,12 +98,12 @@ class IndexReport:
 class PassInput:
     """What a pass is given: the pinned rows, their number, the run's settings and its index transaction."""
 
-    config: Any  # DedupConfig
-    params: Any  # IndexParams, sized for this run (capacity set)
+    config: DedupConfig
+    params: IndexParams  # sized for this run (capacity set)
     documents: int
-    pinned: Any  # the pinned DataFrame, with its row id
+    pinned: DataFrame  # the pinned rows, with their row id
     keyed: Callable  # DedupRun.keyed_frame: the pinned rows' band keys, computed on the executors
-    txn: Any = None  # the kept index's transaction, or None (a temporary index)
+    txn: Optional[KeptIndex] = None  # the kept index's transaction, or None (a temporary index)
     prior: Optional[Mapping] = None  # the committed run that ingested these documents, if any
     fingerprints: Optional[tuple] = None  # (content, sequence) fingerprints of a kept index's input
     # Whether the run wants the input's sums (ingest.InputSums) from a pass that reads every text anyway; one that
@@ -98,7 +111,7 @@ class PassInput:
     measure_input: bool = False
     # The run's exact copies (spark/exact.py: ship()'s sorted row ids, or None): decided before the pass, so its
     # keys stage leaves them unkeyed and inactive.
-    skip: Any = None
+    skip: Optional[Shipped] = None
     # Native threads per task of the stages over the pinned partitions (spark.keys.TaskThreads).
     threads: TaskThreads = TaskThreads()
     # The id column whose ids the run checks after the pass (spark.ids): a pass that reads every row anyway sends
@@ -116,6 +129,14 @@ class PassInput:
     def temporary(self) -> bool:
         return self.txn is None
 
+    def kept_store(self, store: type[Store]) -> Optional[Store]:
+        """The kept index's transaction as the ``store`` a pass keeps its index in (its ``open_index``'s), or None
+        (a temporary index); :class:`DedupInputError` for another store's (a ``run(transaction=...)`` of another)."""
+        if self.txn is not None and not isinstance(self.txn, store):
+            raise DedupInputError(f"pass_mode {self.config.pass_mode!r} keeps its index in a {store.__name__}, not "
+                                  f"the {type(self.txn).__name__} given")
+        return self.txn
+
     @property
     def reproduce(self) -> bool:
         """Whether the run reproduces a committed run's flags instead of deciding."""
@@ -128,8 +149,9 @@ class PassInput:
 
     def nothing_to_decide(self) -> bool:
         """No documents and no index to create: no pass runs, no index is written."""
+        index_dir = self.index_dir  # None: a temporary index
         return (self.documents == 0 and not self.config.sizing_given
-                and (self.temporary or not LSHBloomIndex.exists(self.index_dir)))
+                and (index_dir is None or not LSHBloomIndex.exists(index_dir)))
 
 
 @dataclass(frozen=True)
@@ -149,12 +171,12 @@ class PassResult:
 
     outcome: PassOutcome
     index: IndexReport
-    params: Any
+    params: IndexParams
     stats: Optional[Mapping] = None
     seconds: Mapping = field(default_factory=dict)
-    candidates: Any = None  # a verify.sources.CandidateSource, owned by the run once returned
-    input_sums: Any = None  # the input's ingest.InputSums, when the run asked (measure_input) and the pass took them
-    id_hashes: Any = None  # the input's ids.IdHashes, when the run asked (hash_ids) and the pass took them
+    candidates: Optional[CandidateSource] = None  # verification's candidate source, owned by the run once returned
+    input_sums: Optional[InputSums] = None  # the texts' sums, when the run asked (measure_input) and the pass took them
+    id_hashes: Optional[IdHashes] = None  # the ids' hashes, when the run asked (hash_ids) and the pass took them
     template_sample: Optional[np.ndarray] = None  # int64 row ids, when the run asked (template_sample_below)
 
     @property
@@ -170,8 +192,9 @@ class PassResult:
         return self.outcome.rows()
 
 
-class Pass(Protocol):
-    """A pass: keyed rows in, a :class:`PassResult` out.
+class Decider(Protocol):
+    """What the run calls to decide: keyed rows in, a :class:`PassResult` out (a :class:`Pass`, or the
+    :class:`~lshbloom_udf.spark.passes.reproduced.ReproducedPass`, which keeps no store of its own).
 
     ``name`` is the summary's ``pass`` (and ``--pass``), ``title`` the step's
     description in logs and the Spark UI, ``timer`` its entry in the
@@ -181,6 +204,13 @@ class Pass(Protocol):
     name: str
     title: str
     timer: str
+
+    def decide(self, given: PassInput) -> PassResult:
+        ...
+
+
+class Pass(Decider, Protocol):
+    """A pass: a :class:`Decider` with the store it keeps an index in."""
 
     def open_index(self, index_dir: str, config, spark=None) -> KeptIndex:
         """The run's transaction on the kept index at ``index_dir``, in the store this pass keeps its index in."""
@@ -193,9 +223,6 @@ class Pass(Protocol):
     def check_index(self, index_dir: str) -> str:
         """Every file of the index at ``index_dir`` checked: a one-line report, or the error naming the damaged
         file."""
-        ...
-
-    def decide(self, given: PassInput) -> PassResult:
         ...
 
 

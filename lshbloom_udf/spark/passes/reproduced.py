@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index import manifest_bloom
+from lshbloom_udf.index.kept import KeptIndex
 from lshbloom_udf.spark.passes.base import PassInput, PassOutcome, PassResult
 
 
@@ -14,6 +15,8 @@ class ReproducedPass:
 
     def decide(self, given: PassInput) -> PassResult:
         prior, txn = given.prior, given.txn
+        if prior is None or txn is None:  # select_pass picks it only for a kept index's committed run
+            raise InternalError("internal error: no committed run of a kept index to reproduce")
         rows = txn.load_duplicates(prior)
         outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), given.documents)
         if len(rows) != outcome.duplicates:
@@ -28,16 +31,16 @@ class ReproducedPass:
             inserted_before=int(prior["inserted_total"]) - int(prior["inserted"]),
             inserted_total=int((txn.manifest() or {}).get("inserted", 0)),
             reused=True,
-            backend=_stored_backend(given),
+            backend=_stored_backend(given, txn),
         )
         return PassResult(outcome, report, given.params)
 
 
-def _stored_backend(given: PassInput) -> str:
+def _stored_backend(given: PassInput, txn: KeptIndex) -> str:
     """The kept index's Bloom backend, as its manifest records it (a sharded index: always its shards' backend)."""
     if given.config.pass_mode == "sharded":
         from lshbloom_udf.index.shards import SHARD_BLOOM
 
         return SHARD_BLOOM
-    manifest = given.txn.manifest()
+    manifest = txn.manifest()
     return manifest_bloom(manifest) if manifest is not None else "?"

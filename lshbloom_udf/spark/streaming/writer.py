@@ -34,7 +34,7 @@ from typing import Callable, Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.config import DedupConfig
-from lshbloom_udf.errors import ConfigError, DedupInputError
+from lshbloom_udf.errors import ConfigError, DedupInputError, InternalError
 from lshbloom_udf.index.lock import waiting_for_lock
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
 from lshbloom_udf.spark.streaming import flags
@@ -207,7 +207,10 @@ class StreamDedup:
     def _output_of(self, spark, key: BatchKey):
         from lshbloom_udf.spark.output import Output
 
-        return Output(spark, self._batch_output(key), hidden=True)  # a reader of the output never sees it written
+        path = self._batch_output(key)
+        if path is None:  # a stream with a sink writes no output
+            raise InternalError("internal error: a stream with a sink asked for its output directory")
+        return Output(spark, path, hidden=True)  # a reader of the output never sees it written
 
     def _query_id(self, batch_df) -> str:
         if self.query_id is not None:
@@ -227,7 +230,10 @@ class StreamDedup:
         """The batch's transaction on the index; waits while another process (check-index) holds the lock."""
         from lshbloom_udf.spark.api import open_index
 
-        return waiting_for_lock(lambda: open_index(self.config.index_dir, self.config, spark), self.lock_wait_seconds)
+        index_dir = self.config.index_dir
+        if index_dir is None:  # check_stream_config refuses it
+            raise InternalError("internal error: a stream without index_dir")
+        return waiting_for_lock(lambda: open_index(index_dir, self.config, spark), self.lock_wait_seconds)
 
 
 def check_stream_config(config: DedupConfig) -> DedupConfig:

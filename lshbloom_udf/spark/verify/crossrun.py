@@ -31,15 +31,20 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from lshbloom_udf import _native
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
-from lshbloom_udf.spark.verify.rule import EXACT
+from lshbloom_udf.spark.verify.rule import EXACT, VerifyRule
 from lshbloom_udf.spark.verify.sources import CANDIDATES_PER_DOCUMENT
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lshbloom_udf.minhash import KeySpec
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +59,7 @@ UNVERIFIABLE = -1
 def estimated_jaccard(equal: np.ndarray, b: int, r: int) -> np.ndarray:
     """``Ĵ`` of pairs from their sketches' per-byte equality ``(P, k)``, one fully matching band left out."""
     k = equal.shape[1]
-    full = equal[:, : b * r].reshape(len(equal), b, r).all(axis=2).any(axis=1)
+    full = np.all(equal[:, : b * r].reshape(len(equal), b, r), axis=2).any(axis=1)
     matches = equal.sum(axis=1) - r * full
     p = matches / (k - r * full)
     chance = 2.0 ** -rec.SKETCH_BITS
@@ -102,10 +107,10 @@ class CrossRun:
     before this run), and what it did: ``sources`` the earlier documents it named (``of_rows`` ``-2 - j``)."""
 
     runs: PriorRuns
-    pinned: object
+    pinned: DataFrame
     text_col: str
-    spec: object
-    rule: object
+    spec: KeySpec
+    rule: VerifyRule
     id_column: Optional[str] = None
     sources: list = field(default_factory=list)  # (run id, row, id or None) of each named earlier document
     stats: dict = field(default_factory=dict)

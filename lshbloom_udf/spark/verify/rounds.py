@@ -78,8 +78,9 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
     none = np.zeros(0, np.int64)
     if rule.template is None:
         return (lambda pairs: pairs), none
+    top_n = top_up_size(rule.template)
     rows = none if sample_rows is None else kept_sample(sample_rows, flagged)
-    top_up = none if sample_rows is None else flagged_sample(sample_rows, flagged, top_up_size(rule.template))
+    top_up = none if sample_rows is None else flagged_sample(sample_rows, flagged, top_n)
 
     held = texts_of.held
 
@@ -87,7 +88,7 @@ def _template_step(out: Verified, rule: VerifyRule, shingling: Shingling, texts_
         if sample_rows is not None and all(r in held for r in np.union1d(rows, top_up).tolist()):
             # came with round 1's texts (every flagged row's does)
             return [held[r] for r in rows.tolist()], [held[r] for r in top_up.tolist()]
-        return texts_of.sample_texts(flagged, top_up_size(rule.template))  # the same rows, found by a scan
+        return texts_of.sample_texts(flagged, top_n)  # the same rows, found by a scan
 
     templates = Templates(rule.template, rule, shingling, sample=sample,
                           texts=texts_of.held_with)

@@ -8,9 +8,13 @@ They import nothing else of verification, so every module of :mod:`lshbloom_udf.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from lshbloom_udf.index.params import IndexParams
+    from lshbloom_udf.minhash import ShingleUnit
 
 # The measure that verified a pair, by code (Verified.measure, the similarity_measure column); exact: a byte-identical
 # copy found before the pass (lshbloom_udf.spark.exact), never computed here.
@@ -140,7 +144,14 @@ class Shingling:
 
     ngram: int
     normalize_mask: int
-    unit: str = "words"
+    unit: ShingleUnit = "words"
+
+    @classmethod
+    def of(cls, params: IndexParams) -> Shingling:
+        """The shingling of an index's parameters (its signatures' shingles)."""
+        from lshbloom_udf.minhash import normalization_mask, validate_shingle
+
+        return cls(params.ngram, normalization_mask(params.normalize), validate_shingle(params.shingle))
 
 
 def shingle_set(text: Optional[str], shingling: Shingling) -> frozenset:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import collections
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional, Protocol
 
 import numpy as np
@@ -170,7 +170,7 @@ class SpoolCandidates(BoundedSource):
         index = _native.PairIndex(self._keys_of(flagged))
         last = flagged[-1]
 
-        def match(start: int, keys: np.ndarray, active: np.ndarray):
+        def match(start: int, keys: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             rows = np.arange(start, start + len(active), dtype=np.int64)
             kept = np.asarray(active, dtype=bool) & ~is_in(rows, flagged)
             js, f_at = index.matches(keys, kept)  # native, without the GIL
@@ -179,7 +179,8 @@ class SpoolCandidates(BoundedSource):
         # The executors are idle meanwhile: the driver's cores match chunks while this thread reads the next ones
         # (a few chunks in flight bound the memory). Pairs are sorted at the end, so their order does not matter.
         workers = os.cpu_count() or 1
-        found, pending = [], collections.deque()
+        found: list[tuple[np.ndarray, np.ndarray]] = []
+        pending: collections.deque[Future[tuple[np.ndarray, np.ndarray]]] = collections.deque()
         with ThreadPoolExecutor(workers, thread_name_prefix="lshbloom-verify") as pool:
             for start, keys, active in self.stream.replay(self.partitions):
                 if start >= last:

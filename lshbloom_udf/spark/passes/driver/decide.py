@@ -76,8 +76,8 @@ class DriverPass(KeyedPass):
                 f"verified{records}")
 
     def decide_keys(self, given: PassInput) -> PassResult:
-        c = given.config
-        if given.temporary:
+        c, txn = given.config, given.kept_store(IndexTransaction)
+        if txn is None:  # a temporary index
             # Sized for exactly this input (or expected_docs): it never needs another generation.
             params = dataclasses.replace(given.params, growth="fixed")
             path = temporary_index_dir(params, c.new_index_bloom)
@@ -91,10 +91,9 @@ class DriverPass(KeyedPass):
                 return self._run(given, temporary, path, params, close=True)
             finally:
                 shutil.rmtree(path, ignore_errors=True)
-        manifest = given.txn.manifest()
+        manifest = txn.manifest()
         bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
-        return self._run(given, lambda: given.txn.stage(given.params, c.sizing_given, bloom), given.index_dir,
-                         given.params)
+        return self._run(given, lambda: txn.stage(given.params, c.sizing_given, bloom), txn.path, given.params)
 
     def _run(self, given: PassInput, make_index, path: str, params, close: bool = False) -> PassResult:
         """Decide into the index ``make_index()`` opens (at ``path``; closed after with ``close``); ``params``: what
@@ -157,7 +156,7 @@ class DriverPass(KeyedPass):
                 mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input,
                                        given.skip, given.threads, ids=id_hashes is not None)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
-                ids = [id_hash_column(given.hash_ids)] if id_hashes is not None else []
+                ids = [id_hash_column(given.hash_ids)] if given.hash_ids is not None else []  # as id_hashes is made
                 stream.start(pinned.select(ROW_COL, col(text), *ids).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
                 if index.params.b != b:

@@ -100,9 +100,8 @@ class KeyStream:
     def __enter__(self) -> "KeyStream":
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self.close()
-        return False
 
     # -- the Spark job and the connections (other threads) -------------------------
 
@@ -211,7 +210,10 @@ class KeyStream:
                 while True:
                     start, n = HEADER.unpack(reader.read(HEADER.size))
                     if n == ID_HASHES:
-                        hashes = reader.read(8 * start) if id_hashes is not None else reader.skip(8 * start)
+                        if id_hashes is not None:
+                            hashes = reader.read(8 * start)
+                        else:
+                            reader.skip(8 * start)
                         continue
                     if n < 0:
                         if start != done:
@@ -274,26 +276,26 @@ class KeyStream:
         while the keys stage runs, e.g. on a corrupt index)."""
         try:
             if self._job is not None and self._job.is_alive():
-                self._stop_job()
+                self._stop_job(self._job)
         finally:
             self.server.close()
             shutil.rmtree(self.spool, ignore_errors=True)
 
-    def _stop_job(self, timeout: float = 60.0) -> None:
-        """Cancel the keys job and wait for its thread to end. The group is cancelled only while it has an active
+    def _stop_job(self, job: threading.Thread, timeout: float = 60.0) -> None:
+        """Cancel the keys job, wait for its thread ``job`` to end. The group is cancelled only while it has an active
         job: cancelling a group whose jobs all ended makes Spark's DAGScheduler warn "Failed to cancel job group"
         (the pass read every key while the job was finishing), and one not submitted yet is cancelled once it is."""
         sc = self.spark.sparkContext
         tracker = sc.statusTracker()
         deadline = time.monotonic() + timeout
-        while self._job.is_alive() and time.monotonic() < deadline:
+        while job.is_alive() and time.monotonic() < deadline:
             with self.cond:
                 done = self.job_done or self.job_error is not None
             if not done and set(tracker.getJobIdsForGroup(self.group)) & set(tracker.getActiveJobsIds()):
                 sc.cancelJobGroup(self.group)
-                self._job.join(timeout=max(0.0, deadline - time.monotonic()))
+                job.join(timeout=max(0.0, deadline - time.monotonic()))
                 return
-            self._job.join(timeout=0.1)
+            job.join(timeout=0.1)
 
 
 class _Reader:

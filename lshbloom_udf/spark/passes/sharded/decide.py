@@ -9,7 +9,7 @@ explains the rule and why shards are independent.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import over_capacity_warning, unique_rows
@@ -19,6 +19,9 @@ from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.sharded.shuffle import decided_frame
 from lshbloom_udf.spark.verify.spark_source import SparkCandidates
+
+if TYPE_CHECKING:
+    from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
 
 
 class ShardedPass(KeyedPass):
@@ -74,9 +77,11 @@ class ShardedPass(KeyedPass):
         travel)."""
         from pyspark.sql import functions as F
 
-        c, txn = given.config, given.txn
+        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
+
+        c, txn = given.config, given.kept_store(ShardedTransaction)
         active = keyed.where(F.col(ACTIVE_COL)).count()
-        params, manifest = _index_params(given)
+        params, manifest = _index_params(given, txn)
         # An index keeps the backend it was written with (the manifest's "bloom"); a new one takes the setting's.
         bloom = manifest.get("bloom", SHARD_BLOOM) if manifest else shard_bloom(c.bloom)
         plan = plan_shards(params, c.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None,
@@ -107,11 +112,11 @@ class ShardedPass(KeyedPass):
 PASS = ShardedPass()
 
 
-def _index_params(given: PassInput) -> tuple:
-    """(the parameters this run uses, the committed manifest or None)."""
-    if given.txn is None:
+def _index_params(given: PassInput, txn: Optional[ShardedTransaction]) -> tuple:
+    """(the parameters this run uses, the committed manifest or None); ``txn``: the kept index's (None: temporary)."""
+    if txn is None:
         return dataclasses.replace(given.params, growth="fixed"), None
-    return given.txn.index_params(given.params, given.config.sizing_given)
+    return txn.index_params(given.params, given.config.sizing_given)
 
 
 def _report(given: PassInput, plan, params, before: int, total: int, bytes_on_disk: Optional[int]):

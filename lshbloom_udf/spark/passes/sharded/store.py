@@ -36,7 +36,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from lshbloom_udf.common import unique_rows
-from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, SparkSessionRequiredError
+from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, InternalError, SparkSessionRequiredError
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
 from lshbloom_udf.spark.passes.sharded.hadoop import HadoopDir
@@ -103,8 +103,8 @@ class ShardedTransaction:
     """
 
     def __init__(self, path: str, spark=None, verify: bool = False):
-        self.path = path
-        self.recovered = {"rolled_forward": None, "discarded": []}
+        self.path: str = path
+        self.recovered: dict = {"rolled_forward": None, "discarded": []}
         self.verify_parts = verify  # check every stored filter part's checksum before the run uses it
         self._spark = spark
         self._dir: Optional[HadoopDir] = None
@@ -231,10 +231,13 @@ class ShardedTransaction:
         from lshbloom_udf.index import records as rec
         from lshbloom_udf.spark.records import hadoop_checksums
 
-        found = {str(run.get("run_id")): (run, self.records_location(run)) for run in runs}
-        found = {k: v for k, v in found.items() if v[1] is not None}
+        found = {str(run.get("run_id")): (run, where) for run in runs
+                 if (where := self.records_location(run)) is not None}
         for run, where in found.values():
-            if not self.dir.exists(rec.of_run(run)["path"]):
+            recorded = rec.of_run(run)
+            if recorded is None:  # records_location found them
+                raise InternalError(f"internal error: run {run.get('run_id')} has a records location but no records")
+            if not self.dir.exists(recorded["path"]):
                 raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index "
                                         "from a backup, or rebuild it from its runs' inputs into a new --index-dir")
         sums = hadoop_checksums(self._spark_session(), [where for _, where in found.values()]) if found else {}
@@ -248,11 +251,13 @@ class ShardedTransaction:
 
     def records_target(self) -> str:
         """Where this run's records are written: ``records`` in the version directory this run wrote."""
-        if self.staged is None:
-            from lshbloom_udf.errors import InternalError
+        return self.dir.child(f"{self._written('records').data}/records")
 
-            raise InternalError("internal error: records before the sharded pass wrote its version")
-        return self.dir.child(f"{self.staged.data}/records")
+    def _written(self, what: str) -> StagedVersion:
+        """The version this run wrote (:meth:`write_version`), which ``what`` needs."""
+        if self.staged is None:
+            raise InternalError(f"internal error: {what} before the sharded pass wrote its version")
+        return self.staged
 
     def staged_records(self) -> tuple[dict, int]:
         """``({part name: xxhash64 hex}, bytes)`` of the records this run wrote."""
@@ -329,8 +334,9 @@ class ShardedTransaction:
     def stage_manifest(self, params: IndexParams, plan: dict, inserted: int, fill: dict,
                        previous: Optional[dict]) -> None:
         """The manifest of the version this run wrote, before its run record (:meth:`commit` adds it)."""
-        self.staged = replace(self.staged, manifest={
-            "version": self.staged.version, "data": self.staged.data, "format": FORMAT,
+        staged = self._written("the manifest")
+        self.staged = replace(staged, manifest={
+            "version": staged.version, "data": staged.data, "format": FORMAT,
             "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": plan.get("bloom", "blocked"),
             "params": asdict(params), "shard_plan": plan, "inserted": inserted, "fill": fill,
             "runs": list(previous.get("runs", [])) if previous else [],
