@@ -65,6 +65,30 @@ def test_the_spool_and_the_spark_path_verify_alike(spark, docs, settings):
         assert "round2" in s_spool["stages"]
 
 
+def test_round_two_on_the_driver_equals_the_spark_self_join(spark, docs, monkeypatch):
+    """The Spark path's round 2 runs natively on the driver while the documents' keys fit its arrays budget, as a
+    Spark self-join past it: the same pairs, the same output."""
+    from lshbloom_udf.spark.verify import spark_source
+
+    settings = {"verify_threshold": 0.9, "containment_threshold": None}
+    calls = []
+
+    def spy(rows, keys):
+        calls.append(len(rows))
+        return verify_sources.shared_key_pairs(rows, keys)
+
+    monkeypatch.setattr(spark_source, "shared_key_pairs", spy)
+    on_driver, s_driver = _verified(spark, docs, "spark", **settings)
+    assert len(calls) == 1 and calls[0] > 0  # round 2 had documents, and ran on the driver
+    monkeypatch.setattr(spark_source, "DRIVER_KEY_COPIES", 1 << 40)  # past any budget
+    calls.clear()
+    by_join, s_join = _verified(spark, docs, "spark", **settings)
+    assert not calls
+    assert on_driver == by_join
+    for key in ("kept_flagged", "candidate_pairs", "unflagged", "candidates_beyond_bound"):
+        assert s_driver[key] == s_join[key], key
+
+
 def test_no_flag_and_no_document(spark, docs):
     distinct = [d for d in docs if d["source"] < 0][:1] + [{"id": f"d{i}", "text": f"word{i} " * 30}
                                                           for i in range(40)]

@@ -135,6 +135,30 @@ def _exact_sum(row, name: str) -> Optional[int]:
     return sum(int(v) << shift for v, shift in zip(parts, _PIECES))
 
 
+@dataclass(frozen=True)
+class InputCheck:
+    """What a run's input check found (:meth:`~lshbloom_udf.spark.pipeline.DedupRun.check_input`): the documents'
+    number and, with a kept index, the committed run that already ingested them (if any)."""
+
+    documents: int = 0
+    prior: Optional[dict] = None
+
+
+@dataclass(frozen=True)
+class InputMeasure:
+    """The input's fingerprints (with a kept index) and text sizes: from the input check's aggregation, or from the
+    pass's keys stage (:meth:`~lshbloom_udf.spark.pipeline.DedupRun.check_after_pass`)."""
+
+    fingerprints: Optional[tuple] = None
+    # the longest text's and all texts' UTF-8 bytes (None: not measured)
+    text_sizes: tuple[Optional[int], Optional[int]] = (None, None)
+
+    @classmethod
+    def of(cls, facts: InputFacts, kept_index: bool) -> "InputMeasure":
+        fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint) if kept_index else None
+        return cls(fingerprints, (facts.max_text_bytes, facts.text_bytes))
+
+
 def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
     """Count, fingerprint, measure the texts' bytes and (with ``id_col``) check the ids of the pinned input, in
     one Spark job.

@@ -11,7 +11,7 @@
    needs them before the pass (no id column, no committed run to compare with),
    the pin's own job counts the rows, the driver pass's keys stage measures the
    texts it reads anyway (the same sums), and the aggregation runs only if the
-   pass did not (:meth:`DedupRun.measure_input`).
+   pass did not (:meth:`DedupRun.check_after_pass`).
 3. :meth:`DedupRun.decide` — the pass the settings name
    (:mod:`lshbloom_udf.spark.passes`: the driver pass, the sharded pass, or the
    earlier run's stored flags when it is reproduced) over the pinned rows'
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -42,7 +41,7 @@ from lshbloom_udf.log import console_progress, ensure_visible, step
 from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
 from lshbloom_udf.spark.ids import check_id_hashes, check_ids, hashes_fit
-from lshbloom_udf.spark.ingest import FINGERPRINT, InputFacts, inspect_input, prior_run
+from lshbloom_udf.spark.ingest import FINGERPRINT, InputCheck, InputMeasure, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.passes import Decider, PassInput, PassResult, select_pass
@@ -53,30 +52,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lshbloom_udf.spark.verify.sources import CandidateSource
-
-
-@dataclass(frozen=True)
-class InputCheck:
-    """What :meth:`DedupRun.check_input` found: the documents' number and, with a kept index, the committed run
-    that already ingested them (if any)."""
-
-    documents: int = 0
-    prior: Optional[dict] = None
-
-
-@dataclass(frozen=True)
-class InputMeasure:
-    """The input's fingerprints (with a kept index) and text sizes: from the input check's aggregation, or from the
-    pass's keys stage (:meth:`DedupRun.measure_input`)."""
-
-    fingerprints: Optional[tuple] = None
-    # the longest text's and all texts' UTF-8 bytes (None: not measured)
-    text_sizes: tuple[Optional[int], Optional[int]] = (None, None)
-
-    @classmethod
-    def of(cls, facts: InputFacts, kept_index: bool) -> "InputMeasure":
-        fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint) if kept_index else None
-        return cls(fingerprints, (facts.max_text_bytes, facts.text_bytes))
 
 
 class DedupRun:

@@ -10,15 +10,19 @@ from typing import Optional
 
 import numpy as np
 
-from lshbloom_udf.common import GOLDEN, collect_arrow, local_rows, mix64
+from lshbloom_udf.common import GOLDEN, collect_arrow, iter_arrow, local_rows, mix64
 from lshbloom_udf.errors import InternalError
-from lshbloom_udf.spark.keys import is_in, ship, shipped_value
-from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, BoundedSource, strongest
+from lshbloom_udf.memory import DriverMemory
+from lshbloom_udf.spark.keys import KEYED_SCHEMA, is_in, selected_mapper, ship, shipped_value
+from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, BoundedSource, shared_key_pairs, strongest
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BANDS, BUCKET = "_lshb_bands", "_lshb_bucket"
 BLOOM_BITS_PER_PAIR = 12
 BLOOM_PROBES = 4
+# Round 2 on the driver holds the documents' keys about this many times over (the batches, the concatenation, the
+# sorted copy, the native self-join's sort).
+DRIVER_KEY_COPIES = 4
 
 
 def pair_hashes(keys: np.ndarray) -> np.ndarray:
@@ -175,8 +179,6 @@ class SparkCandidates(BoundedSource):
     def over(cls, keyed, b: int) -> "SparkCandidates":
         """Candidates from ``keyed``, a persisted frame of every pinned row's keys (:data:`KEYED_SCHEMA`) a pass
         already computed: its rows are filtered, not keyed again; the source owns it (``close`` unpersists it)."""
-        from lshbloom_udf.spark.keys import KEYED_SCHEMA, selected_mapper
-
         def keyed_of(among, inside: bool = True):
             return keyed.mapInArrow(selected_mapper(among, inside), KEYED_SCHEMA)
 
@@ -206,11 +208,30 @@ class SparkCandidates(BoundedSource):
                                                  kept_pairs)))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if self._flagged_keys is None:
+        """Natively on the driver (:func:`shared_key_pairs`, as the spool's round 2) when the documents' keys fit its
+        arrays budget; else a Spark self-join of their pairs. Both give the same pairs."""
+        flagged_keys = self._flagged_keys
+        if flagged_keys is None:
             raise InternalError("internal error: round 2 before round 1")
-        pairs = self._flagged_keys.mapInArrow(pairs_mapper(self._ship(unflagged), self.b),
-                                              PAIRS_SCHEMA)
+        mine = self._ship(unflagged)
+        if len(unflagged) * 8 * self.b * DRIVER_KEY_COPIES <= DriverMemory.of_session(self.spark).arrays:
+            rows, keys = self._keys_on_driver(flagged_keys.mapInArrow(selected_mapper(mine), KEYED_SCHEMA))
+            return self._count(shared_key_pairs(rows, keys))
+        pairs = flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA)
         return self._count(strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET)))
+
+    def _keys_on_driver(self, keyed) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted row ids, their ``(n, b)`` keys) of the rows of ``keyed``, streamed to the driver."""
+        rows, keys = [], []
+        for batch in iter_arrow(keyed):
+            r, k, _ = _batch_keys(batch, self.b)
+            rows.append(r)
+            keys.append(k)
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros((0, self.b), np.uint64)
+        row, key = np.concatenate(rows), np.concatenate(keys)
+        order = np.argsort(row, kind="stable")
+        return row[order], np.ascontiguousarray(key[order])
 
     def close(self) -> None:
         if self._flagged_keys is not None:
