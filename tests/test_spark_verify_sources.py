@@ -65,21 +65,18 @@ def test_the_spool_and_the_spark_path_verify_alike(spark, docs, settings):
         assert "round2" in s_spool["stages"]
 
 
-def test_round_two_on_the_driver_equals_the_spark_self_join(spark, docs, monkeypatch):
-    """The Spark path's round 2 runs natively on the driver while the documents' keys fit its arrays budget, as a
-    Spark self-join past it: the same pairs, the same output."""
+def test_the_spark_paths_rounds_on_the_driver_equal_its_spark_joins(spark, docs, monkeypatch):
+    """The Spark path matches round 1's kept pairs and runs round 2 natively on the driver while the flagged
+    documents' keys fit its arrays budget, by Spark joins past it: the same pairs, the same output."""
     from lshbloom_udf.spark.verify import spark_source
 
     settings = {"verify_threshold": 0.9, "containment_threshold": None}
-    calls = []
-
-    def spy(rows, keys):
-        calls.append(len(rows))
-        return verify_sources.shared_key_pairs(rows, keys)
-
-    monkeypatch.setattr(spark_source, "shared_key_pairs", spy)
+    calls: list = []
+    for name in ("match_kept", "shared_key_pairs"):
+        real = getattr(spark_source, name)
+        monkeypatch.setattr(spark_source, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     on_driver, s_driver = _verified(spark, docs, "spark", **settings)
-    assert len(calls) == 1 and calls[0] > 0  # round 2 had documents, and ran on the driver
+    assert calls == ["match_kept", "shared_key_pairs"]  # both rounds had documents, and ran on the driver
     monkeypatch.setattr(spark_source, "DRIVER_KEY_COPIES", 1 << 40)  # past any budget
     calls.clear()
     by_join, s_join = _verified(spark, docs, "spark", **settings)

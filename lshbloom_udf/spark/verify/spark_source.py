@@ -14,7 +14,13 @@ from lshbloom_udf.common import GOLDEN, collect_arrow, iter_arrow, local_rows, m
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, is_in, selected_mapper, ship, shipped_value
-from lshbloom_udf.spark.verify.sources import ANCHORS_PER_BUCKET, BoundedSource, shared_key_pairs, strongest
+from lshbloom_udf.spark.verify.sources import (
+    ANCHORS_PER_BUCKET,
+    BoundedSource,
+    count_pairs,
+    shared_key_pairs,
+    strongest,
+)
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BANDS, BUCKET = "_lshb_bands", "_lshb_bucket"
@@ -26,9 +32,39 @@ DRIVER_KEY_COPIES = 4
 
 
 def pair_hashes(keys: np.ndarray) -> np.ndarray:
-    """A well-mixed 64-bit hash of each (band i, key) of an ``(n, b)`` key matrix (splitmix64's finalizer)."""
-    bands = (np.arange(keys.shape[1], dtype=np.uint64) + np.uint64(1)) * GOLDEN
-    return mix64(keys.astype(np.uint64, copy=False) ^ bands[None, :]).ravel()
+    """A well-mixed 64-bit hash of each (band i, key) of an ``(n, b)`` key matrix (splitmix64's finalizer), row by
+    row: entry ``i·b + band`` is row ``i``'s."""
+    return pair_hash(np.arange(keys.shape[1], dtype=np.uint64)[None, :], keys).ravel()
+
+
+def pair_hash(band: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """:func:`pair_hashes`' hash of (``band``, ``key``) pairs (broadcast arrays)."""
+    return mix64(key.astype(np.uint64, copy=False) ^ ((band.astype(np.uint64) + np.uint64(1)) * GOLDEN))
+
+
+def match_kept(rows: np.ndarray, keys: np.ndarray, kept_batches) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Round 1's pairs on the driver: (flagged row, kept row, bands shared) as :func:`count_pairs` gives them, from
+    the flagged documents' sorted ``rows`` and ``keys`` (``(n, b)``) and batches of kept (band, key, row) pairs
+    (:data:`PAIRS_SCHEMA`), matched by their pair hashes sorted once, each match checked on its band and key."""
+    b = keys.shape[1]
+    hashes = pair_hashes(keys)
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    fs, ks = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for batch in kept_batches:
+        band = batch.column("band").to_numpy().astype(np.int64)
+        key = batch.column("key").to_numpy().view(np.uint64)
+        row = batch.column("row").to_numpy()
+        q = pair_hash(band, key)
+        lo, hi = np.searchsorted(ordered, q, "left"), np.searchsorted(ordered, q, "right")
+        counts = hi - lo
+        which = np.repeat(np.arange(len(q)), counts)  # the kept pair of each match
+        at = order[np.repeat(lo, counts) + np.arange(len(which)) - np.repeat(np.cumsum(counts) - counts, counts)]
+        f_row, f_band = at // b, at % b
+        same = (f_band == band[which]) & (keys[f_row, f_band] == key[which])  # not a mere hash collision
+        fs.append(rows[f_row[same]])
+        ks.append(row[which[same]])
+    return count_pairs(np.concatenate(fs), np.concatenate(ks))
 
 
 class PairBloom:
@@ -198,11 +234,25 @@ class SparkCandidates(BoundedSource):
             self._flagged_keys = self.keyed_of(self._ship(flagged), True).persist(StorageLevel.MEMORY_AND_DISK)
         return self._flagged_keys
 
+    def _on_driver(self, documents: int) -> bool:
+        """Whether ``documents``' keys fit the driver's arrays budget (the work on them is then native there)."""
+        return documents * 8 * self.b * DRIVER_KEY_COPIES <= DriverMemory.of_session(self.spark).arrays
+
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
+        """The kept documents' pairs that pass the Bloom filter of the flagged documents' pairs, scanned on the
+        executors; matched on the driver while the flagged documents' keys fit it, else by a Spark join."""
         flagged_keys = self._flagged_frame(flagged)
+        mine = self._ship(flagged)
+        if self._on_driver(len(flagged)):
+            rows, keys = self._keys_on_driver(flagged_keys)
+            bloom = PairBloom(len(rows) * self.b)
+            bloom.add(pair_hashes(keys))
+            lap("bloom")
+            kept = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(self._ship(bloom), self.b), PAIRS_SCHEMA)
+            f, k, bands = match_kept(rows, keys, iter_arrow(kept))
+            return self._count(strongest(f, k, bands, np.ones(len(f), np.int64)))
         bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
         lap("bloom")
-        mine = self._ship(flagged)
         kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
         return self._count(strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA),
                                                  kept_pairs)))
@@ -214,7 +264,7 @@ class SparkCandidates(BoundedSource):
         if flagged_keys is None:
             raise InternalError("internal error: round 2 before round 1")
         mine = self._ship(unflagged)
-        if len(unflagged) * 8 * self.b * DRIVER_KEY_COPIES <= DriverMemory.of_session(self.spark).arrays:
+        if self._on_driver(len(unflagged)):
             rows, keys = self._keys_on_driver(flagged_keys.mapInArrow(selected_mapper(mine), KEYED_SCHEMA))
             return self._count(shared_key_pairs(rows, keys))
         pairs = flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA)
