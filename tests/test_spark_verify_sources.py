@@ -77,13 +77,19 @@ def test_the_spark_paths_rounds_on_the_driver_equal_its_spark_joins(spark, docs,
         monkeypatch.setattr(spark_source, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     on_driver, s_driver = _verified(spark, docs, "spark", **settings)
     assert calls == ["match_kept", "shared_key_pairs"]  # both rounds had documents, and ran on the driver
-    monkeypatch.setattr(spark_source, "DRIVER_KEY_COPIES", 1 << 40)  # past any budget
+    # round 1's flagged documents past the budget, round 2's within it: round 2 brings its keys to the driver
+    answers = iter([False, True])
+    monkeypatch.setattr(spark_source.SparkCandidates, "_on_driver", lambda self, documents: next(answers))
+    calls.clear()
+    mixed, s_mixed = _verified(spark, docs, "spark", **settings)
+    assert calls == ["shared_key_pairs"]
+    monkeypatch.setattr(spark_source.SparkCandidates, "_on_driver", lambda self, documents: False)  # past any budget
     calls.clear()
     by_join, s_join = _verified(spark, docs, "spark", **settings)
     assert not calls
-    assert on_driver == by_join
+    assert on_driver == mixed == by_join
     for key in ("kept_flagged", "candidate_pairs", "unflagged", "candidates_beyond_bound"):
-        assert s_driver[key] == s_join[key], key
+        assert s_driver[key] == s_mixed[key] == s_join[key], key
 
 
 def test_no_flag_and_no_document(spark, docs):
@@ -318,3 +324,32 @@ def test_iter_arrow_brings_every_row_of_every_partition(spark):
     for batch in iter_arrow(df.repartition(3)):
         rows.update(zip(batch.column("r").to_pylist(), batch.column("t").to_pylist()))
     assert rows == {i: None if i % 5 == 0 else f"text {i}" for i in range(2000)}
+
+
+def test_round_one_on_the_driver_equals_the_quadratic_reference():
+    """match_kept: every (flagged, earlier kept) pair sharing a (band, key), with the bands they share, in
+    batches, exact despite pair-hash collisions being checked (keys drawn from a few values share often)."""
+    import pyarrow as pa
+
+    from lshbloom_udf.spark.verify.spark_source import PairBloom, match_kept, pair_hashes
+
+    rng = np.random.default_rng(5)
+    b = 6
+    flagged = np.sort(rng.choice(400, 60, replace=False)).astype(np.int64)
+    kept = np.setdiff1d(np.arange(400), flagged).astype(np.int64)
+    f_keys = rng.integers(0, 5, (len(flagged), b), dtype=np.uint64)
+    k_keys = rng.integers(0, 5, (len(kept), b), dtype=np.uint64)
+    batches = []
+    for lo in range(0, len(kept), 97):
+        rows, keys = kept[lo:lo + 97], k_keys[lo:lo + 97]
+        batches.append(pa.RecordBatch.from_pydict({
+            "band": pa.array(np.tile(np.arange(b, dtype=np.int32), len(rows))),
+            "key": pa.array(keys.ravel().view(np.int64)), "row": pa.array(np.repeat(rows, b))}))
+    f, k, bands = match_kept(flagged, f_keys, iter(batches))
+    expected = sorted((int(fr), int(kr), int(np.sum(f_keys[i] == k_keys[j])))
+                      for i, fr in enumerate(flagged) for j, kr in enumerate(kept)
+                      if fr > kr and np.any(f_keys[i] == k_keys[j]))
+    assert list(zip(f.tolist(), k.tolist(), bands.tolist())) == expected and len(expected) > 1000
+    bloom = PairBloom(len(flagged) * b)
+    bloom.add(pair_hashes(f_keys))
+    assert bloom.contains(pair_hashes(f_keys)).all()  # no false negative

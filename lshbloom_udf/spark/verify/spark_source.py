@@ -86,8 +86,11 @@ class PairBloom:
 
     def add(self, h: np.ndarray) -> None:
         for pos in self._positions(h):
-            np.bitwise_or.at(self.bits, (pos >> np.uint64(3)).astype(np.intp),
-                             (np.uint8(1) << (pos & np.uint64(7)).astype(np.uint8)))
+            byte, bit = (pos >> np.uint64(3)).astype(np.intp), (pos & np.uint64(7)).astype(np.uint8)
+            for value in range(8):
+                # One bit value at a time: a byte hit twice gets the same OR both times (ufunc.at is far slower).
+                at = byte[bit == value]
+                self.bits[at] |= np.uint8(1 << value)
 
     def contains(self, h: np.ndarray) -> np.ndarray:
         hit = np.ones(len(h), dtype=bool)
@@ -210,6 +213,7 @@ class SparkCandidates(BoundedSource):
         self._flagged_keys = None
         self._shipped: list = []
         self._owned = owned
+        self._held: Optional[tuple[np.ndarray, np.ndarray]] = None  # round 1's flagged (rows, keys) on the driver
 
     @classmethod
     def over(cls, keyed, b: int) -> "SparkCandidates":
@@ -240,17 +244,18 @@ class SparkCandidates(BoundedSource):
 
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
         """The kept documents' pairs that pass the Bloom filter of the flagged documents' pairs, scanned on the
-        executors; matched on the driver while the flagged documents' keys fit it, else by a Spark join."""
-        flagged_keys = self._flagged_frame(flagged)
+        executors; matched on the driver while the flagged documents' keys fit it (held there for round 2), else
+        by a Spark join."""
         mine = self._ship(flagged)
         if self._on_driver(len(flagged)):
-            rows, keys = self._keys_on_driver(flagged_keys)
+            rows, keys = self._held = self._keys_on_driver(self.keyed_of(mine, True))
             bloom = PairBloom(len(rows) * self.b)
             bloom.add(pair_hashes(keys))
             lap("bloom")
             kept = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(self._ship(bloom), self.b), PAIRS_SCHEMA)
             f, k, bands = match_kept(rows, keys, iter_arrow(kept))
             return self._count(strongest(f, k, bands, np.ones(len(f), np.int64)))
+        flagged_keys = self._flagged_frame(flagged)
         bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
         lap("bloom")
         kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
@@ -258,8 +263,14 @@ class SparkCandidates(BoundedSource):
                                                  kept_pairs)))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Natively on the driver (:func:`shared_key_pairs`, as the spool's round 2) when the documents' keys fit its
-        arrays budget; else a Spark self-join of their pairs. Both give the same pairs."""
+        """Natively on the driver (:func:`shared_key_pairs`, as the spool's round 2) from the keys round 1 held, or
+        brought there while they fit its arrays budget; else a Spark self-join of their pairs. The same pairs."""
+        if self._held is not None:
+            rows, keys = self._held
+            at = np.searchsorted(rows, unflagged)
+            if len(unflagged) and (at.max() >= len(rows) or not np.array_equal(rows[at], unflagged)):
+                raise InternalError("internal error: round 2 asked for keys of rows round 1 did not have")
+            return self._count(shared_key_pairs(unflagged, keys[at]))
         flagged_keys = self._flagged_keys
         if flagged_keys is None:
             raise InternalError("internal error: round 2 before round 1")
@@ -290,6 +301,7 @@ class SparkCandidates(BoundedSource):
         if self._owned is not None:
             self._owned.unpersist()
             self._owned = None
+        self._held = None
         for shipped in self._shipped:
             if hasattr(shipped, "unpersist"):  # a broadcast variable
                 shipped.unpersist()
