@@ -9,10 +9,11 @@ import sys
 from typing import Optional
 
 from lshbloom_udf import sample
-from lshbloom_udf.advice import advice_text, advise
+from lshbloom_udf.advice import advice_text, advise, measured_costs
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.job.cli import add_setting_flag
 from lshbloom_udf.memory import run_needs, run_needs_text
+from lshbloom_udf.projection import ClusterProjection, executors_for, project, projection_text
 from lshbloom_udf.sizing import parse_bytes, plan, sharded_plan, sharded_text
 
 # The job's settings that plan sizes or shows: their flags, types, choices and help are the config's declarations.
@@ -37,14 +38,18 @@ def plan_parser() -> argparse.ArgumentParser:
     add_setting_flag(parser, "verify", default=DEFAULTS["verify"])  # which threshold the bands serve (below)
     parser.add_argument("--generations", type=int, default=5,
                         help="generations of a growing index to show (default %(default)s)")
-    parser.add_argument("--executors", type=int, default=1,
-                        help="executors computing the keys (both passes) and the shards (default %(default)s)")
+    parser.add_argument("--executors", type=int, default=None,
+                        help="executors computing the keys (both passes) and the shards (default: the fewest that "
+                             "finish the whole job within --hours)")
+    parser.add_argument("--hours", type=float, default=4.0,
+                        help="the whole job's target time when --executors is not given (default %(default)s)")
     parser.add_argument("--executor-cores", type=int, default=4, help="cores per executor (default %(default)s)")
     parser.add_argument("--executor-memory", default="8g", help="sharded: memory per executor (default %(default)s)")
     parser.add_argument("--driver-memory", default=None,
                         help="the driver's memory for the pass advice, e.g. 64g (default: this machine's RAM)")
-    parser.add_argument("--flagged-share", type=float, default=0.05,
-                        help="driver memory: the share of documents the pass flags (default %(default)s)")
+    parser.add_argument("--flagged-share", type=float, default=None,
+                        help="the share of documents the pass flags: the driver's memory, verification's hours "
+                             "(default: the measured job's, lshbloom_udf/measured/)")
     parser.add_argument("--text-bytes", type=float, default=2400,
                         help="driver memory: the documents' mean UTF-8 bytes (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -56,6 +61,8 @@ def _plan(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if args.docs != int(args.docs):
         parser.error(f"--docs must be a whole number, got {args.docs}")
+    if args.flagged_share is None:
+        args.flagged_share = measured_costs()["job"]["flagged_share"]
     try:
         result = plan(
             int(args.docs),
@@ -68,6 +75,8 @@ def _plan(argv: list[str]) -> None:
             growth=args.growth,
             generations=args.generations,
         )
+        cluster = _cluster(args, result)
+        args.executors = cluster.executors
         sharded = _sharded(args, result) if args.pass_mode == "sharded" else None
         driver_memory = parse_bytes(args.driver_memory) if args.driver_memory else result.ram_bytes
         advice = advise(result, driver_memory, args.executors, args.executor_cores)
@@ -76,10 +85,12 @@ def _plan(argv: list[str]) -> None:
         parser.error(str(e))
     if args.json:
         print(json.dumps({**result.to_dict(), **advice, **({"sharded": sharded} if sharded else {}),
-                          "driver_needs": needs}, indent=2))
+                          "driver_needs": needs, "cluster": cluster.to_dict()}, indent=2))
     else:
         print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else "")
-              + "\n" + advice_text(advice) + "\n" + run_needs_text(needs))
+              + "\n" + advice_text(advice) + "\n" + run_needs_text(needs) + "\n"
+              + projection_text(cluster, None if args.executors_given else args.hours,
+                                parse_bytes(args.executor_memory), driver_memory))
 
 
 def _bands_threshold(argv: list[str]) -> float:
@@ -93,12 +104,28 @@ def _bands_threshold(argv: list[str]) -> float:
 
 
 def _sharded(args, result) -> dict:
+    return sharded_plan(_index_params(result), args.shard_memory, args.executors, args.executor_cores,
+                        parse_bytes(args.executor_memory), bloom=args.bloom)
+
+
+def _cluster(args, result) -> ClusterProjection:
+    """The whole job on ``--executors`` (or the fewest that finish within ``--hours``) with the sharded pass."""
+    params = _index_params(result)
+    task = sharded_plan(params, args.shard_memory, 1, 1, 0, bloom=args.bloom)["python_bytes_per_task"]
+
+    def on(executors: int) -> ClusterProjection:
+        return project(result.docs, result.b, result.index_bytes, result.records_bytes, executors,
+                       args.executor_cores, args.text_bytes, args.flagged_share, task, measured_costs())
+
+    args.executors_given = args.executors is not None
+    return on(args.executors if args.executors_given else executors_for(args.hours, on, args.executor_cores))
+
+
+def _index_params(result):
     from lshbloom_udf.index import IndexParams
 
-    params = IndexParams(b=result.b, r=result.r, capacity=result.docs, num_perm=result.num_perm,
-                         p_effective=result.p_effective, growth=result.growth)
-    return sharded_plan(params, args.shard_memory, args.executors, args.executor_cores,
-                        parse_bytes(args.executor_memory), bloom=args.bloom)
+    return IndexParams(b=result.b, r=result.r, capacity=result.docs, num_perm=result.num_perm,
+                       p_effective=result.p_effective, growth=result.growth)
 
 
 def default_worker_python() -> None:
