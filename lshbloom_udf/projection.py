@@ -128,8 +128,9 @@ def projection_text(p: ClusterProjection, chosen_for: float | None, executor_mem
         f"  executor memory        Python {human_bytes(python)} each for the shards{_over(python, executor_memory)}; "
         f"verification broadcasts {human_bytes(p.verify_broadcast_bytes)} (the flagged row ids and their pairs' "
         f"filter), {human_bytes(scan)} in one executor's workers{_over(scan, executor_memory)}",
-        f"  driver Python          {human_bytes(p.driver_python_bytes)} (the flagged documents' row ids and "
-        f"verification's filter of their keys){_over(p.driver_python_bytes, driver_memory, '--driver-memory')}",
+        f"  driver Python          {human_bytes(p.driver_python_bytes)} with the sharded pass (the flagged "
+        f"documents' row ids and verification's filter of their keys)"
+        + _over(p.driver_python_bytes, driver_memory, "--driver-memory"),
         f"  --index-dir            {human_bytes(p.index_dir_bytes)} (the index, and a kept index's records)",
         f"  costs                  {p.measured} (job)",
     ])
