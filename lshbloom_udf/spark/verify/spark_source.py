@@ -1,8 +1,9 @@
 """Verification's candidate source without a spool, :class:`SparkCandidates` (:mod:`~lshbloom_udf.spark.verify.sources`
 has the interface and the bounds; :mod:`lshbloom_udf.spark.verify`, "Cost"): the Bloom filter of the flagged
-documents' (band, key) pairs, the kept documents' keys scanned through it on the executors, and the join of the
-pairs that pass with the flagged documents' pairs. The keys are a pass's persisted frame (:meth:`SparkCandidates.over`:
-the sharded pass) or computed again from the pinned texts."""
+documents' (band, key) pairs, the kept documents' keys scanned through it on the executors, and the pairs that pass
+matched with the flagged documents' pairs: on the driver while the flagged documents' keys fit its arrays budget
+(:data:`DRIVER_KEY_COPIES`), by a Spark join past it; round 2 likewise. The keys are a pass's persisted frame
+(:meth:`SparkCandidates.over`: the sharded pass) or computed again from the pinned texts."""
 
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BANDS, BUCKET = "_lshb_bands", "_lshb_bucket"
 BLOOM_BITS_PER_PAIR = 12
 BLOOM_PROBES = 4
-# Round 2 on the driver holds the documents' keys about this many times over (the batches, the concatenation, the
-# sorted copy, the native self-join's sort).
+# A round on the driver holds its documents' keys about this many times over (round 1: the keys, their pair hashes,
+# the hashes' order and the sorted hashes; round 2: the batches, the concatenation, the sorted copy, the native
+# self-join's sort).
 DRIVER_KEY_COPIES = 4
 
 
