@@ -3,8 +3,8 @@
 The default ``threshold`` (0.3) bands permissively *because* verification
 follows: the bands only propose candidates, and exact Jaccard >=
 ``verify_threshold`` (0.4) or containment decides. Without verification the
-bands decide alone, and the same permissive bands flag near-misses: 10^7
-documents with 1 % planted near-duplicates flagged 11.8 % (issue 33). So
+bands decide alone, and the same permissive bands flag near-misses, many
+more than the true duplicates (docs/algorithm.md §3b). So
 without verification the bands serve the threshold the user means:
 
 - ``threshold`` when it was given, or set to other than its default (a preset:

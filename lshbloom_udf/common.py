@@ -60,8 +60,7 @@ def stop_session(spark) -> None:
     That server handles one connection at a time on its own thread and checks
     for a stop only between polls (1 s on a connection the JVM keeps open, then
     0.5 s in its serve loop): ``SparkContext.stop`` waits 0.5-1.5 s for it, with
-    nothing left to do (a job's whole stop took 0.9 s at 10^6 documents, 0.7 of
-    it there). Its stop is asked for here and awaited on a daemon thread: the
+    nothing left to do. Its stop is asked for here and awaited on a daemon thread: the
     loop ends at its next poll, after this returns.
     """
     sc = spark_context(spark)

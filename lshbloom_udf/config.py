@@ -105,7 +105,7 @@ class DedupConfig:
     # -- MinHash / LSH: they decide compatibility with an existing index. The defaults of these and of the
     # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 11-grams,
     # permissive bands (T 0.3, 64 x 4: the study picked T 0.25 at 128, 42 x 3, whose pass flags a share of
-    # documents that grows with N: 6.2 % at 10^5 against 2.0 %, docs/benchmarks-history.md "The study's defaults at
+    # documents that grows with N, docs/benchmarks-history.md "The study's defaults at
     # scale") and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
     threshold: float = setting(0.3, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
                                "becomes a candidate with probability ~1/2; with verify, the decision is then "
@@ -286,7 +286,7 @@ class DedupConfig:
         """The pass's rule: ``insert``, except any-earlier (``all``) on the sharded pass, and with verification unless
         ``insert`` is given. Verification decides keep-first itself (its second round lets the documents it
         unflagged verify later ones); a pass that inserts only what it kept would hide the copies of a document it
-        flagged wrongly, and permissive bands flag many (measured at 10^5: recall 94.7 % instead of 99.8 %)."""
+        flagged wrongly, and permissive bands flag many (the recall this costs: docs/algorithm.md §8)."""
         if self.pass_mode == "sharded" or (self.verify and not self.is_given("insert")):
             return "all"
         return self.insert

@@ -59,8 +59,8 @@ EXPLICIT_TEXTS_SHARE = 0.5
 # One collect: at most half of spark.driver.maxResultSize (Spark fails a job whose results pass it) ...
 COLLECT_SHARE_OF_MAX_RESULT = 0.5
 # ... and a quarter of the heap outside Spark's unified memory (spark.memory.fraction of the heap less 300 MiB):
-# task results land there, not in the unified region, which in local mode holds the pinned rows. The 204 MB input of
-# issue 33 died at 194 MB of results in a 1 GiB heap, whose part outside the unified region is 290 MB.
+# task results land there, not in the unified region, which in local mode holds the pinned rows: in a small heap a
+# collect well under maxResultSize can fill that part (docs/benchmarks.md, "A default 1 GiB driver").
 COLLECT_SHARE_OF_USER_HEAP = 0.25
 # Spark's reserved system memory (UnifiedMemoryManager.RESERVED_SYSTEM_MEMORY_BYTES) and spark.memory.fraction's
 # default.

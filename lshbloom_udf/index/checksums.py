@@ -34,7 +34,7 @@ def file_checksum(path: str) -> str:
 
 def file_checksums(paths: Sequence[str]) -> list:
     """:func:`file_checksum` of each of ``paths``, on every core (the native pass runs without the GIL): a commit
-    reads the whole index (0.4 GB at 10^6 documents) while nothing else runs."""
+    reads the whole index while nothing else runs."""
     if len(paths) < 2:
         return [file_checksum(p) for p in paths]
     with ThreadPoolExecutor(min(len(paths), os.cpu_count() or 1), thread_name_prefix="lshbloom-checksum") as pool:

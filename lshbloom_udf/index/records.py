@@ -49,8 +49,7 @@ PART_FILE = re.compile(r"part-[A-Za-z0-9._=-]+\.parquet")
 SKETCH_BITS = 8
 LOCAL_ALGORITHM = "xxh3-64"
 # A record's bytes besides its sketch, as Parquet stores it: the row id, the estimated size, an id of up to ~12
-# characters and the framing. Measured: 272.5 bytes per document at num_perm 256 (20,000-document runs, int64 ids),
-# before the 16-byte text hash (incompressible) was added.
+# characters and the framing (measured: docs/algorithm.md §8), and the 16-byte text hash (incompressible).
 RECORD_FIXED_BYTES = 34
 HADOOP_ALGORITHM = "xxhash64"
 

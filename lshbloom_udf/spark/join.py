@@ -1,4 +1,4 @@
-"""Stage 4: the decisions joined back to the pinned rows (lazy: Spark runs it when the result is used).
+"""Stage 5, join: the decisions joined back to the pinned rows (lazy: Spark runs it when the result is used).
 
 The duplicates' row ids come back as a small DataFrame built from Arrow and
 are joined to the pinned input by row id (the input is not read again):

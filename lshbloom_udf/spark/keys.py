@@ -53,7 +53,7 @@ def row_id():
 # JVM writing a batch and Python hashing the previous one hardly overlap. The
 # bytes bound keeps batches of long documents small; the rows bound lets short
 # ones (a few hundred bytes) come a few thousand at a time, which saves the
-# per-batch work (0.3 s of the keys stage at 10^6 such documents against 1,024).
+# per-batch work.
 # Upper limits only: a smaller value the session already has is kept.
 ARROW_MAX_RECORDS_PER_BATCH = 8192
 ARROW_MAX_BYTES_PER_BATCH = 4 << 20
@@ -157,7 +157,7 @@ class TaskThreads:
         return max(given, min(self.by_partition[ctx.partitionId()], os.cpu_count() or 1))
 
 
-# A pinned input in at most this many partitions per core is counted by partition (an aggregation, ~0.2 s dearer
+# A pinned input in at most this many partitions per core is counted by partition (an aggregation, dearer
 # than a count), so that a partition with more than a core's share of the rows can get more threads; with more,
 # the cores have other partitions to work on.
 FEW_PARTITIONS_PER_CORE = 4

@@ -22,10 +22,9 @@ the bands, so containment only rescues pairs the LSH stage proposed (Jaccard
 near the banding threshold or above): a tiny document inside a huge one is not
 a candidate (docs/algorithm.md §8). ``J`` and ``C`` are exact, not the MinHash estimate: decisions are the
 definition's (a user can recompute them from the two texts), as MLlib's
-``approxSimilarityJoin`` verifies with the exact distance. Measured on 450
-candidate-like pairs of the evaluation streams (2.5 kB documents, defaults): the
-estimate from 512 permutations costs 93 µs per pair and decides 1 of 450 pairs
-differently at ``T = 0.45``; the exact sets 245 µs (docs/algorithm.md, "verification").
+``approxSimilarityJoin`` verifies with the exact distance. An estimate from
+fresh signatures is cheaper per pair but decides some pairs near ``T``
+differently (docs/algorithm.md, "verification").
 
 Round 2: a document round 1 unflagged is kept, so it is a candidate for the
 later ones: among the round-1-unflagged documents, in processing order, ``d``

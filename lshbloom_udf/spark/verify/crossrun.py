@@ -16,9 +16,8 @@ would judge it, on estimates:
 2. **Estimates.** Matching sketch bytes ``m`` of ``k`` give ``p̂ = m / k`` and
    ``Ĵ = (p̂ - 2^-8) / (1 - 2^-8)``, except that the ``r`` bytes of one fully matching band are left out
    (``p̂ = (m - r) / (k - r)``): a candidate was chosen *because* a band matched, so counting it biases ``Ĵ``
-   up (+0.014 on 27,143 candidate pairs of 200,000 distinct 2.3 kB documents at J 0.02-0.25, +0.00001 left
-   out). Standard deviation ``√(J(1-J)/(k-r))``: 0.031 at J = 0.4, k = 256. Containment from ``Ĵ`` and the two
-   estimated sizes: ``|S_d ∩ S_e| = Ĵ (|S_d| + |S_e|) / (1 + Ĵ)``, ``Ĉ = |S_d ∩ S_e| / |S_d|``.
+   up (docs/algorithm.md §8). Standard deviation ``√(J(1-J)/(k-r))``: 0.031 at J = 0.4, k = 256. Containment
+   from ``Ĵ`` and the two estimated sizes: ``|S_d ∩ S_e| = Ĵ (|S_d| + |S_e|) / (1 + Ĵ)``, ``Ĉ = |S_d ∩ S_e| / |S_d|``.
 3. **Decision.** The run's rule on the estimates (:class:`~lshbloom_udf.spark.verify.rule.VerifyRule.judge`: ``Ĵ >=
    T_v``, or ``Ĉ >= T_c`` and ``Ĵ >= J_c``); the template rule does not apply (it needs texts). A verified
    document names the earliest verified record (``duplicate_of`` its id, ``similarity`` the estimate). One

@@ -83,7 +83,7 @@ class TextsSource:
     def frame_of(self, rows: np.ndarray):
         """(DataFrame of the (row id, text) of ``rows``, the text column's name). The rows are broadcast (no shuffle
         of the pinned texts) up to ``broadcast_limit`` or what one collect holds of them (``memory.broadcast_rows``),
-        whichever is more: at 10^7 documents verification wants the texts of half of them."""
+        whichever is more: verification may want the texts of a large share of the documents."""
         small = len(rows) <= max(self.broadcast_limit, self.memory.broadcast_rows)
         texts = self(row_frame(self.spark, rows, small), small)
         return texts, [c for c in texts.columns if c != ROW_COL][0]
@@ -177,7 +177,7 @@ def _arrow_batches(frame, bound: Optional[int], memory: DriverMemory):
     within the one-collect budget (``memory.collect``), else a partition at a time
     (:func:`~lshbloom_udf.common.iter_arrow`), ``frame`` first spread over partitions of at most ``memory.partition``
     bytes each (:data:`SPREAD`) when ``bound`` is known and passes it. One collect skips the Python workers
-    that re-pack a stream (~2x faster at 10^6 documents)."""
+    that re-pack a stream."""
     if bound is not None and bound <= memory.collect:
         return iter(collect_arrow(frame).to_batches())
     if bound is not None and bound > memory.partition:
