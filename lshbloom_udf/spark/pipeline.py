@@ -163,7 +163,7 @@ class DedupRun:
         """The documents without shingles: those the pass found inactive, but for the exact copies it did not key."""
         return decided.empty - (len(self.copies) if self.copies else 0)
 
-    # -- verification and the join (lshbloom_udf/spark/verify/) ----------------------
+    # -- stages 4 and 5: verify, join (lshbloom_udf/spark/verify/, spark/join.py) -------
 
     @property
     def verify_rule(self):
@@ -232,7 +232,7 @@ class DedupRun:
             return join_decisions(self.pinned, columns, verified.rows, self.config)
         return join_sources(self.pinned, columns, verified, self.config, self.crossrun)
 
-    # -- stage 1 -------------------------------------------------------------------
+    # -- stage 1: pin ----------------------------------------------------------------
 
     def pin(self) -> None:
         from pyspark import StorageLevel
@@ -260,7 +260,7 @@ class DedupRun:
                              self.threads)
         return self.pinned.select(ROW_COL, col(text)).mapInArrow(mapper, KEYED_SCHEMA)
 
-    # -- checks on the pinned input ---------------------------------------------------
+    # -- stage 2: check_input (checks on the pinned input) ------------------------------
 
     def check_input(self) -> None:
         c = self.config
@@ -324,7 +324,7 @@ class DedupRun:
     def prior(self) -> Optional[dict]:
         return self.checked.prior
 
-    # -- stage 2 ---------------------------------------------------------------------
+    # -- stage 3: decide --------------------------------------------------------------
 
     def pass_input(self) -> PassInput:
         """What the pass is given; the index sized for this input (or ``expected_docs``)."""
