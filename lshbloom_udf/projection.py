@@ -19,8 +19,11 @@ Disk: each executor's local disk holds its share of the pinned rows (``t + 32`` 
 spill), of the shuffle (``16 b`` bytes a document: a row id and a key per band) and of the keys the pass
 persists for verification (``8 b + 9``); the index and, for a kept index, the records go to the
 ``--index-dir`` filesystem. Memory: a task's Python holds one shard filter twice (:func:`sizing.sharded_plan`);
-the driver's Python the flagged documents' row ids, verification's Bloom filter of their band keys
-(``1.5 b`` bytes each) and its arrays (:data:`~lshbloom_udf.memory.BYTES_PER_FLAGGED`).
+the driver's Python the flagged documents' row ids and verification's arrays
+(:data:`~lshbloom_udf.memory.BYTES_PER_FLAGGED`). Verification's Bloom filter of the flagged documents' pairs
+(``1.5 b`` bytes each) and their row ids (8) are broadcast while one collect of the driver holds them; past it
+the row ids are joined as a frame and every kept pair goes through the join (a shuffle like the pass's:
+:mod:`lshbloom_udf.spark.verify.spark_source`).
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ def project(docs: int, b: int, index_bytes: int, records_bytes: int, executors: 
         docs=docs, executors=executors, executor_cores=executor_cores,
         stage_seconds={stage: docs * ns[stage] / cores / 1e9 for stage in ORDER if stage in ns},
         executor_disk_bytes=math.ceil(local / executors), index_dir_bytes=index_bytes + records_bytes,
-        driver_python_bytes=int(PYTHON_FLOOR + flagged * (8 + PAIR_BLOOM_BYTES * b + BYTES_PER_FLAGGED)),
+        driver_python_bytes=int(PYTHON_FLOOR + flagged * (8 + BYTES_PER_FLAGGED)),
         task_python_bytes=task_python_bytes, verify_broadcast_bytes=int(flagged * (8 + PAIR_BLOOM_BYTES * b)),
         measured=costs["file"])
 
@@ -118,18 +121,17 @@ def projection_text(p: ClusterProjection, chosen_for: float | None, executor_mem
            else "--executors x --executor-cores")
     stages = ", ".join(f"{stage} {seconds / 3600:,.2f}" for stage, seconds in p.stage_seconds.items())
     python = p.task_python_bytes * p.executor_cores
-    scan = p.verify_broadcast_bytes * p.executor_cores  # each core's Python worker reads it while it scans
     return "\n".join([
         f"cluster                  {p.executors:,} executors x {p.executor_cores} cores = {p.cores:,} cores: {how}",
         f"  whole job              {p.seconds / 3600:,.2f} h ({stages} h), Spark's per-stage start-up and the "
         "network not counted: a lower bound",
         f"  executor disk          {human_bytes(p.executor_disk_bytes)} each (local: its share of the pinned rows, "
         "the shuffle, the persisted keys)",
-        f"  executor memory        Python {human_bytes(python)} each for the shards{_over(python, executor_memory)}; "
-        f"verification broadcasts {human_bytes(p.verify_broadcast_bytes)} (the flagged row ids and their pairs' "
-        f"filter), {human_bytes(scan)} in one executor's workers{_over(scan, executor_memory)}",
+        f"  executor memory        Python {human_bytes(python)} each for the shards{_over(python, executor_memory)}",
+        f"  verification's filter  {human_bytes(p.verify_broadcast_bytes)} (the flagged row ids and their pairs' "
+        "filter): broadcast while one collect of the driver holds it, else a shuffle join of every kept pair",
         f"  driver Python          {human_bytes(p.driver_python_bytes)} with the sharded pass (the flagged "
-        f"documents' row ids and verification's filter of their keys)"
+        "documents' row ids and verification's arrays)"
         + _over(p.driver_python_bytes, driver_memory, "--driver-memory"),
         f"  --index-dir            {human_bytes(p.index_dir_bytes)} (the index, and a kept index's records)",
         f"  costs                  {p.measured} (job)",

@@ -50,7 +50,7 @@ def test_text_stages_follow_the_texts_decisions_the_bands_and_verification_the_f
     assert long_.stage_seconds["decisions"] == pytest.approx(short.stage_seconds["decisions"])
     assert _project(b=128).stage_seconds["decisions"] == pytest.approx(2 * long_.stage_seconds["decisions"])
     assert _project(flagged=0.1).stage_seconds["verify"] == pytest.approx(2 * long_.stage_seconds["verify"])
-    assert _project(flagged=0.1).driver_python_bytes > long_.driver_python_bytes
+    assert _project(flagged=0.1).driver_python_bytes > long_.driver_python_bytes  # the flagged row ids and arrays
     assert _project(flagged=0.1).verify_broadcast_bytes == pytest.approx(2 * long_.verify_broadcast_bytes, rel=1e-6)
 
 
@@ -80,8 +80,10 @@ def test_plan_gives_a_cluster_for_a_billion_and_ten_billion_documents(docs):
     assert cluster["index_dir_bytes"] >= out["index_bytes"]
     text = _plan("--docs", docs)
     assert "cluster" in text and "whole job" in text and "executor disk" in text and "driver Python" in text
-    # what does not fit the cluster's memory is named: verification's broadcast at the measured flag share
-    assert "MORE than --executor-memory" in _plan("--docs", docs, "--executor-memory", "1g")
+    # what does not fit is named: the shards' Python on 4 cores (2 shard filters and the interpreter each) in 1 GiB,
+    # the flagged documents' arrays in a 1 GiB driver
+    small = _plan("--docs", docs, "--executor-memory", "1g", "--driver-memory", "1g")
+    assert "MORE than --executor-memory" in small and "MORE than --driver-memory" in small
     fixed = json.loads(_plan("--docs", docs, "--executors", "63", "--executor-cores", "32", "--json"))["cluster"]
     assert (fixed["executors"], fixed["cores"]) == (63, 63 * 32)
     assert fixed["seconds"] == pytest.approx(cluster["seconds"] * cluster["cores"] / fixed["cores"])

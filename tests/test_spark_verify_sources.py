@@ -67,7 +67,8 @@ def test_the_spool_and_the_spark_path_verify_alike(spark, docs, settings):
 
 def test_the_spark_paths_rounds_on_the_driver_equal_its_spark_joins(spark, docs, monkeypatch):
     """The Spark path matches round 1's kept pairs and runs round 2 natively on the driver while the flagged
-    documents' keys fit its arrays budget, by Spark joins past it: the same pairs, the same output."""
+    documents' keys fit its arrays budget, by Spark joins past it, and without its filter or broadcast row ids past
+    one collect of the driver: the same pairs, the same output."""
     from lshbloom_udf.spark.verify import spark_source
 
     settings = {"verify_threshold": 0.9, "containment_threshold": None}
@@ -87,9 +88,16 @@ def test_the_spark_paths_rounds_on_the_driver_equal_its_spark_joins(spark, docs,
     calls.clear()
     by_join, s_join = _verified(spark, docs, "spark", **settings)
     assert not calls
-    assert on_driver == mixed == by_join
+    # past the driver's collect budget: no Bloom filter (every kept pair joined), the row ids semi-joined as a frame
+    from lshbloom_udf.memory import DriverMemory
+
+    monkeypatch.setattr(spark_source.SparkCandidates, "_filter_fits", lambda self, documents: False)
+    monkeypatch.setattr(DriverMemory, "broadcast_rows", property(lambda self: 0))
+    unbounded, s_unbounded = _verified(spark, docs, "spark", **settings)
+    assert "bloom" in s_unbounded["stages"] and not calls
+    assert on_driver == mixed == by_join == unbounded
     for key in ("kept_flagged", "candidate_pairs", "unflagged", "candidates_beyond_bound"):
-        assert s_driver[key] == s_mixed[key] == s_join[key], key
+        assert s_driver[key] == s_mixed[key] == s_join[key] == s_unbounded[key], key
 
 
 def test_no_flag_and_no_document(spark, docs):

@@ -14,7 +14,8 @@ import numpy as np
 from lshbloom_udf.common import GOLDEN, collect_arrow, iter_arrow, local_rows, mix64
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.memory import DriverMemory
-from lshbloom_udf.spark.keys import KEYED_SCHEMA, is_in, selected_mapper, ship, shipped_value
+from lshbloom_udf.spark.frames import row_frame
+from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, is_in, selected_mapper, ship, shipped_value
 from lshbloom_udf.spark.verify.sources import (
     ANCHORS_PER_BUCKET,
     BoundedSource,
@@ -77,9 +78,14 @@ class PairBloom:
     """
 
     def __init__(self, n: int):
-        bits = 1 << max(6, int(np.ceil(np.log2(max(1, n) * BLOOM_BITS_PER_PAIR))))
+        bits = 8 * self.bytes_for(n)
         self.mask = np.uint64(bits - 1)
         self.bits = np.zeros(bits // 8, dtype=np.uint8)
+
+    @staticmethod
+    def bytes_for(n: int) -> int:
+        """The filter's bytes for ``n`` pairs."""
+        return (1 << max(6, int(np.ceil(np.log2(max(1, n) * BLOOM_BITS_PER_PAIR))))) // 8
 
     def _positions(self, h: np.ndarray):
         h1, h2 = h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1)
@@ -138,25 +144,25 @@ def _pairs_batch(band_ids: np.ndarray, rows: np.ndarray, keys: np.ndarray, hit: 
     })
 
 
-def pairs_mapper(among: np.ndarray, b: int):
+def pairs_mapper(among: Optional[np.ndarray], b: int):
     """(band, key, row) rows: every pair of the documents whose row id is among the sorted ``among`` (or
-    :func:`~lshbloom_udf.spark.keys.ship`'s broadcast of them)."""
+    :func:`~lshbloom_udf.spark.keys.ship`'s broadcast of them; None: of every document)."""
 
     def run(batches):
         mine_of = shipped_value(among)
         band_ids = np.arange(b, dtype=np.int32)
         for batch in batches:
             rows, keys, _ = _batch_keys(batch, b)
-            mine = is_in(rows, mine_of)
+            mine = is_in(rows, mine_of) if mine_of is not None else np.ones(len(rows), dtype=bool)
             if mine.any():
                 yield _pairs_batch(band_ids, rows[mine], keys[mine], np.ones((int(mine.sum()), b), dtype=bool))
 
     return run
 
 
-def kept_pairs_mapper(bloom: PairBloom, b: int):
+def kept_pairs_mapper(bloom: Optional[PairBloom], b: int):
     """(band, key, row) rows: the pairs of the active documents (the unflagged ones: the pass kept them) that
-    pass ``bloom`` (or :func:`~lshbloom_udf.spark.keys.ship`'s broadcast of it)."""
+    pass ``bloom`` (or :func:`~lshbloom_udf.spark.keys.ship`'s broadcast of it; None: every pair)."""
 
     def run(batches):
         filt = shipped_value(bloom)
@@ -164,7 +170,10 @@ def kept_pairs_mapper(bloom: PairBloom, b: int):
         for batch in batches:
             rows, keys, active = _batch_keys(batch, b)
             rows, keys = rows[active], keys[active]
-            hit = filt.contains(pair_hashes(keys)).reshape(keys.shape)
+            if filt is None:
+                hit = np.ones(keys.shape, dtype=bool)
+            else:
+                hit = filt.contains(pair_hashes(keys)).reshape(keys.shape)
             if hit.any():
                 yield _pairs_batch(band_ids, rows, keys, hit)
 
@@ -231,13 +240,27 @@ class SparkCandidates(BoundedSource):
         self._shipped.append(shipped)
         return shipped
 
+    def _rows_of(self, keyed_of, rows: np.ndarray, inside: bool):
+        """``keyed_of(among, inside)``'s frame of the rows among the sorted ``rows`` (``inside``) or of the others.
+        The row ids travel as a broadcast (keys.ship: in every task's closure they would make it large) while one
+        collect of the driver holds them (``DriverMemory.broadcast_rows``: a broadcast passes through the driver's
+        JVM), else as a frame of their own, semi- (anti-) joined."""
+        if len(rows) <= DriverMemory.of_session(self.spark).broadcast_rows:
+            return keyed_of(self._ship(rows), inside)
+        return keyed_of(None, True).join(row_frame(self.spark, rows), ROW_COL, "left_semi" if inside else "left_anti")
+
+    def _filter_fits(self, documents: int) -> bool:
+        """Whether the Bloom filter of ``documents``' pairs fits one collect of the driver (it is broadcast) and its
+        arrays budget (it is built there); past them the kept documents' pairs are all joined."""
+        memory = DriverMemory.of_session(self.spark)
+        return PairBloom.bytes_for(documents * self.b) <= min(memory.collect, memory.arrays)
+
     def _flagged_frame(self, flagged: np.ndarray):
         from pyspark import StorageLevel
 
         if self._flagged_keys is None:
-            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored. The row ids
-            # travel as a broadcast (keys.ship): in every task's closure they would make it large.
-            self._flagged_keys = self.keyed_of(self._ship(flagged), True).persist(StorageLevel.MEMORY_AND_DISK)
+            # Read by every scan below (F·b keys, kept); every other document's keys once, never stored.
+            self._flagged_keys = self._rows_of(self.keyed_of, flagged, True).persist(StorageLevel.MEMORY_AND_DISK)
         return self._flagged_keys
 
     def _on_driver(self, documents: int) -> bool:
@@ -248,20 +271,22 @@ class SparkCandidates(BoundedSource):
         """The kept documents' pairs that pass the Bloom filter of the flagged documents' pairs, scanned on the
         executors; matched on the driver while the flagged documents' keys fit it (held there for round 2), else
         by a Spark join."""
-        mine = self._ship(flagged)
-        if self._on_driver(len(flagged)):
-            rows, keys = self._held = self._keys_on_driver(self.keyed_of(mine, True))
+        filtered = self._filter_fits(len(flagged))
+        if filtered and self._on_driver(len(flagged)):
+            rows, keys = self._held = self._keys_on_driver(self._rows_of(self.keyed_of, flagged, True))
             bloom = PairBloom(len(rows) * self.b)
             bloom.add(pair_hashes(keys))
             lap("bloom")
-            kept = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(self._ship(bloom), self.b), PAIRS_SCHEMA)
+            kept = self._rows_of(self.keyed_of, flagged, False).mapInArrow(
+                kept_pairs_mapper(self._ship(bloom), self.b), PAIRS_SCHEMA)
             f, k, bands = match_kept(rows, keys, iter_arrow(kept))
             return self._count(strongest(f, k, bands, np.ones(len(f), np.int64)))
         flagged_keys = self._flagged_frame(flagged)
-        bloom = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b))
+        shipped = self._ship(flagged_bloom(flagged_keys, len(flagged), self.b)) if filtered else None
         lap("bloom")
-        kept_pairs = self.keyed_of(mine, False).mapInArrow(kept_pairs_mapper(bloom, self.b), PAIRS_SCHEMA)
-        return self._count(strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA),
+        kept_pairs = self._rows_of(self.keyed_of, flagged, False).mapInArrow(kept_pairs_mapper(shipped, self.b),
+                                                                            PAIRS_SCHEMA)
+        return self._count(strongest(*candidates(flagged_keys.mapInArrow(pairs_mapper(None, self.b), PAIRS_SCHEMA),
                                                  kept_pairs)))
 
     def round2(self, unflagged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -276,11 +301,13 @@ class SparkCandidates(BoundedSource):
         flagged_keys = self._flagged_keys
         if flagged_keys is None:
             raise InternalError("internal error: round 2 before round 1")
-        mine = self._ship(unflagged)
+        def among(shipped, inside: bool = True):
+            return flagged_keys.mapInArrow(selected_mapper(shipped, inside), KEYED_SCHEMA)
+
+        mine = self._rows_of(among, unflagged, True)
         if self._on_driver(len(unflagged)):
-            rows, keys = self._keys_on_driver(flagged_keys.mapInArrow(selected_mapper(mine), KEYED_SCHEMA))
-            return self._count(shared_key_pairs(rows, keys))
-        pairs = flagged_keys.mapInArrow(pairs_mapper(mine, self.b), PAIRS_SCHEMA)
+            return self._count(shared_key_pairs(*self._keys_on_driver(mine)))
+        pairs = mine.mapInArrow(pairs_mapper(None, self.b), PAIRS_SCHEMA)
         return self._count(strongest(*candidates(pairs, pairs, anchors=ANCHORS_PER_BUCKET)))
 
     def _keys_on_driver(self, keyed) -> tuple[np.ndarray, np.ndarray]:
