@@ -216,7 +216,7 @@ class SparkCandidates(BoundedSource):
 
     ``keyed_of(among, inside)``: a DataFrame with ``_lshb_row``, ``_lshb_keys``
     (``b`` little-endian uint64) and ``_lshb_active`` of the rows whose id is
-    (``inside``) or is not among the sorted row ids ``among``.
+    (``inside``) or is not among the sorted row ids ``among`` (None: of every row).
     """
 
     def __init__(self, keyed_of, b: int, spark, owned=None):
