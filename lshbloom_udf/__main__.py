@@ -76,10 +76,9 @@ def _plan(argv: list[str]) -> None:
             generations=args.generations,
         )
         cluster = _cluster(args, result)
-        args.executors = cluster.executors
-        sharded = _sharded(args, result) if args.pass_mode == "sharded" else None
+        sharded = _sharded(args, result, cluster.executors) if args.pass_mode == "sharded" else None
         driver_memory = parse_bytes(args.driver_memory) if args.driver_memory else result.ram_bytes
-        advice = advise(result, driver_memory, args.executors, args.executor_cores)
+        advice = advise(result, driver_memory, cluster.executors, args.executor_cores)
         needs = run_needs(result.docs, args.flagged_share, args.text_bytes, result.b)
     except ValueError as e:
         parser.error(str(e))
@@ -87,9 +86,9 @@ def _plan(argv: list[str]) -> None:
         print(json.dumps({**result.to_dict(), **advice, **({"sharded": sharded} if sharded else {}),
                           "driver_needs": needs, "cluster": cluster.to_dict()}, indent=2))
     else:
-        print(result.to_text() + ("\n" + sharded_text(sharded, args.executors, args.executor_cores) if sharded else "")
-              + "\n" + advice_text(advice) + "\n" + run_needs_text(needs) + "\n"
-              + projection_text(cluster, None if args.executors_given else args.hours,
+        sized = "\n" + sharded_text(sharded, cluster.executors, args.executor_cores) if sharded else ""
+        print(result.to_text() + sized + "\n" + advice_text(advice) + "\n" + run_needs_text(needs) + "\n"
+              + projection_text(cluster, None if args.executors is not None else args.hours,
                                 parse_bytes(args.executor_memory), driver_memory))
 
 
@@ -103,8 +102,8 @@ def _bands_threshold(argv: list[str]) -> float:
     return DedupConfig().replace(**vars(known)).bands_for.threshold
 
 
-def _sharded(args, result) -> dict:
-    return sharded_plan(_index_params(result), args.shard_memory, args.executors, args.executor_cores,
+def _sharded(args, result, executors: int) -> dict:
+    return sharded_plan(_index_params(result), args.shard_memory, executors, args.executor_cores,
                         parse_bytes(args.executor_memory), bloom=args.bloom)
 
 
@@ -117,8 +116,7 @@ def _cluster(args, result) -> ClusterProjection:
         return project(result.docs, result.b, result.index_bytes, result.records_bytes, executors,
                        args.executor_cores, args.text_bytes, args.flagged_share, task, measured_costs())
 
-    args.executors_given = args.executors is not None
-    return on(args.executors if args.executors_given else executors_for(args.hours, on, args.executor_cores))
+    return on(args.executors if args.executors is not None else executors_for(args.hours, on, args.executor_cores))
 
 
 def _index_params(result):

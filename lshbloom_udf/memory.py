@@ -72,6 +72,10 @@ PARTITIONS_IN_FLIGHT = 2
 # ids: a map of a key, its slots and a one-long row each, ~48 bytes a row), held as a collect's results are; 64
 # leaves room.
 BROADCAST_ROW_BYTES = 64
+# Bits per (band, key) pair in verification's Bloom filter of the flagged documents' pairs (spark.verify.spark_source,
+# built on the driver and broadcast): with 4 probes a false positive ((1 - e^{-4/12})^4 <= 0.6 %) only costs a kept
+# pair in the join. Declared here, with the budgets it is held to, for plan's projection too.
+PAIR_FILTER_BITS = 12
 # The least one collect must be able to bring (a streamed partition of texts, the verified pairs' batches): below it
 # the run cannot move results to the driver in bounded pieces.
 MIN_COLLECT = 8 << 20

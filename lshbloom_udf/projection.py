@@ -32,13 +32,11 @@ import math
 from dataclasses import asdict, dataclass
 
 from lshbloom_udf.index.fs import human_bytes
-from lshbloom_udf.memory import BYTES_PER_FLAGGED, PYTHON_FLOOR
+from lshbloom_udf.memory import BYTES_PER_FLAGGED, PAIR_FILTER_BITS, PYTHON_FLOOR
 
-# What a kept pinned row costs on disk besides its text (row id, Spark's row header), and what verification's
-# Bloom filter of the flagged documents' (band, key) pairs takes per pair (spark.verify.spark_source: 12 bits).
+# What a kept pinned row costs on disk besides its text (row id, Spark's row header).
 PINNED_ROW_OVERHEAD = 32
-PAIR_BLOOM_BYTES = 1.5
-# Stages whose work is each document's text, in the order a run makes them.
+# Stages whose work is each document's text; every stage, in the order a run makes them.
 TEXT_STAGES = ("pin", "exact_copies", "keys", "records", "write")
 ORDER = ("pin", "exact_copies", "keys", "decisions", "verify", "records", "write")
 
@@ -98,7 +96,7 @@ def project(docs: int, b: int, index_bytes: int, records_bytes: int, executors: 
         stage_seconds={stage: docs * ns[stage] / cores / 1e9 for stage in ORDER if stage in ns},
         executor_disk_bytes=math.ceil(local / executors), index_dir_bytes=index_bytes + records_bytes,
         driver_python_bytes=int(PYTHON_FLOOR + flagged * (8 + BYTES_PER_FLAGGED)),
-        task_python_bytes=task_python_bytes, verify_broadcast_bytes=int(flagged * (8 + PAIR_BLOOM_BYTES * b)),
+        task_python_bytes=task_python_bytes, verify_broadcast_bytes=int(flagged * (8 + PAIR_FILTER_BITS / 8 * b)),
         measured=costs["file"])
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from lshbloom_udf.common import GOLDEN, collect_arrow, iter_arrow, local_rows, mix64
 from lshbloom_udf.errors import InternalError
-from lshbloom_udf.memory import DriverMemory
+from lshbloom_udf.memory import PAIR_FILTER_BITS, DriverMemory
 from lshbloom_udf.spark.frames import row_frame
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, is_in, selected_mapper, ship, shipped_value
 from lshbloom_udf.spark.verify.sources import (
@@ -26,7 +26,6 @@ from lshbloom_udf.spark.verify.sources import (
 
 F_ROW, K_ROW = "_lshb_frow", "_lshb_krow"
 BANDS, BUCKET = "_lshb_bands", "_lshb_bucket"
-BLOOM_BITS_PER_PAIR = 12
 BLOOM_PROBES = 4
 # A round on the driver holds its documents' keys about this many times over (round 1: the keys, their pair hashes,
 # the hashes' order and the sorted hashes; round 2: the batches, the concatenation, the sorted copy, the native
@@ -85,7 +84,7 @@ class PairBloom:
     @staticmethod
     def bytes_for(n: int) -> int:
         """The filter's bytes for ``n`` pairs."""
-        return (1 << max(6, int(np.ceil(np.log2(max(1, n) * BLOOM_BITS_PER_PAIR))))) // 8
+        return (1 << max(6, int(np.ceil(np.log2(max(1, n) * PAIR_FILTER_BITS))))) // 8
 
     def _positions(self, h: np.ndarray):
         h1, h2 = h & np.uint64(0xFFFFFFFF), (h >> np.uint64(32)) | np.uint64(1)
