@@ -135,6 +135,15 @@ def shared_key_pairs(rows: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np
     return strongest(rows[later.astype(np.intp)], rows[earlier.astype(np.intp)], bands, smallest)
 
 
+def keys_of(rows: np.ndarray, keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The ``keys`` rows of the sorted ``wanted`` row ids among the sorted ``rows`` (a flagged set held on the
+    driver); :class:`InternalError` for a row it does not hold."""
+    at = np.searchsorted(rows, wanted)
+    if len(wanted) and (at.max() >= len(rows) or not np.array_equal(rows[at], wanted)):
+        raise InternalError("internal error: verification asked for keys of rows the pass did not flag")
+    return keys[at]
+
+
 class BoundedSource:
     """A candidate source's ``beyond``: the pairs its bound left out, summed over the rounds
     (:class:`CandidateSource`)."""
@@ -157,10 +166,7 @@ class SpoolCandidates(BoundedSource):
         self.keys = np.ascontiguousarray(flagged_keys[order], dtype=np.uint64)
 
     def _keys_of(self, rows: np.ndarray) -> np.ndarray:
-        at = np.searchsorted(self.rows, rows)
-        if len(rows) and (at.max() >= len(self.rows) or not np.array_equal(self.rows[at], rows)):
-            raise InternalError("internal error: verification asked for keys of rows the pass did not flag")
-        return self.keys[at]
+        return keys_of(self.rows, self.keys, rows)
 
     def round1(self, flagged: np.ndarray, lap) -> tuple[np.ndarray, np.ndarray]:
         from lshbloom_udf import _native

@@ -20,6 +20,7 @@ from lshbloom_udf.spark.verify.sources import (
     ANCHORS_PER_BUCKET,
     BoundedSource,
     count_pairs,
+    keys_of,
     shared_key_pairs,
     strongest,
 )
@@ -224,6 +225,7 @@ class SparkCandidates(BoundedSource):
         self._shipped: list = []
         self._owned = owned
         self._held: Optional[tuple[np.ndarray, np.ndarray]] = None  # round 1's flagged (rows, keys) on the driver
+        self._rows_shipped: Optional[tuple] = None  # (the last row ids _rows_of broadcast, their broadcast)
 
     @classmethod
     def over(cls, keyed, b: int) -> "SparkCandidates":
@@ -245,7 +247,9 @@ class SparkCandidates(BoundedSource):
         collect of the driver holds them (``DriverMemory.broadcast_rows``: a broadcast passes through the driver's
         JVM), else as a frame of their own, semi- (anti-) joined."""
         if len(rows) <= DriverMemory.of_session(self.spark).broadcast_rows:
-            return keyed_of(self._ship(rows), inside)
+            if self._rows_shipped is None or self._rows_shipped[0] is not rows:  # each set of rows broadcast once
+                self._rows_shipped = (rows, self._ship(rows))
+            return keyed_of(self._rows_shipped[1], inside)
         return keyed_of(None, True).join(row_frame(self.spark, rows), ROW_COL, "left_semi" if inside else "left_anti")
 
     def _filter_fits(self, documents: int) -> bool:
@@ -292,11 +296,7 @@ class SparkCandidates(BoundedSource):
         """Natively on the driver (:func:`shared_key_pairs`, as the spool's round 2) from the keys round 1 held, or
         brought there while they fit its arrays budget; else a Spark self-join of their pairs. The same pairs."""
         if self._held is not None:
-            rows, keys = self._held
-            at = np.searchsorted(rows, unflagged)
-            if len(unflagged) and (at.max() >= len(rows) or not np.array_equal(rows[at], unflagged)):
-                raise InternalError("internal error: round 2 asked for keys of rows round 1 did not have")
-            return self._count(shared_key_pairs(unflagged, keys[at]))
+            return self._count(shared_key_pairs(unflagged, keys_of(*self._held, unflagged)))
         flagged_keys = self._flagged_keys
         if flagged_keys is None:
             raise InternalError("internal error: round 2 before round 1")
@@ -330,6 +330,7 @@ class SparkCandidates(BoundedSource):
             self._owned.unpersist()
             self._owned = None
         self._held = None
+        self._rows_shipped = None
         for shipped in self._shipped:
             if hasattr(shipped, "unpersist"):  # a broadcast variable
                 shipped.unpersist()
