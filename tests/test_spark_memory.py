@@ -24,12 +24,16 @@ MIB = 1 << 20
 
 
 def test_of_session_reads_the_live_driver(spark):
+    before = M.machine_available()
     d = M.DriverMemory.of_session(spark)
+    after = M.machine_available()
     runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
     assert d.heap_source == "jvm" and d.heap == runtime.maxMemory()
     assert d.max_result == parse_bytes(spark.conf.get("spark.driver.maxResultSize", "1g"))
-    available = M.machine_available()
-    assert available is not None and 0 < d.python <= available
+    # The machine's available memory moves while other processes run (CI failed once on 150 KB freed between two
+    # reads): d.python, read in between, is within both readings' range (plus what moves in the meantime).
+    assert before is not None and after is not None
+    assert 0 < d.python <= max(before, after) + (64 << 20)
     assert 0 < d.collect <= d.max_result // 2 and d.partition == d.collect // 2
 
 
