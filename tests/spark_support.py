@@ -7,6 +7,7 @@ import tempfile
 
 from lshbloom_udf.index import IndexParams
 from lshbloom_udf.sample import build_sample
+from spark_classes import archive_options
 
 NUM_PERM = 256
 THRESHOLD = 0.5
@@ -23,8 +24,10 @@ REFERENCE_FLAGS = ["--threshold", "0.5", "--num-perm", "256", "--ngram", "1", "-
                    "--band-key", "sum", "--shingle", "words", "--no-verify"]
 # The JVMs of the tests (the session's, every spark-submit's, and through JDK_JAVA_OPTIONS in conftest.py
 # every other child JVM): the suite's jobs are small, so C2
-# compilation and parallel GC threads mostly compete for the machine's cores with the job itself.
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# compilation and parallel GC threads mostly compete for the machine's cores with the job itself; and Spark's
+# classes come ready-made from the suite's class archive where make test built it (tests/spark_classes.py).
+JVM_OPTIONS_WITHOUT_ARCHIVE = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+JVM_OPTIONS = f"{JVM_OPTIONS_WITHOUT_ARCHIVE} {archive_options()}".strip()
 _KEYS = ("threshold", "num_perm", "ngram", "normalize", "scheme", "seed", "shingle")
 
 
