@@ -223,15 +223,16 @@ def _dead(pid: int) -> bool:
     return False
 
 
-def _of_another_live_process(path: str, pgid: int) -> bool:
-    """Whether ``path``'s owner is alive outside process group ``pgid``: another test's run (pytest-xdist runs
-    other files meanwhile), not the killed job's."""
+def _of_another_live_process(path: str, sid: int) -> bool:
+    """Whether ``path``'s owner is alive outside session ``sid``: another test's run (pytest-xdist runs other files
+    meanwhile), not the killed job's. By session, not process group: PySpark's daemon puts its Python workers in a
+    group of their own, and they may outlive the killed JVM by a moment."""
     try:
         with open(f"/proc/{int(OWNED.match(os.path.basename(path))['pid'])}/stat") as f:
-            state, _, group = f.read().rsplit(")", 1)[1].split()[:3]
+            state, _, _, session = f.read().rsplit(")", 1)[1].split()[:4]
     except FileNotFoundError:
         return False
-    return state != "Z" and int(group) != pgid
+    return state != "Z" and int(session) != sid
 
 
 def _litter() -> set:
