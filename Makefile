@@ -44,10 +44,10 @@ test-rust: venv
 test-python:
 	$(PY) -m pytest -q -n auto --dist loadfile --durations=40
 
-# The inner loop: the Rust unit tests and the core tests (no Spark), a couple of minutes.
+# The inner loop: the Rust unit tests and the core and index tests that need no Spark, a couple of minutes.
 test-fast: build
 	cargo test --manifest-path $(CARGO_MANIFEST) -q
-	$(PY) -m pytest -q -m "not slow" tests/test_core_*.py tests/test_perf_stubs.py
+	$(PY) -m pytest -q -m "not slow and not spark" tests/core tests/index
 
 # The builds first (a zig or glibc problem fails fast); the deployment tests install the wheel from
 # LSHBLOOM_WHEEL_DIR (tests/deploy_support.py), or run `make wheel` themselves without it.

@@ -11,7 +11,7 @@ This package is research code and is kept off the runtime import path: nothing
 that runs deduplication (``lshbloom_udf/__init__.py``, the Spark API, the
 index, ``ml.py``, the job, ``config.py``) imports it, so a job loads neither it
 nor pybloomfilter, which only the baselines use (datasketch and matplotlib are
-imported inside its functions); ``tests/test_eval_off_runtime_path.py`` checks
+imported inside its functions); ``tests/core/test_eval_off_runtime_path.py`` checks
 this in a fresh interpreter. It stays inside the package because it measures
 the product itself rather than a copy: it runs the installed index and kernels
 (``IndexParams``, ``LSHBloomIndex``, ``signatures``, ``band_keys``) on streams

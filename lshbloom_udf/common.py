@@ -106,7 +106,7 @@ def local_rows(df):
 
     A classic session streams them through its RDD: ``DataFrame.toLocalIterator`` runs the whole stream inside
     one SQL execution, whose driver JVM keeps every partition it served until the stream ends (Spark 4.3: 300
-    partitions of 3.3 MB filled a 1 GiB driver; ``tests/test_spark_local_rows.py``); ``df.rdd``'s iterator serves
+    partitions of 3.3 MB filled a 1 GiB driver; ``tests/spark/test_spark_local_rows.py``); ``df.rdd``'s iterator serves
     the same pickled rows and holds only the partitions in flight. Spark Connect has no RDD: its own iterator.
     """
     if is_connect(df.sparkSession):

@@ -53,7 +53,7 @@ def _optimal_params_cached(threshold: float, num_perm: int, w_fp: float, w_fn: f
 
 # (b, r) of the (threshold, num_perm, w_fp, w_fn) the defaults, the paper preset and the earlier defaults
 # (T 0.45, 512 permutations) ask for, as _optimal_params_cached computes them: a job's start-up would otherwise
-# import SciPy and run ~3,000 quadratures. tests/test_core_lsh_plan.py keeps them equal to the quadratures and to
+# import SciPy and run ~3,000 quadratures. tests/core/test_core_lsh_plan.py keeps them equal to the quadratures and to
 # datasketch's.
 KNOWN_OPTIMA = MappingProxyType({
     (0.3, 256, 0.5, 0.5): (64, 4),

@@ -20,6 +20,13 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_OPTIONS)
 
 
+def pytest_collection_modifyitems(items):
+    """Every test that uses a SparkSession is marked ``spark`` (``make test-fast`` runs the others)."""
+    for item in items:
+        if {"spark", "cluster"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession

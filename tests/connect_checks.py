@@ -1,6 +1,6 @@
 """``python tests/connect_checks.py INPUT WORKDIR``: the API and the Transformer over Spark Connect; JSON on stdout's last line.
 
-Run in a fresh interpreter by tests/test_deploy_connect.py: ``remote("local[2]")``
+Run in a fresh interpreter by tests/deploy/test_deploy_connect.py: ``remote("local[2]")``
 starts a Spark Connect server in this process, which needs a process without
 a classic SparkContext, and it leaves the process in Connect mode.
 """

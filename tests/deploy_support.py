@@ -1,4 +1,4 @@
-"""Helpers of the deployment tests (tests/test_deploy_*.py): the built wheel, fresh venvs, a packed environment."""
+"""Helpers of the deployment tests (tests/deploy/): the built wheel, fresh venvs, a packed environment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers of the reliability tests (tests/test_reliability_*.py): real spark-submit runs, faults, comparisons."""
+"""Helpers of the reliability tests (tests/reliability/ and others): real spark-submit runs, faults, comparisons."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ import sys
 
 import pytest
 
-from spark_support import JVM_OPTIONS
+from spark_support import JVM_OPTIONS, ROOT, TESTS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
 # What spark-submit runs: the job, with the fault hooks LSHBLOOM_TEST_FAULT asks for installed first.
-FAULT_JOB = os.path.join(ROOT, "tests", "fault_job.py")
+FAULT_JOB = os.path.join(TESTS, "fault_job.py")
 SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
 # The datasketch reference's settings (tests/spark_support.py), spelled out so that
 # the tests do not depend on the product's defaults (chosen by the evaluation study).

@@ -1,14 +1,17 @@
-"""Helpers of the Spark tests (tests/test_spark_*.py): sample data and the datasketch reference."""
+"""Helpers of the Spark tests (every folder of tests/): sample data and the datasketch reference."""
 
 from __future__ import annotations
 
 import functools
+import os
 import tempfile
 
 from lshbloom_udf.index import IndexParams
 from lshbloom_udf.sample import build_sample
 from spark_classes import archive_options
 
+TESTS = os.path.dirname(os.path.abspath(__file__))  # the support modules' folder; the tests are below it
+ROOT = os.path.dirname(TESTS)  # the checkout
 NUM_PERM = 256
 THRESHOLD = 0.5
 # The reference configuration: datasketch's own defaults (unigram str.split() shingles,

@@ -1,4 +1,4 @@
-"""Exact set-based references for verification with Jaccard or containment (tests/test_spark_verify_containment.py).
+"""Exact set-based references for verification with Jaccard or containment (tests/spark/verify/test_spark_verify_containment.py).
 
 Everything here is plain Python over sets, written from the contract
 (docs/algorithm.md §1, §4b, §8), not from the product's code: the shingles, the

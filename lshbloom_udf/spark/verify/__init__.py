@@ -33,7 +33,7 @@ verifies it by the same rule. (Without round 2 a permissive candidate stage lose
 first copy of a source, falsely flagged by a collision and then unflagged, was
 never inserted, and its later copies could find no kept source.)
 
-Guarantees (tests/test_spark_verify.py, tests/test_spark_verify_containment.py):
+Guarantees (tests/spark/verify/test_spark_verify.py, tests/spark/verify/test_spark_verify_containment.py):
 
 - verification never adds a flag (only the pass's flagged rows are examined);
 - every document still flagged has an earlier document that is kept in the
@@ -77,7 +77,7 @@ budget (``DriverMemory.shingle_cache``); on the executors :func:`lshbloom_udf._n
 side's set over consecutive pairs. Work grows with the flagged documents (at most ``CANDIDATES_PER_DOCUMENT``
 similarities per flagged document and round), not with ``N²``; the spool scan reads ``N·b`` keys once.
 
-The modules, each importing only those listed before it (tests/test_core_layers.py checks there is no cycle):
+The modules, each importing only those listed before it (tests/core/test_core_layers.py checks there is no cycle):
 
 - :mod:`~lshbloom_udf.spark.verify.rule` — the plain types: the rule, the measures, the shingling, the results;
 - :mod:`~lshbloom_udf.spark.verify.sources` — the candidate sources' interface, their bounds, the spool's source;

@@ -16,7 +16,7 @@
   after the ``toLocalIterator`` transfer of Spark Connect and ``key_transfer="spark"``, a reproduced run, or a
   spool too large for its disk, they are computed again.
 
-Both give the same pairs on the same input (tests/test_spark_verify_sources.py).
+Both give the same pairs on the same input (tests/spark/verify/test_spark_verify_sources.py).
 
 **Bounds** (docs/algorithm.md §8, "Bounded candidates"). A flagged document is
 checked against at most :data:`CANDIDATES_PER_DOCUMENT` earlier documents in

@@ -67,7 +67,7 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
 
 def row_hashes(rows: np.ndarray) -> np.ndarray:
     """Spark's ``xxhash64`` of int64 row ids (XXH64 of the 8-byte value, seed 42), as uint64: the driver and a Spark
-    filter pick the same rows (tests/test_spark_verify_templates.py checks it against Spark)."""
+    filter pick the same rows (tests/spark/verify/test_spark_verify_templates.py checks it against Spark)."""
     x = np.asarray(rows, dtype=np.int64).astype(np.uint64)
     h = np.full(x.shape, np.uint64(42) + _P5 + np.uint64(8), np.uint64)
     h ^= _rotl(x * _P2, 31) * _P1

@@ -21,7 +21,7 @@ from lshbloom_udf.config import DEFAULTS, PRESETS, DedupConfig, load_config
 from lshbloom_udf.index import DEFAULT_BLOOM, IndexParams, LSHBloomIndex
 from lshbloom_udf.sizing import Plan, plan
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spark_support import ROOT
 
 
 def _keyword_defaults(function) -> dict:

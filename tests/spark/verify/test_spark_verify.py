@@ -21,6 +21,7 @@ from evaluation.baselines import reference_shingles
 from evaluation.synthetic import synthetic_sources
 from lshbloom_udf.minhash import text_band_keys
 from lshbloom_udf.spark.verify.spark_source import PairBloom
+from spark_support import ROOT
 from verify_support import reference_verify as support_verify
 
 # reference_verify is the rule over a keep-first pass, Jaccard only, with word shingles: the settings before the
@@ -245,7 +246,7 @@ def test_the_job_takes_verify_and_writes_duplicate_of(spark, pool, tmp_path, cap
     import json
     import os
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark_jobs", "dedup.py")
+    path = os.path.join(ROOT, "spark_jobs", "dedup.py")
     spec = importlib.util.spec_from_file_location("lshbloom_dedup_job_verify", path)
     job = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(job)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spark_support import ROOT
 NOTEBOOKS = os.path.join(ROOT, "notebooks")
 
 

@@ -27,7 +27,7 @@ from lshbloom_udf.spark.streaming import StreamDedup, deduplicate_stream
 from reliability_support import submit
 
 SCHEMA = "id string, seq long, text string"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spark_support import ROOT
 
 
 def stream_docs(n_batches: int = 4, per_batch: int = 24) -> list[list[dict]]:

@@ -1,6 +1,6 @@
 """Bands that follow the decision (issue 33, item 4): which threshold a run's bands serve, in each case, and the
 refusal of a kept index banded for another (lshbloom_udf/bands.py, docs/algorithm.md "Bands that follow the
-decision"). No Spark here: tests/test_spark_bands_for.py runs them."""
+decision"). No Spark here: tests/spark/test_spark_bands_for.py runs them."""
 
 from __future__ import annotations
 

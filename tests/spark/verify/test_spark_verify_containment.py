@@ -14,6 +14,7 @@ import os
 
 import pytest
 from pyspark.sql import types as T
+from spark_support import ROOT
 from verify_support import (band_keys, containment, jaccard, pass_flags, partial_copy_stream, reference_verify,
                             shingles)
 
@@ -142,7 +143,7 @@ def test_the_measure_column_names_what_decided(spark):
 def _load_job():
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark_jobs", "dedup.py")
+    path = os.path.join(ROOT, "spark_jobs", "dedup.py")
     spec = importlib.util.spec_from_file_location("lshbloom_dedup_job_containment", path)
     job = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(job)

@@ -13,12 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-from spark_support import JVM_OPTIONS
+from spark_support import JVM_OPTIONS, ROOT
 
 from lshbloom_udf import memory as M
 from lshbloom_udf.sizing import parse_bytes
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
 MIB = 1 << 20
 

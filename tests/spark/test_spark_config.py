@@ -8,7 +8,7 @@ import pytest
 
 from lshbloom_udf.config import DEFAULTS, ConfigError, load_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spark_support import ROOT
 
 
 def test_default_toml_says_what_defaults_say():

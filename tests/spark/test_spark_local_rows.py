@@ -10,9 +10,8 @@ import textwrap
 
 import pytest
 
-from spark_support import JVM_OPTIONS
+from spark_support import JVM_OPTIONS, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Rows made in the JVM (no input file): PARTS partitions of ROWS_PER_PART rows of TEXT_BYTES bytes each, ~825 MB in
 # all through a 512 MiB heap. DataFrame.toLocalIterator kept every served partition: this died past ~400 MB.

@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spark_support import ROOT as REPO
 
 # Imports the modules named on the command line (or, given --all, every module of the
 # package) and prints which research modules got loaded.

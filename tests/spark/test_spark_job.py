@@ -10,9 +10,8 @@ import sys
 
 import pytest
 
-from spark_support import JVM_OPTIONS, REFERENCE, REFERENCE_FLAGS, datasketch_flags, new_reference_index, sample_docs
+from spark_support import JVM_OPTIONS, REFERENCE, REFERENCE_FLAGS, ROOT, datasketch_flags, new_reference_index, sample_docs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "spark_jobs", "dedup.py")
 
 

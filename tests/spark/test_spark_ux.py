@@ -15,9 +15,7 @@ import pytest
 
 from lshbloom_udf import deduplicate
 from lshbloom_udf.errors import DedupInputError
-from spark_support import JVM_OPTIONS, jobs, sample_docs
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spark_support import JVM_OPTIONS, ROOT, jobs, sample_docs
 
 
 class Records(logging.Handler):

@@ -11,7 +11,7 @@
 - The Spark path's rounds on the driver, by Spark joins, and without its filter past the driver's budget give
   the same output; Arrow batches stream every row of every partition to the driver.
 
-The matching itself, without Spark: tests/test_core_verify_candidates.py.
+The matching itself, without Spark: tests/spark/verify/test_core_verify_candidates.py.
 """
 
 from __future__ import annotations

@@ -22,9 +22,7 @@ import pytest
 
 from lshbloom_udf import deduplicate
 from reliability_support import write_jsonl
-from spark_support import sample_docs
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from spark_support import TESTS, sample_docs
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +33,7 @@ def over_connect(tmp_path_factory):
     # The executors' Python is this one; SPARK_TESTING makes the local server take a free port (PySpark's
     # own Connect tests do the same) instead of 15002, which another process may hold.
     env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", SPARK_TESTING="1")
-    done = subprocess.run([sys.executable, os.path.join(HERE, "connect_checks.py"), inp, str(root / "work")],
+    done = subprocess.run([sys.executable, os.path.join(TESTS, "connect_checks.py"), inp, str(root / "work")],
                           env=env, cwd=root, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-5000:]
     return inp, json.loads(done.stdout.strip().splitlines()[-1])

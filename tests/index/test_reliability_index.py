@@ -20,6 +20,7 @@ import pytest
 from lshbloom_udf import LSHBloomIndex
 from lshbloom_udf.index import IndexRecoveryNeededError, IndexTransaction
 from reliability_support import index_state
+from spark_support import TESTS
 
 SCRIPT = textwrap.dedent(
     """
@@ -51,8 +52,7 @@ def _run(path, seed, fault=None, log=None, growth="fixed", bloom="pybloomfilterm
     env.pop("LSHBLOOM_TEST_FAULT", None)
     if fault:
         env["LSHBLOOM_TEST_FAULT"] = f"{fault},fault-log={log}"
-    tests = os.path.dirname(os.path.abspath(__file__))
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), tests, growth, bloom], env=env,
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), TESTS, growth, bloom], env=env,
                           capture_output=True, text=True, start_new_session=True, timeout=120)
 
 

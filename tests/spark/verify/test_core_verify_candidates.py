@@ -1,5 +1,5 @@
 """Verification's candidate matching and its native parts, without Spark (the sources' end-to-end runs are
-tests/test_spark_verify_sources.py).
+tests/spark/verify/test_spark_verify_sources.py).
 
 - The in-memory self-join (round 2), the native (band, key) matching and the driver's match of round 1's kept
   pairs equal quadratic references; round 2's pairs grow linearly on one bucket; candidates are counted once per
