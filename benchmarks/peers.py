@@ -19,7 +19,9 @@ Method:
    character 11-grams): never a duplicate (below ``verify_threshold``), but at (b, r) = (64, 4) the tail makes
    ~1.3 LSH candidate pairs per document, all of which verification must reject.
 2. **The product**: ``spark-submit spark_jobs/dedup.py`` with its defaults on ``local[2]`` (2 cores), wall
-   time from launch to exit, start-up included (``scale.run_job``).
+   time from launch to exit, start-up included (``scale.run_job``). ``--job mix`` (default) keeps a new index
+   (``--index-dir``: its files and the kept documents' records, which verification across runs reads);
+   ``--job mix-no-index`` is a one-off run that keeps none, as the peers keep none.
 3. **rensa** (Rust MinHash from PyPI, 1 core): a fresh Python process reads the Parquet file in batches,
    computes the product's own shingles of every document (``_native.shingles`` with the default unit, n-gram
    and normalization: the same shingles, made by the fastest shingler there is), rensa's fastest bulk path
@@ -168,10 +170,10 @@ def measure(n: int, args) -> dict:
               "max_words": args.words[1], "seed": 1, "max_repeated": 0.10}
     data = scale_data.generate(n, params, args.cache)
     workdir = tempfile.mkdtemp(prefix=f"peers-{n}-", dir=args.cache)
-    res = {"n": n, "corpus": args.corpus, "mean_bytes": data["mean_bytes"], "load_before": load_avg()}
+    res = {"n": n, "corpus": args.corpus, "job": args.job, "mean_bytes": data["mean_bytes"], "load_before": load_avg()}
     job_args = SimpleNamespace(driver_memory="8g", conf=[], index_root=args.index_root, job_timeout=7200,
                                stall_timeout=900, keep_outputs=False)
-    job = scale.run_job(job_args, "mix", data, workdir)
+    job = scale.run_job(job_args, args.job, data, workdir)
     if "error" in job:
         raise SystemExit(f"the product's job failed: {job['error']}")
     res["product"] = {"wall_s": job["seconds"], "cpu_s": job.get("tree", {}).get("total_cpu_s"), "cores": 2, "docs": n,
@@ -194,7 +196,7 @@ def per_core(part: dict, n: int) -> float:
 
 def report(res: dict) -> None:
     n = res["n"]
-    print(f"\n{n:,} documents, corpus {res['corpus']} (mean {res['mean_bytes']:.0f} bytes); load {res['load_before']} -> {res['load_after']}",
+    print(f"\n{n:,} documents, corpus {res['corpus']}, product job {res.get('job', 'mix')} (mean {res['mean_bytes']:.0f} bytes); load {res['load_before']} -> {res['load_after']}",
           flush=True)
     print(f"{'system':<12} {'cores':>5} {'wall s':>9} {'cpu s':>9} {'docs/s/core':>12} {'false flags':>12} {'recall':>8}  vs product")
     product = per_core(res["product"], n)
@@ -221,6 +223,9 @@ def main(argv=None) -> None:
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
     p.add_argument("--index-root", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--job", choices=("mix", "mix-no-index"), default="mix",
+                   help="the product's job (benchmarks/scale.py): the defaults into a kept index (mix, default), or a "
+                        "one-off run that keeps none, as the peers keep none (mix-no-index)")
     p.add_argument("--peer", choices=("rensa", "datasketch"), help=argparse.SUPPRESS)
     p.add_argument("--data", help=argparse.SUPPRESS)
     p.add_argument("--flags", help=argparse.SUPPRESS)

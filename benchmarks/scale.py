@@ -78,6 +78,8 @@ from lshbloom_udf.index import BLOOMS, IndexParams, LSHBloomIndex  # noqa: E402
 # name: (settings for datasketch, job flags)
 JOBS = {
     "mix": ("defaults", ["--band-key", "mix"]),  # the defaults: a new mix index is blocked
+    # the defaults in a one-off run that keeps no index (no --index-dir: no index files, no records), as a peer runs
+    "mix-no-index": ("defaults", ["--band-key", "mix"]),
     "sum": ("defaults", ["--band-key", "sum"]),
     # datasketch's band key on the product's filters: the key's false flags without the slower compatible files
     "sum-blocked": ("defaults", ["--band-key", "sum", "--bloom", "blocked"]),
@@ -105,6 +107,7 @@ JOBS = {
     "paper-blocked": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--bloom", "blocked"]),
     "paper-spark": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--key-transfer", "spark"]),
 }
+WITHOUT_INDEX = ("mix-no-index",)  # the jobs given no --index-dir
 DEFAULT_JOBS = ("mix", "sum", "paper", "mix-spark", "paper-spark")
 # The job whose decisions datasketch's must equal, per settings.
 SAME_DECISIONS = {"defaults": "sum", "paper": "paper"}
@@ -194,7 +197,8 @@ def spark_command(args, job: str, data: dict, out: str, index: str) -> list:
         os.path.join(os.path.dirname(py), "spark-submit"), "--master", "local[2]", "--driver-memory", args.driver_memory,
         *[x for c in confs for x in ("--conf", c)],
         os.path.join(ROOT, "spark_jobs", "dedup.py"), "--input", data["docs"], "--input-format", "parquet",
-        "--output", out, "--summary-path", out + ".summary.json", "--index-dir", index, *JOBS[job][1],
+        "--output", out, "--summary-path", out + ".summary.json",
+        *(() if job in WITHOUT_INDEX else ("--index-dir", index)), *JOBS[job][1],
     ]
 
 
