@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from lshbloom_udf import DedupInputError, LSHBloomIndex, deduplicate
 from lshbloom_udf.index import IndexParams
-from reliability_support import REF_FLAGS, REF_KW, index_state, load_job, read_flags, run_job, write_jsonl
+from reliability_support import REF_FLAGS, REF_KW, index_state, load_job, run_job, write_jsonl
 from spark_support import sample_docs
 
 

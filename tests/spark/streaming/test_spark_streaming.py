@@ -25,9 +25,9 @@ from lshbloom_udf.index.lock import IndexLock
 from lshbloom_udf.spark import deduplicate
 from lshbloom_udf.spark.streaming import StreamDedup, deduplicate_stream
 from reliability_support import submit
+from spark_support import ROOT
 
 SCHEMA = "id string, seq long, text string"
-from spark_support import ROOT
 
 
 def stream_docs(n_batches: int = 4, per_batch: int = 24) -> list[list[dict]]:
