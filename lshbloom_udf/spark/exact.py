@@ -13,7 +13,8 @@ pass and verification to reach a decision known in advance:
 
 So :func:`find_exact_copies` groups the pinned rows by a 128-bit hash of their
 text (Spark's ``xxhash64`` under two seeds, one aggregation over the pinned
-rows) and names each group's earliest row; the later rows are the copies. The
+rows) and names each group's earliest row; the later rows are the copies of
+those first rows that have a letter or digit (asked of them alone). The
 keys stage leaves them out (:func:`lshbloom_udf.spark.keys.keyed_batches`:
 inactive, not shingled), and :meth:`ExactCopies.resolve` adds them to the
 verified flags: ``duplicate_of`` the first occurrence, ``similarity`` 1,
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from lshbloom_udf.common import col, collect_arrow
+from lshbloom_udf.spark.frames import row_frame
 from lshbloom_udf.spark.keys import ROW_COL, is_in, ship
 
 if TYPE_CHECKING:
@@ -100,14 +102,30 @@ def find_exact_copies(pinned, text_col: str) -> ExactCopies:
 
     text = col(text_col)
     first = F.min(ROW_COL).over(Window.partitionBy("_lshb_h1", "_lshb_h2")).alias(_FIRST)
-    hashed = pinned.where(text.rlike(HAS_SHINGLES)).select(ROW_COL, *text_hash_columns(text_col))
+    # Every text is hashed; only the copies' first occurrences are asked whether they have a letter or digit (the
+    # rows of a group share their text): the regex over every text would decode each to a Java string, which costs
+    # more than the hashes (docs/benchmarks.md, "The fixed stages at 10⁶").
+    hashed = pinned.where(text.isNotNull()).select(ROW_COL, *text_hash_columns(text_col))
     copies = hashed.select(ROW_COL, first).where(F.col(ROW_COL) != F.col(_FIRST))
     table = collect_arrow(copies)
     rows = np.asarray(table.column(ROW_COL).to_numpy(), dtype=np.int64)
     firsts = np.asarray(table.column(_FIRST).to_numpy(), dtype=np.int64)
+    if len(rows):
+        keep = is_in(firsts, _with_letters(pinned, text_col, np.unique(firsts)))
+        rows, firsts = rows[keep], firsts[keep]
     order = np.argsort(rows, kind="stable")
     rows, firsts = rows[order], firsts[order]
     return ExactCopies(rows, firsts, ship(pinned.sparkSession, rows) if len(rows) else None)
+
+
+def _with_letters(pinned, text_col: str, among: np.ndarray) -> np.ndarray:
+    """The sorted row ids of ``among`` (sorted) whose text has a letter or digit (:data:`HAS_SHINGLES`)."""
+    from pyspark.sql import functions as F
+
+    # Broadcast: these are at most the copies, whose row ids the driver holds and ships anyway (ExactCopies).
+    chosen = pinned.join(F.broadcast(row_frame(pinned.sparkSession, among, small=True)), ROW_COL, "left_semi")
+    table = collect_arrow(chosen.where(col(text_col).rlike(HAS_SHINGLES)).select(ROW_COL))
+    return np.sort(np.asarray(table.column(ROW_COL).to_numpy(), dtype=np.int64))
 
 
 def summary_count(copies: Optional[ExactCopies]) -> Optional[int]:
