@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from lshbloom_udf.common import col, collect_arrow
-from lshbloom_udf.spark.frames import row_frame
+from lshbloom_udf.spark.frames import among_rows
 from lshbloom_udf.spark.keys import ROW_COL, is_in, ship
 
 if TYPE_CHECKING:
@@ -120,11 +120,8 @@ def find_exact_copies(pinned, text_col: str) -> ExactCopies:
 
 def _with_letters(pinned, text_col: str, among: np.ndarray) -> np.ndarray:
     """The sorted row ids of ``among`` (sorted) whose text has a letter or digit (:data:`HAS_SHINGLES`)."""
-    from pyspark.sql import functions as F
-
     # Broadcast: these are at most the copies, whose row ids the driver holds and ships anyway (ExactCopies).
-    chosen = pinned.join(F.broadcast(row_frame(pinned.sparkSession, among, small=True)), ROW_COL, "left_semi")
-    table = collect_arrow(chosen.where(col(text_col).rlike(HAS_SHINGLES)).select(ROW_COL))
+    table = collect_arrow(among_rows(pinned, among).where(col(text_col).rlike(HAS_SHINGLES)).select(ROW_COL))
     return np.sort(np.asarray(table.column(ROW_COL).to_numpy(), dtype=np.int64))
 
 

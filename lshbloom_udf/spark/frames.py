@@ -52,3 +52,10 @@ def row_frame(spark, rows: np.ndarray, small: bool = False):
 
     schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False)])
     return local_frame(spark, {ROW_COL: np.asarray(rows, np.int64)}, schema, small)
+
+
+def among_rows(pinned, among: np.ndarray):
+    """The pinned rows whose row id is in ``among``: a semi-join with them, broadcast."""
+    from pyspark.sql import functions as F
+
+    return pinned.join(F.broadcast(row_frame(pinned.sparkSession, among, small=True)), ROW_COL, "left_semi")

@@ -29,7 +29,7 @@ from lshbloom_udf.common import col, default_parallelism
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.sizing import parse_bytes
-from lshbloom_udf.spark.frames import row_frame
+from lshbloom_udf.spark.frames import among_rows
 from lshbloom_udf.spark.keys import ROW_COL, TaskThreads, _replace_invalid_utf8, _selected, ship, task_start
 
 ID_COL = "_lshb_id"
@@ -150,13 +150,6 @@ def sketch_frame(pinned, text_col: str, id_col: Optional[str], spec, among: np.n
         rows, shipped = pinned, ship(pinned.sparkSession, np.asarray(among, np.int64))
     return rows.select(*cols).mapInArrow(sketch_mapper(text_col, spec, shipped, inside, id_col is not None, threads),
                                          RECORD_SCHEMA)
-
-
-def among_rows(pinned, among: np.ndarray):
-    """The pinned rows whose row id is in ``among``: a semi-join with them, broadcast."""
-    from pyspark.sql import functions as F
-
-    return pinned.join(F.broadcast(row_frame(pinned.sparkSession, among, small=True)), ROW_COL, "left_semi")
 
 
 def hadoop_uri(path: str) -> str:
