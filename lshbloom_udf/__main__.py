@@ -27,6 +27,26 @@ def plan_defaults() -> dict:
     return {**{name: DEFAULTS[name] for name in PLAN_SETTINGS}, "bloom": DedupConfig().new_index_bloom}
 
 
+# ``lshbloom plan``'s own flags (beside the settings, declared once in config.py): what to project and on what.
+PLAN_OPTIONS: tuple[tuple[str, dict], ...] = (
+    ("--generations", dict(type=int, default=5, help="generations of a growing index to show (default %(default)s)")),
+    ("--executors", dict(type=int, default=None,
+                         help="executors computing the keys (both passes) and the shards (default: the fewest that "
+                              "finish the whole job within --hours)")),
+    ("--hours", dict(type=float, default=4.0,
+                     help="the whole job's target time when --executors is not given (default %(default)s)")),
+    ("--executor-cores", dict(type=int, default=4, help="cores per executor (default %(default)s)")),
+    ("--executor-memory", dict(default="8g", help="sharded: memory per executor (default %(default)s)")),
+    ("--driver-memory", dict(default=None,
+                             help="the driver's memory for the pass advice, e.g. 64g (default: this machine's RAM)")),
+    ("--flagged-share", dict(type=float, default=None,
+                             help="the share of documents the pass flags: the driver's memory, verification's hours "
+                                  "(default: the measured job's, lshbloom_udf/measured/)")),
+    ("--text-bytes", dict(type=float, default=2400,
+                          help="driver memory: the documents' mean UTF-8 bytes (default %(default)s)")),
+)
+
+
 def plan_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lshbloom_udf plan", description="Size an LSHBloom index before a run (paper §4.3-4.5).",
@@ -36,22 +56,8 @@ def plan_parser() -> argparse.ArgumentParser:
     for name, default in plan_defaults().items():
         add_setting_flag(parser, name, default=default)
     add_setting_flag(parser, "verify", default=DEFAULTS["verify"])  # which threshold the bands serve (below)
-    parser.add_argument("--generations", type=int, default=5,
-                        help="generations of a growing index to show (default %(default)s)")
-    parser.add_argument("--executors", type=int, default=None,
-                        help="executors computing the keys (both passes) and the shards (default: the fewest that "
-                             "finish the whole job within --hours)")
-    parser.add_argument("--hours", type=float, default=4.0,
-                        help="the whole job's target time when --executors is not given (default %(default)s)")
-    parser.add_argument("--executor-cores", type=int, default=4, help="cores per executor (default %(default)s)")
-    parser.add_argument("--executor-memory", default="8g", help="sharded: memory per executor (default %(default)s)")
-    parser.add_argument("--driver-memory", default=None,
-                        help="the driver's memory for the pass advice, e.g. 64g (default: this machine's RAM)")
-    parser.add_argument("--flagged-share", type=float, default=None,
-                        help="the share of documents the pass flags: the driver's memory, verification's hours "
-                             "(default: the measured job's, lshbloom_udf/measured/)")
-    parser.add_argument("--text-bytes", type=float, default=2400,
-                        help="driver memory: the documents' mean UTF-8 bytes (default %(default)s)")
+    for flag, options in PLAN_OPTIONS:
+        parser.add_argument(flag, **options)
     parser.add_argument("--json", action="store_true", help="print JSON")
     return parser
 

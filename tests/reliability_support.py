@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -80,13 +81,44 @@ def submit(job_args, fault=None, master="local[2]", conf=(), kill_after=None, ti
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=60)
     finally:
-        try:  # whatever is left of this job's process group (python workers)
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        end_session(proc.pid)
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     done.pid = proc.pid  # type: ignore[attr-defined]  # the job's process group id (its own session)
     return done
+
+
+def session_processes(sid: int) -> list[int]:
+    """The live (not zombie) processes of session ``sid``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _, _, session = f.read().rsplit(")", 1)[1].split()[:4]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state != "Z" and int(session) == sid:
+            found.append(int(name))
+    return found
+
+
+def end_session(sid: int, seconds: float = 30.0) -> None:
+    """SIGKILL whatever is left of the job started in session ``sid``, and wait until none of it is alive.
+
+    By session, not process group: PySpark's daemon puts its Python workers in a group of their own. And waited
+    for: a process SIGKILLed is gone a moment later, not at once; until then it still holds its files (the
+    index's lock), which the test would take for the job's doing.
+    """
+    deadline = time.monotonic() + seconds
+    while (left := session_processes(sid)) and time.monotonic() < deadline:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    assert not left, f"processes {left} of the killed job outlived SIGKILL for {seconds} s"
 
 
 def write_jsonl(path, docs) -> str:

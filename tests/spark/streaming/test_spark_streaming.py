@@ -24,7 +24,7 @@ from lshbloom_udf.index import IndexTransaction
 from lshbloom_udf.index.lock import IndexLock
 from lshbloom_udf.spark import deduplicate
 from lshbloom_udf.spark.streaming import StreamDedup, deduplicate_stream
-from reliability_support import submit
+from reliability_support import load_job, run_job, submit
 from spark_support import ROOT
 
 SCHEMA = "id string, seq long, text string"
@@ -201,10 +201,10 @@ def test_stream_settings_it_cannot_run_are_refused(spark, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_path):
+def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_path, capsys):
     """spark-submit --stream, SIGKILLed in batch 1 once its commit journal is written (the commit is finished by
     the restart and Spark's replay of batch 1 finds it done), then in batch 2 before its commit (decided again);
-    files arrive while it is down; the third start drains them."""
+    files arrive while it is down; the third start, the job in this process, drains them."""
     data = stream_docs(5, 20)
     landing, out, index, ck = (tmp_path / n for n in ("in", "out", "index", "ck"))
     args = ["--stream", "--input", str(landing), "--output", str(out), "--index-dir", str(index),
@@ -221,8 +221,8 @@ def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_pa
     assert dict(seen.dtypes)["batch"] == "int" and {r["batch"] for r in seen.select("batch").distinct().collect()} <= {0, 1}
     land(landing, data[3][0]["seq"], data[3])
     land(landing, data[4][0]["seq"], data[4])
-    done = submit(args)
-    assert done.returncode == 0, done.stderr[-3000:]
+    code, _, err = run_job(load_job(), args, capsys)
+    assert code == 0, err[-3000:]
     assert (tmp_path / "faults.log").read_text().count("kill-in-stream-batch") == 2
     check_exactly_once(spark, data, out, tmp_path / "reference")
     with IndexTransaction(str(index)) as txn:
