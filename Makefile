@@ -39,11 +39,10 @@ test-rust: venv
 
 # The slowest tests named at the end of every run, so that a test that grows shows up in CI's log.
 # One pytest process per core (pytest-xdist), each with its own SparkSession; a test file stays in one process
-# (--dist loadgroup, one group per file, tests/conftest.py: its module fixtures, a Connect server, are started once;
-# the files that use the standalone cluster are one group, so one cluster serves them all). Most of the
+# (--dist loadfile: its module fixtures, a standalone cluster or a Connect server, are started once). Most of the
 # slow tests wait on a JVM starting or a child job, so a second process keeps the cores busy meanwhile.
 test-python:
-	$(PY) -m pytest -q -n auto --dist loadgroup --durations=40
+	$(PY) -m pytest -q -n auto --dist loadfile --durations=40
 
 # The inner loop: the Rust unit tests and the core and index tests that need no Spark, a couple of minutes.
 test-fast: build

@@ -21,18 +21,10 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_OPTIONS)
 
 
 def pytest_collection_modifyitems(items):
-    """Every test that uses a SparkSession is marked ``spark`` (``make test-fast`` runs the others).
-
-    Each test file is one ``xdist_group`` (``make test`` runs ``--dist loadgroup``), so that a file's module
-    fixtures are set up once, in one pytest process; the files that use the standalone cluster share one group,
-    so that the cluster (three JVMs) is started once in a run rather than once per process.
-    """
-    cluster_files = {item.path for item in items if "cluster" in getattr(item, "fixturenames", ())}
+    """Every test that uses a SparkSession is marked ``spark`` (``make test-fast`` runs the others)."""
     for item in items:
         if {"spark", "cluster"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
-        group = "cluster" if item.path in cluster_files else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
