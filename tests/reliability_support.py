@@ -87,20 +87,19 @@ def submit(job_args, fault=None, master="local[2]", conf=(), kill_after=None, ti
     return done
 
 
+def session_of(pid: int):
+    """The session id of process ``pid``, or None when it is gone or a zombie (it holds no files then)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state, _, _, session = f.read().rsplit(")", 1)[1].split()[:4]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None if state == "Z" else int(session)
+
+
 def session_processes(sid: int) -> list[int]:
     """The live (not zombie) processes of session ``sid``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                state, _, _, session = f.read().rsplit(")", 1)[1].split()[:4]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if state != "Z" and int(session) == sid:
-            found.append(int(name))
-    return found
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and session_of(int(name)) == sid]
 
 
 def end_session(sid: int, seconds: float = 30.0) -> None:

@@ -102,9 +102,9 @@ def find_exact_copies(pinned, text_col: str) -> ExactCopies:
 
     text = col(text_col)
     first = F.min(ROW_COL).over(Window.partitionBy("_lshb_h1", "_lshb_h2")).alias(_FIRST)
-    # Every text is hashed; only the copies' first occurrences are asked whether they have a letter or digit (the
-    # rows of a group share their text): the regex over every text would decode each to a Java string, which costs
-    # more than the hashes (docs/benchmarks.md, "The fixed stages at 10⁶").
+    # Every non-empty text is hashed; only the copies' first occurrences are asked whether they have a letter or
+    # digit (the rows of a group share their text): the regex over every text would decode each to a Java string,
+    # which costs more than the hashes (docs/benchmarks.md, "The fixed stages at 10⁶").
     hashed = pinned.where(F.octet_length(text) > 0).select(ROW_COL, *text_hash_columns(text_col))  # nor null
     copies = hashed.select(ROW_COL, first).where(F.col(ROW_COL) != F.col(_FIRST))
     table = collect_arrow(copies)

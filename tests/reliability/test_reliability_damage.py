@@ -19,7 +19,7 @@ import pytest
 
 from lshbloom_udf.errors import IndexCorruptError
 from lshbloom_udf.index import IndexParams, LSHBloomIndex
-from reliability_support import REF_FLAGS, ROOT, load_job, run_job, run_quietly, submit, write_jsonl
+from reliability_support import REF_FLAGS, ROOT, load_job, run_job, run_quietly, session_of, submit, write_jsonl
 from spark_support import sample_docs
 
 
@@ -227,12 +227,8 @@ def _of_another_live_process(path: str, sid: int) -> bool:
     """Whether ``path``'s owner is alive outside session ``sid``: another test's run (pytest-xdist runs other files
     meanwhile), not the killed job's. By session, not process group: PySpark's daemon puts its Python workers in a
     group of their own, and they may outlive the killed JVM by a moment."""
-    try:
-        with open(f"/proc/{int(OWNED.match(os.path.basename(path))['pid'])}/stat") as f:
-            state, _, _, session = f.read().rsplit(")", 1)[1].split()[:4]
-    except FileNotFoundError:
-        return False
-    return state != "Z" and int(session) != sid
+    session = session_of(int(OWNED.match(os.path.basename(path))["pid"]))
+    return session is not None and session != sid
 
 
 def _litter() -> set:
