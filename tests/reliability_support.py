@@ -5,9 +5,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -118,6 +120,31 @@ def end_session(sid: int, seconds: float = 30.0) -> None:
                 pass
         time.sleep(0.05)
     assert not left, f"processes {left} of the killed job outlived SIGKILL for {seconds} s"
+
+
+# A run's temporary directories (lshbloom_udf.litter): named for their owner's pid, removed by the next run.
+OWNED = re.compile(r"lshbloom-(index|keys|shards)-(?P<pid>[0-9]+)@")
+
+
+def litter() -> set:
+    """Every run's temporary directories, wherever runs make them."""
+    found = set()
+    for place in {"/dev/shm", tempfile.gettempdir()}:
+        if os.path.isdir(place):
+            found |= {os.path.join(place, n) for n in os.listdir(place) if OWNED.match(n)}
+    return found
+
+
+def litter_of(killed, before: set) -> set:
+    """The temporary directories the killed job (:func:`submit`'s result) left: those made since ``before`` whose
+    owner is dead, not those of another test's live run (pytest-xdist runs other files meanwhile)."""
+    left = set()
+    for path in litter() - before:
+        session = session_of(int(OWNED.match(os.path.basename(path))["pid"]))
+        assert session != killed.pid, f"{path}: its owner outlived the killed job"
+        if session is None:
+            left.add(path)
+    return left
 
 
 def write_jsonl(path, docs) -> str:

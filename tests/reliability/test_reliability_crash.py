@@ -6,7 +6,7 @@ driver, Python workers) at named moments through the test-only fault switch
 outside; the same command is then run again. The rerun must give exactly the
 output flags and the index (band files byte for byte, manifest, stored
 duplicates) of an uninterrupted run, and leave no staging copy, journal or
-temporary output behind.
+temporary output behind; a killed run's temporary directories (its key spool) are removed by the rerun.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import shutil
 import pytest
 
 from lshbloom_udf import LSHBloomIndex
-from reliability_support import REF_FLAGS, index_state, load_job, read_flags, run_job, run_quietly, submit, two_batches
+from reliability_support import (REF_FLAGS, index_state, litter, litter_of, load_job, read_flags, run_job, run_quietly,
+                                 submit, two_batches)
 from spark_support import datasketch_flags, new_reference_index, sample_docs
 
 
@@ -100,8 +101,12 @@ def test_sigkill_at_a_named_moment_then_rerun_gives_the_uninterrupted_result(wor
     biggest = max(os.path.getsize(f) for f in world["second_dir"].iterdir())
     conf = (f"spark.sql.files.maxPartitionBytes={biggest}", f"spark.sql.files.openCostInBytes={biggest}") if (
         "driver-pass" in fault) else ()
+    before = litter()
     killed = submit(second_args(world["second_dir"], out, index), fault=f"{fault},fault-log={log}", conf=conf)
     assert killed.returncode == -9, killed.stderr[-3000:]
+    left = litter_of(killed, before)
+    if fault.startswith(("kill-in-keys", "kill-in-driver-pass")):  # mid-pass: its key spool is left behind
+        assert left, "the killed run left no temporary directory: the rerun's clean-up would prove nothing"
     assert log.read_text().startswith(fault.split("=")[0])  # killed there, by the switch
     if "driver-pass" in fault:
         assert "kill-in-driver-pass after 110 documents" in log.read_text()  # the first of three files
@@ -118,6 +123,7 @@ def test_sigkill_at_a_named_moment_then_rerun_gives_the_uninterrupted_result(wor
     else:
         assert {k: v for k, v in before.items()} == index_state(world["clean_index"])
     err = _rerun_and_compare(world, job, capsys, spark, index, out)
+    assert not (left & litter()), "the rerun removed the killed run's temporary directories"
     if after_kill == "journal":
         assert "finished the commit of run 000002" in err
     if after_kill in ("journal", "new"):

@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +18,7 @@ import pytest
 
 from lshbloom_udf.errors import IndexCorruptError
 from lshbloom_udf.index import IndexParams, LSHBloomIndex
-from reliability_support import REF_FLAGS, ROOT, load_job, run_job, run_quietly, session_of, submit, write_jsonl
+from reliability_support import REF_FLAGS, ROOT, load_job, run_job, submit, write_jsonl
 from spark_support import sample_docs
 
 
@@ -201,65 +200,8 @@ def test_a_corrupt_sharded_filter_part_is_named_by_verify_index(job, capsys, tmp
 
 
 # --------------------------------------------------------------------------
-# temporary files of a SIGKILLed run
-
-
-OWNED = re.compile(r"lshbloom-(index|keys|shards)-(?P<pid>[0-9]+)@")
-
-
-def _dead(pid: int) -> bool:
-    """Gone, or a zombie nobody reaps (the killed group's parent died with it); a SIGKILLed process may take a
-    moment to exit, so this waits for it (up to 30 s)."""
-    import time
-
-    for _ in range(300):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _of_another_live_process(path: str, sid: int) -> bool:
-    """Whether ``path``'s owner is alive outside session ``sid``: another test's run (pytest-xdist runs other files
-    meanwhile), not the killed job's. By session, not process group: PySpark's daemon puts its Python workers in a
-    group of their own, and they may outlive the killed JVM by a moment."""
-    session = session_of(int(OWNED.match(os.path.basename(path))["pid"]))
-    return session is not None and session != sid
-
-
-def _litter() -> set:
-    found = set()
-    for place in {"/dev/shm", tempfile.gettempdir()}:
-        if os.path.isdir(place):
-            found |= {os.path.join(place, n) for n in os.listdir(place) if OWNED.match(n)}
-    return found
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("fault, extra", [("kill-in-driver-pass=1", []),
-                                          ("kill-in-shards", ["--pass", "sharded", "--shard-memory", "64k"])],
-                         ids=["driver-pass", "sharded"])
-def test_the_temporary_files_of_a_sigkilled_run_are_removed_by_the_next_run(job, tmp_path, fault, extra):
-    docs = list(sample_docs())
-    src = tmp_path / "in"
-    src.mkdir()
-    for i in range(3):
-        write_jsonl(src / f"part-{i}.jsonl", docs[i::3])
-    args = ["--input", str(src), "--output", str(tmp_path / "out"), "--quiet", *REF_FLAGS, *extra]
-    before = _litter()
-    killed = submit(args, fault=fault)
-    assert killed.returncode != 0
-    left = {p for p in _litter() - before if not _of_another_live_process(p, killed.pid)}
-    assert left, "the killed run left no temporary directory: the test would prove nothing"
-    for path in left:
-        assert _dead(int(OWNED.match(os.path.basename(path))["pid"]))
-    # The next run: the job in this session (another live process than the killed one, as a new spark-submit is).
-    run_quietly(job, args)
-    assert not (left & _litter())
+# temporary files of a SIGKILLed run: the next run removes them (the kill tests of
+# test_reliability_crash.py and test_reliability_sharded.py assert it end to end)
 
 
 def test_lshbloom_clean_removes_dead_owners_only(tmp_path):

@@ -4,7 +4,7 @@ A real ``spark-submit`` of the job (tests/fault_job.py) is SIGKILLed at named
 moments; the committed version must be the previous one (or the new one, once
 its manifest is in place), and the rerun must give exactly the flags and the
 index (every shard's filter bytes, the flagged rows, the manifest) of an
-uninterrupted run.
+uninterrupted run; the killed run's temporary directories (its shard filters) are removed by the rerun.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster_support import executor_dirs
-from reliability_support import (REF_FLAGS, ROOT, load_job, read_flags, records_rows, run_job, run_quietly, submit,
-                                 two_batches)
+from reliability_support import (REF_FLAGS, ROOT, litter, litter_of, load_job, read_flags, records_rows, run_job,
+                                 run_quietly, submit, two_batches)
 from spark_support import sample_docs
 
 SHARDED_FLAGS = ["--pass", "sharded", "--shard-memory", "64k", "--band-key", "mix", "--id-column", "id", "--quiet"]
@@ -94,14 +94,19 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_result(world, job, capsys, s
     case.mkdir()
     index, out, log = case / "index", case / "out", case / "fault.log"
     shutil.copytree(world["base"], index)
+    before = litter()
     killed = submit(second_args(world["second_dir"], out, index), fault=f"{fault},fault-log={log}")
     assert killed.returncode == -9, killed.stderr[-3000:]
+    left = litter_of(killed, before)
+    if fault == "kill-in-shards":  # mid-pass: the executors' shard filters are left behind
+        assert left, "the killed run left no temporary directory: the rerun's clean-up would prove nothing"
     assert log.read_text().startswith(fault)
     committed = sharded_state(index)
     assert committed == sharded_state(world["base"] if after_kill == "old" else world["clean"])
     code, _, err = run_job(job, second_args(world["second_dir"], out, index), capsys)
     assert code == 0, err
     assert read_flags(spark, out) == world["clean_flags"]
+    assert not (left & litter()), "the rerun removed the killed run's temporary directories"
     assert sharded_state(index) == sharded_state(world["clean"])
     assert not os.path.exists(str(out) + ".lshbloom-tmp")
     # what a killed run wrote is gone: one directory per committed version remains

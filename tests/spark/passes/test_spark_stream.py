@@ -4,8 +4,8 @@
   ``toLocalIterator`` transfer give datasketch's flags, over many partitions
   (some empty) and chunks smaller than a partition.
 - A keys task that fails after it sent keys is retried; the pass skips the rows
-  it already decided, and the flags are unchanged (a real spark-submit with
-  ``local[2,4]``).
+  it already decided: the index, the flags and verification over the spools
+  are unchanged (a real spark-submit with ``local[2,4]``).
 - The driver's spool of keys is gone after a run, also a failed one.
 - A run recorded with the older key fingerprints is still recognised: the same
   documents are reproduced, not ingested twice.
@@ -24,8 +24,11 @@ from lshbloom_udf.errors import CapacityWarning, IndexFullError
 from lshbloom_udf.index.manifest import MANIFEST_NAME
 from lshbloom_udf.spark.ingest import key_fingerprints
 from lshbloom_udf.spark.keys import ROW_COL
-from reliability_support import REF_FLAGS, REF_KW, load_job, read_flags, run_quietly, submit, write_jsonl
+from reliability_support import REF_KW, index_state, load_job, run_quietly, submit, write_jsonl
 from spark_support import datasketch_flags, sample_docs
+
+
+SOURCE_COLS = ("is_duplicate", "duplicate_of", "similarity", "similarity_measure")
 
 
 @pytest.fixture(scope="module")
@@ -66,22 +69,32 @@ def test_the_spool_is_removed_after_a_run_and_after_a_failed_one(spark, docs, tm
 
 
 @pytest.mark.slow
-def test_a_keys_task_that_fails_after_sending_keys_is_retried_with_the_same_flags(spark, docs, tmp_path):
+def test_a_keys_task_that_fails_after_sending_keys_is_retried_with_the_same_decisions(spark, docs, tmp_path):
+    """Retried keys tasks (some partitions then have two spools): the pass inserts and flags what the run over
+    Spark's own shuffle (``--key-transfer spark``, no stream, no spool) does, the kept index byte for byte with its
+    flagged rows, and verification over the spools gives that run's output, sources and similarities too."""
     inp = tmp_path / "in"
     inp.mkdir()
     for i, cut in enumerate(range(0, len(docs), 100)):
         write_jsonl(inp / f"part-{i}.jsonl", docs[cut : cut + 100])
     conf = tmp_path / "small-chunks.toml"
     conf.write_text("[dedup]\nchunk_rows = 16\n")
-    args = ["--input", str(inp), "--id-column", "id", "--quiet", "--config", str(conf), *REF_FLAGS]
+    args = ["--input", str(inp), "--id-column", "id", "--quiet", "--config", str(conf), "--duplicate-of"]
     # The reference: the same job and flags in this session's local[2] (a spark-submit of its own would only
     # add a JVM start-up).
-    run_quietly(load_job(), [*args, "--output", str(tmp_path / "clean")])
-    failed = submit([*args, "--output", str(tmp_path / "retried")], fault="fail-task-after-send", master="local[2,4]")
+    run_quietly(load_job(), [*args, "--output", str(tmp_path / "keyed"), "--index-dir", str(tmp_path / "keyed-index"),
+                             "--key-transfer", "spark"])
+    failed = submit([*args, "--output", str(tmp_path / "retried"), "--index-dir", str(tmp_path / "retried-index")],
+                    fault="fail-task-after-send", master="local[2,4]")
     assert failed.returncode == 0, failed.stderr[-3000:]
     assert "fails after a chunk" in failed.stderr  # the fault really fired
-    retried = read_flags(spark, tmp_path / "retried")
-    assert retried == read_flags(spark, tmp_path / "clean") and sum(retried.values()) > 10
+
+    def read(path):
+        return {r["id"]: tuple(r[c] for c in SOURCE_COLS) for r in spark.read.parquet(str(path)).collect()}
+
+    retried = read(tmp_path / "retried")
+    assert retried == read(tmp_path / "keyed") and sum(r[0] for r in retried.values()) > 10
+    assert index_state(tmp_path / "retried-index") == index_state(tmp_path / "keyed-index")
 
 
 def test_a_run_recorded_with_key_fingerprints_is_reproduced_not_ingested_again(spark, docs, tmp_path):

@@ -4,8 +4,8 @@
   path (keys computed again, Spark joins) give the same candidate pairs and the
   same verified output on the same input, with and without a round 2, with no
   flag and with no document; also when the spool is too large to keep (the
-  run falls back to the Spark path) and over retried keys tasks (a real
-  spark-submit). Similarities computed on the executors (texts over the
+  run falls back to the Spark path); over retried keys tasks (a real
+  spark-submit): tests/spark/passes/test_spark_stream.py. Similarities computed on the executors (texts over the
   driver's budget) equal those computed on the driver.
 - The spool is gone after a verified run.
 - The Spark path's rounds on the driver, by Spark joins, and without its filter past the driver's budget give
@@ -23,7 +23,6 @@ import pytest
 
 from lshbloom_udf import deduplicate
 from lshbloom_udf.spark.verify import sources as verify_sources
-from reliability_support import load_job, run_quietly, submit, write_jsonl
 from spark_support import sample_docs
 
 SOURCE_COLS = ("is_duplicate", "duplicate_of", "similarity", "similarity_measure")
@@ -127,30 +126,6 @@ def test_the_spool_is_removed_after_a_verified_run(spark, docs, tmp_path, monkey
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     _verified(spark, docs, "socket")
     assert [p for p in os.listdir(tmp_path) if p.startswith("lshbloom-keys-")] == []
-
-
-@pytest.mark.slow
-def test_retried_keys_tasks_spools_verify_as_the_spark_path(spark, docs, tmp_path):
-    inp = tmp_path / "in"
-    inp.mkdir()
-    for i, cut in enumerate(range(0, len(docs), 100)):
-        write_jsonl(inp / f"part-{i}.jsonl", docs[cut: cut + 100])
-    conf = tmp_path / "small-chunks.toml"
-    conf.write_text("[dedup]\nchunk_rows = 16\n")
-    args = ["--input", str(inp), "--id-column", "id", "--quiet", "--config", str(conf), "--duplicate-of"]
-    # The reference: the same job and flags in this session's local[2] (a spark-submit of its own would only
-    # add a JVM start-up).
-    run_quietly(load_job(), [*args, "--output", str(tmp_path / "keyed"), "--key-transfer", "spark"])
-    retried = submit([*args, "--output", str(tmp_path / "retried")], fault="fail-task-after-send",
-                     master="local[2,4]")
-    assert retried.returncode == 0, retried.stderr[-3000:]
-    assert "fails after a chunk" in retried.stderr  # the fault really fired: some partitions have two spools
-
-    def read(path):
-        return {r["id"]: tuple(r[c] for c in SOURCE_COLS) for r in spark.read.parquet(str(path)).collect()}
-
-    got = read(tmp_path / "retried")
-    assert got == read(tmp_path / "keyed") and sum(r[0] for r in got.values()) > 10
 
 
 # -- the driver's pieces, against quadratic references ------------------------------------------------
