@@ -1,6 +1,7 @@
 """A Spark standalone cluster on loopback addresses for the tests (tests/conftest.py's ``cluster`` fixture).
 
-A master and two 1-core workers started from the installed PySpark. The
+A master and two 2-core workers started from the installed PySpark, one for the whole test run: the pytest
+processes share it (each application has executors of its own, :func:`executor_dirs`). The
 workers' own Python is a bare venv that can import PySpark and nothing else
 (not numpy, not this package): an executor only gets what the job ships or
 names (``PYSPARK_PYTHON`` of the driver, ``--archives`` of a packed
@@ -9,13 +10,18 @@ environment).
 
 from __future__ import annotations
 
-import contextlib
+import fcntl
+import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -57,13 +63,70 @@ def pyspark_only_python(root) -> str:
     return python
 
 
-@contextlib.contextmanager
-def standalone_cluster(root, worker_python: str):
+# The test run's id (``<pid of the pytest process that owns the run>-<random>``): tests/conftest.py sets it in the
+# controller before pytest-xdist starts its workers, which inherit it, so that they share the run's one cluster.
+RUN_ENV = "LSHBLOOM_TEST_RUN"
+
+
+def run_dir() -> Path:
+    """The directory of this test run's cluster (under the temp directory), shared by its pytest processes."""
+    return Path(tempfile.gettempdir()) / f"lshbloom-test-cluster-{os.environ[RUN_ENV]}"
+
+
+def shared_cluster() -> dict:
+    """The run's standalone cluster: started by the first pytest process that asks for it (under a file lock),
+    found by the others in ``cluster.json``; stopped by :func:`stop_shared_cluster` at the run's end, or by its
+    watcher once the run's owner process is gone (a run killed midway)."""
+    root = run_dir()
+    root.mkdir(exist_ok=True)
+    with open(root / "cluster.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        info = root / "cluster.json"
+        if not info.exists():
+            running = start_cluster(root, pyspark_only_python(root))
+            owner = int(os.environ[RUN_ENV].split("-")[0])
+            subprocess.Popen([sys.executable, "-c", WATCHER, str(owner), str(root), *map(str, running["groups"])],
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            info.write_text(json.dumps(running))
+        running = json.loads(info.read_text())
+    return dict(running, root=root)
+
+
+def stop_shared_cluster() -> None:
+    """Stop the run's cluster if one was started (SIGTERM, then SIGKILL after 20 s) and remove its directory."""
+    if RUN_ENV not in os.environ:
+        return
+    root = run_dir()
+    info = root / "cluster.json"
+    if info.exists():
+        stop_groups(json.loads(info.read_text())["groups"])
+    shutil.rmtree(root, ignore_errors=True)
+
+
+# The watcher: once the run's owner process is gone, the cluster's process groups are killed and its directory
+# removed (what stop_shared_cluster does when the run ends normally).
+WATCHER = """
+import os, shutil, signal, sys, time
+owner, root, groups = int(sys.argv[1]), sys.argv[2], [int(g) for g in sys.argv[3:]]
+while os.path.exists(f"/proc/{owner}"):
+    time.sleep(1)
+for g in groups:
+    try:
+        os.killpg(g, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
+def start_cluster(root, worker_python: str) -> dict:
     """A master and two workers from the installed PySpark on 127.0.0.1 (and 127.0.0.2 when it can be bound).
 
     Two loopback addresses are two "hosts" to Spark (speculative copies only
-    run on another host than the original attempt). Yields
-    ``dict(url, hosts, root)``; executors' work directories are under ``root``.
+    run on another host than the original attempt). Each worker has two cores,
+    so that two applications of one core per worker run at once (pytest-xdist's
+    processes share the cluster). Returns ``dict(url, hosts, groups)``, the
+    daemons' process groups; executors' work directories are under ``root``.
     """
     import pyspark
 
@@ -81,9 +144,9 @@ def standalone_cluster(root, worker_python: str):
     procs = []
 
     def start(name, cmd, **extra):
-        log = open(root / f"{name}.log", "w")
-        procs.append(subprocess.Popen(cmd, env=dict(env, **extra), stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True, cwd=root))
+        with open(root / f"{name}.log", "w") as log:
+            procs.append(subprocess.Popen(cmd, env=dict(env, **extra), stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True, cwd=root))
         return root / f"{name}.log"
 
     try:
@@ -92,29 +155,54 @@ def standalone_cluster(root, worker_python: str):
         url = f"spark://127.0.0.1:{port}"
         for i, host in enumerate(hosts):
             start(f"worker{i}", [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", host,
-                                 "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                                 "--cores", "2", "--memory", "1g", "--webui-port", str(free_port()),
                                  "--work-dir", str(root / f"work{i}")], SPARK_LOCAL_IP=host)
         deadline = time.monotonic() + 180
         while master_log.read_text().count("Registering worker") < 2:
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 pytest.fail("standalone cluster did not start:\n" + master_log.read_text()[-3000:])
             time.sleep(0.5)
-        yield dict(url=url, hosts=hosts, root=root)
-    finally:
-        for p in reversed(procs):
+    except BaseException:
+        stop_groups([p.pid for p in procs])
+        raise
+    return dict(url=url, hosts=hosts, groups=[p.pid for p in procs])
+
+
+def stop_groups(groups, seconds: float = 20.0) -> None:
+    """SIGTERM the process groups (each daemon's, with the executors it started), SIGKILL what is left after
+    ``seconds``, and wait until none of their processes is alive."""
+    for sig, wait in ((signal.SIGTERM, seconds), (signal.SIGKILL, 30.0)):
+        for g in groups:
             try:
-                os.killpg(p.pid, signal.SIGTERM)
+                os.killpg(g, sig)
             except ProcessLookupError:
                 pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        deadline = time.monotonic() + wait
+        while any(_group_alive(g) for g in groups) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
-def executor_dirs(cluster) -> set:
-    """The executors' working directories (``work<i>/<app-id>/<executor-id>``) the cluster has so far."""
-    return {executor for work in cluster["root"].glob("work[0-9]*") if work.is_dir()
-            for app in work.iterdir() for executor in app.iterdir()}
+def _group_alive(group: int) -> bool:
+    """Whether process group ``group`` has a process that is alive (not a zombie)."""
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(pgrp) == group and state != "Z":
+            return True
+    return False
+
+
+def app_id(driver_log: str) -> str:
+    """The application id a driver's log names as it connects to the cluster."""
+    found = re.search(r"Connected to Spark cluster with app ID (app-[0-9-]+)", driver_log)
+    assert found, "the driver's log names no application of the cluster:\n" + driver_log[-3000:]
+    return found.group(1)
+
+
+def executor_dirs(cluster, app: str) -> set:
+    """The working directories (``work<i>/<app>/<executor-id>``) of application ``app``'s executors."""
+    return {executor for work in cluster["root"].glob("work[0-9]*") if (work / app).is_dir()
+            for executor in (work / app).iterdir()}

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 
 import pytest
 
+from cluster_support import RUN_ENV, shared_cluster, stop_shared_cluster
 from spark_support import JVM_OPTIONS
 
 # Executors are Python workers started by Spark: make them use this interpreter.
@@ -18,6 +20,17 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # the notebooks' kernels, the Connect server, the standalone cluster's daemons and executors) take the
 # session's JIT and GC options from the java launcher's own variable.
 os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_OPTIONS)
+
+
+def pytest_configure(config):
+    """The run's id, set where the run starts: pytest-xdist's workers, started after this, inherit it."""
+    os.environ.setdefault(RUN_ENV, f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def pytest_sessionfinish(session):
+    """At the run's end (in pytest-xdist's controller, after every worker): stop the run's cluster, if any."""
+    if not hasattr(session.config, "workerinput"):
+        stop_shared_cluster()
 
 
 def pytest_collection_modifyitems(items):
@@ -52,14 +65,11 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    """A standalone master and two workers on loopback (tests/cluster_support.py), shared by the tests that need one.
+def cluster():
+    """A standalone master and two workers on loopback (tests/cluster_support.py), one for the whole run: started by
+    the first test that needs it, in whichever pytest process, and stopped when the run ends.
 
     The workers' Python has PySpark but not this package: each job names its
     executors' Python (the driver's PYSPARK_PYTHON, or a packed environment).
     """
-    from cluster_support import pyspark_only_python, standalone_cluster
-
-    root = tmp_path_factory.mktemp("cluster")
-    with standalone_cluster(root, pyspark_only_python(root)) as running:
-        yield running
+    return shared_cluster()

@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from cluster_support import executor_dirs
+from cluster_support import app_id, executor_dirs
 from deploy_support import (
     RUNTIME_DISTRIBUTIONS, TEST_ONLY_DISTRIBUTIONS, built_wheel, clean_env, fresh_venv, installed_distributions,
     pack_environment, run,
@@ -144,7 +144,6 @@ def test_cluster_without_the_package_runs_the_job_with_the_packed_environment(in
                                "--index-dir", str(index), "--expected-docs", "1000"]
     job_file = tmp_path / "dedup_job.py"
     job_file.write_text(JOB_FILE)
-    before = executor_dirs(cluster)
     cmd = [os.path.join(installed["bin"], "spark-submit"), "--master", cluster["url"],
            "--archives", f"{packed}#environment",
            "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
@@ -158,7 +157,7 @@ def test_cluster_without_the_package_runs_the_job_with_the_packed_environment(in
     done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-5000:]
     # The executors ran in the workers' JVMs, each with the archive unpacked in its working directory.
-    new = executor_dirs(cluster) - before
+    new = executor_dirs(cluster, app_id(done.stderr))
     assert new and all(os.path.exists(d / "environment" / "bin" / "python") for d in new), new
     # local[2], same flags: same output flags, same index.
     code, _, err = run_job(load_job(), args(tmp_path / "local-out", tmp_path / "local-index"), capsys)

@@ -16,7 +16,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from cluster_support import executor_dirs
+from cluster_support import app_id, executor_dirs
 from reliability_support import (REF_FLAGS, ROOT, litter, litter_of, load_job, read_flags, records_rows, run_job,
                                  run_quietly, submit, two_batches)
 from spark_support import sample_docs
@@ -123,9 +123,8 @@ def test_standalone_cluster_gives_the_flags_and_index_of_local(world, cluster, s
     """The same incremental run on the two-worker standalone cluster: the flags and the index of local[2]."""
     index, out = tmp_path / "cluster-index", tmp_path / "cluster-out"
     shutil.copytree(world["base"], index)
-    before = executor_dirs(cluster)
     proc = submit(second_args(world["second_dir"], out, index), master=cluster["url"], conf=CLUSTER_CONF)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert executor_dirs(cluster) - before, "no executor ran on the workers"
+    assert executor_dirs(cluster, app_id(proc.stderr)), "no executor ran on the workers"
     assert read_flags(spark, out) == world["clean_flags"]
     assert sharded_state(index) == sharded_state(world["clean"])

@@ -22,7 +22,7 @@ import time
 import pytest
 
 import fault_injection
-from cluster_support import executor_dirs
+from cluster_support import app_id, executor_dirs
 from lshbloom_udf import LSHBloomIndex, deduplicate, hooks
 from lshbloom_udf.index import IndexLockedError, IndexTransaction
 from reliability_support import REF_FLAGS, index_state, job_env, load_job, read_flags, run_job, submit, write_jsonl
@@ -170,12 +170,11 @@ def test_standalone_cluster_with_speculation_gives_the_same_output_and_index_as_
     """
     args = lambda out, index: _args(data, out, "--index-dir", str(index), "--expected-docs", "1000")
     attempts = tmp_path / "attempts"
-    before = executor_dirs(cluster)
     proc = submit(args(tmp_path / "cluster-out", tmp_path / "cluster-index"), master=cluster["url"],
                   conf=CLUSTER_CONF + SPECULATION_CONF, fault=f"slow-task-first-attempt=8,attempt-log={attempts}")
     assert proc.returncode == 0, _problem_lines(proc.stderr)
     # The keys were computed by executors in the workers' JVMs (they imported the native module).
-    assert executor_dirs(cluster) - before, "no executor ran on the workers"
+    assert executor_dirs(cluster, app_id(proc.stderr)), "no executor ran on the workers"
     if cluster["hosts"][0] != cluster["hosts"][1]:
         assert "p0-a1" in os.listdir(attempts), sorted(os.listdir(attempts))  # a speculative copy ran
     code, _, err = run_job(job, args(tmp_path / "local-out", tmp_path / "local-index"), capsys)
