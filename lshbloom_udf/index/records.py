@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from lshbloom_udf.errors import IndexCorruptError
@@ -79,6 +80,25 @@ def of_run(run: Mapping) -> Optional[dict]:
 def part_names(names) -> list:
     """The part files among a records directory's file names, sorted."""
     return sorted(n for n in names if PART_FILE.fullmatch(n))
+
+
+@dataclass(frozen=True)
+class StagedRecords:
+    """The records a run wrote, as the driver finds them where it will commit them: their part files' checksums
+    (part name -> hex), bytes and records (counted from the Parquet footers)."""
+
+    checksums: dict
+    bytes: int
+    documents: int
+
+
+def local_staged(path: str) -> StagedRecords:
+    """The records in the local directory ``path`` (:class:`StagedRecords`)."""
+    import pyarrow.parquet as pq
+
+    checksums, size = local_checksums(path)
+    documents = sum(pq.read_metadata(os.path.join(path, name)).num_rows for name in checksums)
+    return StagedRecords(checksums, size, documents)
 
 
 def local_checksums(path: str) -> tuple[dict, int]:

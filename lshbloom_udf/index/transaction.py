@@ -149,9 +149,9 @@ class IndexTransaction(LockHolder):
         """Where this run's records are written before the commit (a directory in its staging copy)."""
         return os.path.join(self._ensure_staging(), rec.STAGED_RECORDS)
 
-    def staged_records(self) -> tuple[dict, int]:
-        """``({part name: checksum}, bytes)`` of the records this run wrote (:meth:`records_target`)."""
-        return rec.local_checksums(self.records_target())
+    def staged_records(self) -> rec.StagedRecords:
+        """The records this run wrote (:meth:`records_target`), read where the commit will take them."""
+        return rec.local_staged(self.records_target())
 
     records_algorithm = rec.LOCAL_ALGORITHM
 

@@ -168,16 +168,16 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
     flagged = np.unique(np.asarray(flagged_rows, np.int64))
     sketch_frame(pinned, text_col, id_col, spec, flagged, False, threads).write.mode("overwrite").parquet(target)
     hooks.fire("after-records")
-    files, size_bytes = txn.staged_records()
-    documents = pinned.sparkSession.read.parquet(target).count()  # Parquet footers: nothing is scanned
-    if kept is not None and documents != kept:
+    staged = txn.staged_records()
+    if kept is not None and staged.documents != kept:
         from lshbloom_udf.errors import IndexStorageError
 
         raise IndexStorageError(
-            f"{target}: the executors wrote {documents:,} of the run's {kept:,} records where the driver reads them: "
+            f"{target}: the executors wrote {staged.documents:,} of the run's {kept:,} records where the driver reads "
+            "them: "
             "on a cluster a local --index-dir must be on a filesystem the executors share (NFS), or use "
             "--pass sharded with an HDFS/object-store --index-dir")
-    out = rec.entry(documents, size_bytes, txn.records_algorithm, files, spec.num_perm)
+    out = rec.entry(staged.documents, staged.bytes, txn.records_algorithm, staged.checksums, spec.num_perm)
     out["seconds"] = round(time.monotonic() - t0, 3)
     return out
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from lshbloom_udf.common import unique_rows
 from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, InternalError, SparkSessionRequiredError
+from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
 from lshbloom_udf.spark.passes.sharded.hadoop import HadoopDir
@@ -210,8 +211,6 @@ class ShardedTransaction:
     def records_location(self, run: Mapping) -> Optional[str]:
         """The Hadoop path of a committed run's records (None: it has none): ``<its version dir>/records``
         (:mod:`lshbloom_udf.index.records`), the only place the job writes them."""
-        from lshbloom_udf.index import records as rec
-
         recorded = rec.of_run(run)
         if recorded is None:
             return None
@@ -228,7 +227,6 @@ class ShardedTransaction:
     def verify_records_many(self, runs) -> dict:
         """``{run id: records path}`` of the runs with records, every part file checked against its checksum in one
         Spark job (``binaryFile``): :class:`IndexCorruptError` names a damaged, missing or foreign one."""
-        from lshbloom_udf.index import records as rec
         from lshbloom_udf.spark.records import hadoop_checksums
 
         found = {str(run.get("run_id")): (run, where) for run in runs
@@ -259,12 +257,15 @@ class ShardedTransaction:
             raise InternalError(f"internal error: {what} before the sharded pass wrote its version")
         return self.staged
 
-    def staged_records(self) -> tuple[dict, int]:
-        """``({part name: xxhash64 hex}, bytes)`` of the records this run wrote."""
+    def staged_records(self) -> rec.StagedRecords:
+        """The records this run wrote (checksums: xxhash64 hex), read through the Hadoop filesystem the commit
+        uses."""
         from lshbloom_udf.spark.records import hadoop_checksums
 
         target = self.records_target()
-        return hadoop_checksums(self._spark_session(), [target])[target]
+        checksums, size = hadoop_checksums(self._spark_session(), [target])[target]
+        documents = self._spark_session().read.parquet(target).count()  # Parquet footers: nothing is scanned
+        return rec.StagedRecords(checksums, size, documents)
 
     def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[dict]]:
         """(the parameters this run uses: the index's own sizing unless given, the committed manifest or None)."""
