@@ -103,19 +103,21 @@ def stop_shared_cluster() -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-# The watcher: once the run's owner process is gone, the cluster's process groups are killed and its directory
-# removed (what stop_shared_cluster does when the run ends normally).
+# The watcher: once the run's owner process is gone and the cluster's directory is still there (the run did not stop
+# it), the cluster's process groups are killed and the directory removed. It leaves as soon as the directory is gone:
+# the groups' ids may name other processes after stop_shared_cluster.
 WATCHER = """
 import os, shutil, signal, sys, time
 owner, root, groups = int(sys.argv[1]), sys.argv[2], [int(g) for g in sys.argv[3:]]
-while os.path.exists(f"/proc/{owner}"):
+while os.path.exists(f"/proc/{owner}") and os.path.isdir(root):
     time.sleep(1)
-for g in groups:
-    try:
-        os.killpg(g, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-shutil.rmtree(root, ignore_errors=True)
+if os.path.isdir(root):
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(root, ignore_errors=True)
 """
 
 

@@ -101,10 +101,10 @@ def test_sigkill_at_a_named_moment_then_rerun_gives_the_uninterrupted_result(wor
     biggest = max(os.path.getsize(f) for f in world["second_dir"].iterdir())
     conf = (f"spark.sql.files.maxPartitionBytes={biggest}", f"spark.sql.files.openCostInBytes={biggest}") if (
         "driver-pass" in fault) else ()
-    before = litter()
+    litter_before = litter()
     killed = submit(second_args(world["second_dir"], out, index), fault=f"{fault},fault-log={log}", conf=conf)
     assert killed.returncode == -9, killed.stderr[-3000:]
-    left = litter_of(killed, before)
+    left = litter_of(killed, litter_before)
     if fault.startswith(("kill-in-keys", "kill-in-driver-pass")):  # mid-pass: its key spool is left behind
         assert left, "the killed run left no temporary directory: the rerun's clean-up would prove nothing"
     assert log.read_text().startswith(fault.split("=")[0])  # killed there, by the switch
@@ -123,7 +123,7 @@ def test_sigkill_at_a_named_moment_then_rerun_gives_the_uninterrupted_result(wor
     else:
         assert {k: v for k, v in before.items()} == index_state(world["clean_index"])
     err = _rerun_and_compare(world, job, capsys, spark, index, out)
-    assert not (left & litter()), "the rerun removed the killed run's temporary directories"
+    assert not (left & litter()), "the rerun left the killed run's temporary directories"
     if after_kill == "journal":
         assert "finished the commit of run 000002" in err
     if after_kill in ("journal", "new"):

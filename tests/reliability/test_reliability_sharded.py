@@ -94,10 +94,10 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_result(world, job, capsys, s
     case.mkdir()
     index, out, log = case / "index", case / "out", case / "fault.log"
     shutil.copytree(world["base"], index)
-    before = litter()
+    litter_before = litter()
     killed = submit(second_args(world["second_dir"], out, index), fault=f"{fault},fault-log={log}")
     assert killed.returncode == -9, killed.stderr[-3000:]
-    left = litter_of(killed, before)
+    left = litter_of(killed, litter_before)
     if fault == "kill-in-shards":  # mid-pass: the executors' shard filters are left behind
         assert left, "the killed run left no temporary directory: the rerun's clean-up would prove nothing"
     assert log.read_text().startswith(fault)
@@ -106,7 +106,7 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_result(world, job, capsys, s
     code, _, err = run_job(job, second_args(world["second_dir"], out, index), capsys)
     assert code == 0, err
     assert read_flags(spark, out) == world["clean_flags"]
-    assert not (left & litter()), "the rerun removed the killed run's temporary directories"
+    assert not (left & litter()), "the rerun left the killed run's temporary directories"
     assert sharded_state(index) == sharded_state(world["clean"])
     assert not os.path.exists(str(out) + ".lshbloom-tmp")
     # what a killed run wrote is gone: one directory per committed version remains
