@@ -186,15 +186,10 @@ def stop_groups(groups, seconds: float = 20.0) -> None:
 
 def _group_alive(group: int) -> bool:
     """Whether process group ``group`` has a process that is alive (not a zombie)."""
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                state, _, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(pgrp) == group and state != "Z":
-            return True
-    return False
+    from reliability_support import live_ids
+
+    return any((ids := live_ids(int(name))) is not None and ids[0] == group
+               for name in filter(str.isdigit, os.listdir("/proc")))
 
 
 def app_id(driver_log: str) -> str:

@@ -89,14 +89,21 @@ def submit(job_args, fault=None, master="local[2]", conf=(), kill_after=None, ti
     return done
 
 
-def session_of(pid: int):
-    """The session id of process ``pid``, or None when it is gone or a zombie (it holds no files then)."""
+def live_ids(pid: int):
+    """``(process group, session)`` of process ``pid``, or None when it is gone or a zombie (it holds no files
+    then)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            state, _, _, session = f.read().rsplit(")", 1)[1].split()[:4]
+            state, _, group, session = f.read().rsplit(")", 1)[1].split()[:4]
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return None if state == "Z" else int(session)
+    return None if state == "Z" else (int(group), int(session))
+
+
+def session_of(pid: int):
+    """The session id of process ``pid``, or None when it is gone or a zombie."""
+    ids = live_ids(pid)
+    return None if ids is None else ids[1]
 
 
 def session_processes(sid: int) -> list[int]:

@@ -173,9 +173,8 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
         from lshbloom_udf.errors import IndexStorageError
 
         raise IndexStorageError(
-            f"{target}: the executors wrote {staged.documents:,} of the run's {kept:,} records where the driver reads "
-            "them: "
-            "on a cluster a local --index-dir must be on a filesystem the executors share (NFS), or use "
+            f"{target}: the executors wrote {staged.documents:,} of the run's {kept:,} records where the driver "
+            "reads them: on a cluster a local --index-dir must be on a filesystem the executors share (NFS), or use "
             "--pass sharded with an HDFS/object-store --index-dir")
     out = rec.entry(staged.documents, staged.bytes, txn.records_algorithm, staged.checksums, spec.num_perm)
     out["seconds"] = round(time.monotonic() - t0, 3)

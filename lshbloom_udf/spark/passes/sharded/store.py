@@ -262,9 +262,9 @@ class ShardedTransaction:
         uses."""
         from lshbloom_udf.spark.records import hadoop_checksums
 
-        target = self.records_target()
-        checksums, size = hadoop_checksums(self._spark_session(), [target])[target]
-        documents = self._spark_session().read.parquet(target).count()  # Parquet footers: nothing is scanned
+        target, spark = self.records_target(), self._spark_session()
+        checksums, size = hadoop_checksums(spark, [target])[target]
+        documents = spark.read.parquet(target).count()  # Parquet footers: nothing is scanned
         return rec.StagedRecords(checksums, size, documents)
 
     def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[dict]]:
