@@ -85,8 +85,9 @@ def batches(args) -> dict:
     per_batch, false_total, found, t_all = [], 0, 0, time.monotonic()
     for t, path in enumerate(paths):
         t0 = time.monotonic()
+        sizing = {"p_effective": args.p_effective} if args.p_effective is not None else {}
         df, summary = deduplicate(spark.read.parquet(path), id_col="id", index_dir=index, duplicate_of=True,
-                                  progress=False, return_summary=True)
+                                  progress=False, return_summary=True, **sizing)
         rows = df.where("is_duplicate").select("id", "duplicate_of").toPandas()
         seconds = time.monotonic() - t0
         planted = rows[rows["id"] >= PLANTED_ID]
@@ -192,6 +193,7 @@ def main() -> None:
     p.add_argument("--planted", type=int, default=1000)
     p.add_argument("--pairs", type=int, default=20000)
     p.add_argument("--driver-memory", default="6g")
+    p.add_argument("--p-effective", type=float, help="size the new index at this rate (default: the job's)")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
     p.add_argument("--json", help="write the figures here too")
     args = p.parse_args()

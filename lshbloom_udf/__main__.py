@@ -74,7 +74,7 @@ def _plan(argv: list[str]) -> None:
             int(args.docs),
             threshold=_bands_threshold(argv),
             num_perm=args.num_perm,
-            p_effective=args.p_effective,
+            p_effective=_p_effective(args),
             ngram=args.ngram,
             bands=tuple(args.bands) if args.bands else None,
             bloom=args.bloom,
@@ -106,6 +106,12 @@ def _bands_threshold(argv: list[str]) -> float:
         add_setting_flag(given, name)  # left out of the namespace when not given
     known, _ = given.parse_known_args(argv)
     return DedupConfig().replace(**vars(known)).bands_for.threshold
+
+
+def _p_effective(args) -> float:
+    """The rate a run with these flags sizes a new index for (``--p-effective``, else the one its verification
+    absorbs, or the final-flag rate with ``--no-verify``: :attr:`DedupConfig.new_index_p_effective`)."""
+    return DedupConfig().replace(p_effective=args.p_effective, verify=args.verify).new_index_p_effective
 
 
 def _sharded(args, result, executors: int) -> dict:

@@ -102,3 +102,24 @@ def check_kept_bands(path: str, manifest: Optional[Mapping], config: DedupConfig
             f"{have.threshold} to decide by the index's bands knowingly.")
     raise IndexMismatchError(head + f"Give --threshold {have.threshold} (threshold={have.threshold}) to use the "
                              "index's bands, or use a new --index-dir.")
+
+
+def check_kept_rate(path: str, manifest: Optional[Mapping], config: DedupConfig) -> None:
+    """Refuse a run whose flags are final (no verification, or ``insert`` first) on a kept index sized for the higher
+    rate verification absorbs (:data:`~lshbloom_udf.index.params.P_VERIFIED`): its Bloom false positives would remove
+    that share of the run's new documents. A run that gives ``p_effective`` itself accepts the index's rate."""
+    if manifest is None or config.is_given("p_effective"):
+        return
+    from lshbloom_udf.index.manifest import params_from_manifest
+    from lshbloom_udf.index.params import default_p_effective
+
+    have = params_from_manifest(manifest).p_effective
+    final = config.new_index_p_effective
+    if final != default_p_effective(False) or have <= final:
+        return
+    raise IndexMismatchError(
+        f"{path}: the index's filters were sized for p_effective {have:g}, the rate verification absorbs when it "
+        f"checks every flag; this run's flags are final ({'insert first' if config.verify else 'no verification'}), "
+        f"so Bloom false positives would remove about {have:.1%} of its new documents. Keep verification on with "
+        f"the default insert rule, use a new --index-dir (sized for {final:g}), or give --p-effective {have:g} to "
+        "accept that rate knowingly.")

@@ -134,12 +134,14 @@ class DedupConfig:
                             "files, but distinct documents collide at scale, docs/algorithm.md section 7)",
                             _choice(*BAND_KEYS), "minhash")
     # -- the index
-    p_effective: float = setting(1e-5, "effective Bloom false-positive rate of a new index", _open_unit, "index",
-                                 cli={"type": float}, sizes="p_effective")
+    p_effective: Optional[float] = setting(
+        None, "effective Bloom false-positive rate of a new index (default: 1e-5 where a false positive is a final "
+        "flag, without verification or with insert first; 1e-2 where verification checks every flag, "
+        "docs/algorithm.md section 6c)", _optional(_open_unit), "index", cli={"type": float}, sizes="p_effective")
     expected_docs: Optional[int] = setting(None, "capacity of a new index (default: the number of input documents)",
                                            _optional(_integer(1)), "index", cli={"type": int}, sizes="capacity")
     bloom: Optional[str] = setting(None, "Bloom filter backend: cuckoo (fingerprints in two cache lines per key per "
-                                   "band: ~1.05x a classic Bloom filter's bits at the defaults' rate), blocked (one "
+                                   "band: ~1.05x a classic Bloom filter's bits at 1e-5, ~1.16x at 1e-2), blocked (one "
                                    "cache line per key per band, ~1.5x classic) or pybloomfiltermmap3 (datasketch's "
                                    "files). Default: an existing index keeps its own; a new one is cuckoo with the mix "
                                    "band key (datasketch cannot use mix keys anyway) and pybloomfiltermmap3 with sum",
@@ -336,6 +338,17 @@ class DedupConfig:
         return self.bloom or ("cuckoo" if self.band_key == "mix" else "pybloomfiltermmap3")
 
     @property
+    def new_index_p_effective(self) -> float:
+        """The rate a new index is sized for: ``p_effective`` if given; else the rate verification absorbs when it
+        checks every flag the pass makes (verification on, the pass inserting every document), and the final-flag
+        rate otherwise (:mod:`lshbloom_udf.index.params`)."""
+        from lshbloom_udf.index.params import default_p_effective
+
+        if self.p_effective is not None:
+            return self.p_effective
+        return default_p_effective(self.verify and self.insert_rule == "all")
+
+    @property
     def bands_for(self):
         """The threshold the bands serve and why (:mod:`lshbloom_udf.bands`): ``threshold``, except without
         verification when it was not given (nor set by a preset): then ``verify_threshold``."""
@@ -353,7 +366,7 @@ class DedupConfig:
         try:
             return IndexParams.for_threshold(
                 capacity, self.bands_for.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,
-                ngram=self.ngram, normalize=self.normalize, p_effective=self.p_effective, band_key=self.band_key,
+                ngram=self.ngram, normalize=self.normalize, p_effective=self.new_index_p_effective, band_key=self.band_key,
                 growth=self.growth, shingle=self.shingle,
             )
         except ValueError as e:

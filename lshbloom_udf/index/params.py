@@ -34,6 +34,19 @@ def validate_p_effective(p_effective: float) -> None:
         raise ValueError(f"p_effective must be in (0, 1), got {p_effective!r}")
 
 
+# A new index's rate when verification checks every flag the pass makes: a Bloom false positive then costs one
+# flag's verification (no candidate shares its key, so no similarity is computed) and is unflagged, so the filters
+# are sized for the work verification absorbs, 1 % of the documents, not for a final decision (docs/algorithm.md
+# section 6c: measured, and why). Where a false positive is final the rate is COMPAT_DEFAULTS' 1e-5.
+P_VERIFIED = 1e-2
+
+
+def default_p_effective(verified: bool) -> float:
+    """A new index's ``p_effective`` when none is given: :data:`P_VERIFIED` if every flag is verified, else the
+    final-flag rate (:data:`~lshbloom_udf.compat.COMPAT_DEFAULTS`)."""
+    return P_VERIFIED if verified else _D["p_effective"]
+
+
 def validate_capacity(capacity: int) -> None:
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
         raise ValueError(f"expected documents (capacity) must be a positive integer, got {capacity!r}")

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Optional
 
-from lshbloom_udf.bands import check_kept_bands
+from lshbloom_udf.bands import check_kept_bands, check_kept_rate
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import IndexTransaction
@@ -51,7 +51,8 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     filters: ~1.05x a classic Bloom filter's bits, not readable by
     datasketch); with ``band_key="sum"`` it is {sum_bloom!r},
     datasketch's file format; an existing index keeps its own. ``p_effective`` and ``expected_docs`` size a *new* index
-    (defaults {p_effective:g} and the number of input rows); an existing index at
+    (defaults {p_verified:g} with verification, {p_final:g} without, and the number of input rows); an existing
+    index at
     ``index_dir`` keeps its own sizing unless they are given (then they must match). Every other index setting must
     match an existing index (:class:`~lshbloom_udf.errors.IndexMismatchError` otherwise).
 
@@ -79,7 +80,9 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
 # The defaults in the docstring are read from the settings' declarations, never retyped (none under python -OO).
 if deduplicate.__doc__:
     deduplicate.__doc__ = deduplicate.__doc__.format(**DEFAULTS, new_bloom=DedupConfig().new_index_bloom,
-                                                      sum_bloom=DedupConfig(band_key="sum").new_index_bloom)
+                                                      sum_bloom=DedupConfig(band_key="sum").new_index_bloom,
+                                                      p_verified=DedupConfig().new_index_p_effective,
+                                                      p_final=DedupConfig(verify=False).new_index_p_effective)
 
 
 def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = None, defer_commit: bool = False,
@@ -108,6 +111,7 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
     try:
         if txn is not None:
             check_kept_bands(txn.path, txn.manifest(), config, params)  # says which threshold each set of bands is for
+            check_kept_rate(txn.path, txn.manifest(), config)  # a final flag at the rate verification absorbs: refused
             txn.check_compatible(params, config.sizing_given, config.bloom)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
         result.transaction, result._owns_transaction = txn, transaction is None

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from lshbloom_udf.bands import check_kept_bands
+from lshbloom_udf.bands import check_kept_bands, check_kept_rate
+from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.config import DEFAULTS, PRESETS, DedupConfig
 from lshbloom_udf.errors import IndexMismatchError
 from lshbloom_udf.index import LSHBloomIndex
@@ -100,3 +101,31 @@ def test_plan_sizes_the_bands_a_run_with_the_same_flags_would_use(capsys, flags,
                                       **({"threshold": threshold} if "--threshold" in flags else {})})
     p = config.index_params(1000)
     assert (got["threshold"], got["b"], got["r"]) == (threshold, p.b, p.r) == (threshold, *optimal_params(threshold, NUM_PERM))
+
+
+def test_a_new_index_is_sized_for_the_rate_its_flags_need():
+    from lshbloom_udf.index.params import P_VERIFIED
+
+    final = COMPAT_DEFAULTS["p_effective"]
+    assert DedupConfig().index_params().p_effective == P_VERIFIED  # every flag verified: a false positive is work
+    assert DedupConfig().replace(verify=False).index_params().p_effective == final  # a false positive is final
+    assert DedupConfig().replace(insert="first").index_params().p_effective == final  # not inserted: recall lost
+    assert DedupConfig().replace(verify=False, p_effective=1e-3).index_params().p_effective == 1e-3
+    assert DedupConfig(pass_mode="sharded").index_params().p_effective == P_VERIFIED
+
+
+def test_final_flags_against_an_index_sized_for_verification_are_refused_naming_the_remedies(tmp_path):
+    manifest = _index(tmp_path / "verified", DEFAULTS["threshold"])
+    check_kept_rate("ix", manifest, DedupConfig())
+    for final, why in ((DedupConfig().replace(verify=False, threshold=0.3), "no verification"),
+                       (DedupConfig().replace(insert="first"), "insert first")):
+        with pytest.raises(IndexMismatchError) as e:
+            check_kept_rate("ix", manifest, final)
+        message = str(e.value)
+        assert "sized for p_effective 0.01" in message and why in message and "about 1.0% of its new" in message
+        assert "new --index-dir (sized for 1e-05)" in message and "--p-effective 0.01" in message
+    check_kept_rate("ix", manifest, DedupConfig().replace(verify=False, threshold=0.3, p_effective=0.01))
+    strict = DedupConfig().replace(verify=False)
+    LSHBloomIndex.create(str(tmp_path / "strict"), strict.index_params(capacity=100), bloom="cuckoo").close()
+    check_kept_rate("ix", json.loads((tmp_path / "strict" / "manifest.json").read_text()), strict)
+    check_kept_rate("ix", None, strict)

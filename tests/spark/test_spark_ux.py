@@ -196,7 +196,8 @@ def test_help_and_params_name_the_real_defaults():
     assert f"threshold {DEFAULTS['threshold']}" in doc and f"num_perm {DEFAULTS['num_perm']}" in doc
     explained = LSHBloomDeduplicator().explainParams()
     line = next(l for l in explained.splitlines() if l.startswith("pEffective"))
-    assert f"a new index uses {DEFAULTS['p_effective']:g}" in line
+    with_verify, without = DedupConfig().new_index_p_effective, DedupConfig(verify=False).new_index_p_effective
+    assert f"a new index uses {with_verify:g} with verification, {without:g} without" in line
 
 
 def _lshbloom(*args, check=True):
