@@ -366,8 +366,8 @@ class DedupConfig:
         try:
             return IndexParams.for_threshold(
                 capacity, self.bands_for.threshold, self.num_perm, bands=self.bands, scheme=self.scheme, seed=self.seed,
-                ngram=self.ngram, normalize=self.normalize, p_effective=self.new_index_p_effective, band_key=self.band_key,
-                growth=self.growth, shingle=self.shingle,
+                ngram=self.ngram, normalize=self.normalize, p_effective=self.new_index_p_effective,
+                band_key=self.band_key, growth=self.growth, shingle=self.shingle,
             )
         except ValueError as e:
             raise ConfigError(str(e)) from None

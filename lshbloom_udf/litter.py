@@ -19,8 +19,8 @@ import socket
 import tempfile
 from typing import Iterable, Optional
 
-KINDS = ("index", "keys", "shards")
-_OWNED = re.compile(r"lshbloom-(?:index|keys|shards)-(?P<pid>[0-9]+)@(?P<host>.+)-[a-z0-9_]{8}")
+KINDS = ("index", "keys", "shards", "records")
+_OWNED = re.compile(r"lshbloom-(?:index|keys|shards|records)-(?P<pid>[0-9]+)@(?P<host>.+)-[a-z0-9_]{8}")
 
 log = logging.getLogger(__name__)
 

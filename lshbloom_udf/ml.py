@@ -138,9 +138,9 @@ def _param_doc(f, spec: Setting) -> str:
     own sizing) what an undefined value means, so that explainParams' "(undefined)" is not read as "no default"."""
     if spec.sizes is None:
         return spec.help
-    new = {"capacity": "the number of input documents",
-           "p_effective": f"{DedupConfig().new_index_p_effective:g} with verification, "
-                          f"{DedupConfig(verify=False).new_index_p_effective:g} without"}.get(spec.sizes, DEFAULTS[f.name])
+    rates = (f"{DedupConfig().new_index_p_effective:g} with verification, "
+             f"{DedupConfig(verify=False).new_index_p_effective:g} without")
+    new = {"capacity": "the number of input documents", "p_effective": rates}.get(spec.sizes, DEFAULTS[f.name])
     return f"{spec.help}; undefined: a new index uses {new}, an existing index keeps its own"
 
 

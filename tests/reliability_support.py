@@ -130,7 +130,7 @@ def end_session(sid: int, seconds: float = 30.0) -> None:
 
 
 # A run's temporary directories (lshbloom_udf.litter): named for their owner's pid, removed by the next run.
-OWNED = re.compile(r"lshbloom-(index|keys|shards)-(?P<pid>[0-9]+)@")
+OWNED = re.compile(r"lshbloom-(index|keys|shards|records)-(?P<pid>[0-9]+)@")
 
 
 def litter() -> set:
@@ -229,6 +229,7 @@ def index_state(path) -> dict:
                 if isinstance(run.get("records"), dict):  # its part files' names are Spark's (random); sizes too
                     run["records"].pop("checksums", None)
                     run["records"].pop("bytes", None)
+                    run["records"].pop("computed_by", None)  # how, not what: the same rows either way
             state[name] = manifest
         elif name != ".lock":
             state[name] = "unexpected leftover"

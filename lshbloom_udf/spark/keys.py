@@ -295,15 +295,16 @@ def _replace_invalid_utf8(text):
 
 
 def chunks(keyed, chunk_rows: int):
-    """Consecutive rows of :func:`keyed_batches` regrouped in chunks of at most ``chunk_rows`` documents.
+    """Consecutive rows of :func:`keyed_batches` (or :func:`recorded_batches`) regrouped in chunks of at most
+    ``chunk_rows`` documents.
 
-    Yields ``(first row id, keys (n, b), active (n,))``; row ids must be
-    consecutive within the partition (the driver pass names a chunk's rows by
-    its first id and length).
+    Yields ``(first row id, keys (n, b), active (n,), ...)``: each of the batches' per-row arrays, cut and joined
+    alike; row ids must be consecutive within the partition (the driver pass names a chunk's rows by its first id
+    and length).
     """
     parts: list = []
     start, n = None, 0
-    for rows, keys, active in keyed:
+    for rows, *arrays in keyed:
         if rows[-1] - rows[0] != len(rows) - 1 or (start is not None and rows[0] != start + n):
             raise InternalError("internal error: row ids are not consecutive within a partition")
         done = 0
@@ -311,7 +312,7 @@ def chunks(keyed, chunk_rows: int):
             if start is None:
                 start = int(rows[done])
             take = min(len(rows) - done, chunk_rows - n)
-            parts.append((keys[done : done + take], active[done : done + take]))
+            parts.append([a[done : done + take] for a in arrays])
             n += take
             done += take
             if n >= chunk_rows:
@@ -323,8 +324,8 @@ def chunks(keyed, chunk_rows: int):
 
 def _joined(parts):
     if len(parts) == 1:
-        return np.ascontiguousarray(parts[0][0]), np.ascontiguousarray(parts[0][1])
-    return np.concatenate([k for k, _ in parts]), np.concatenate([a for _, a in parts])
+        return [np.ascontiguousarray(a) for a in parts[0]]
+    return [np.concatenate(column) for column in zip(*parts)]
 
 
 def packer(text_col: str, spec: KeySpec, chunk_rows: int, skip=None, threads: TaskThreads = TaskThreads()):

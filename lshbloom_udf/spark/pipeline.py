@@ -46,6 +46,7 @@ from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.passes import Decider, PassInput, PassResult, select_pass
 from lshbloom_udf.spark.passes.driver.decide import streams
+from lshbloom_udf.spark.passes.driver.sender import RecordFields
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 
 if TYPE_CHECKING:
@@ -121,18 +122,27 @@ class DedupRun:
             pass_ = select_pass(given)
             with self.step(pass_.title):
                 decided = self.decide(pass_, given)
-            if self.measure_later or self.ids_later:
-                self.check_after_pass(decided)
-            verified = None
-            if self.config.verify:
-                with self.step("verify"):
-                    verified = self.verify(decided.rows(), decided.index.to_dict(), decided.template_sample)
-            dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
-            if self.index_dir is not None and decided.stats is not None:  # a run the index will record
-                with self.step("records"):
-                    final = verified.rows if verified is not None else dup_rows
-                    self.write_records(final, kept=self.documents - len(final) - self.empty(decided))
-            result_df = self.join(dup_rows, verified)
+            try:
+                return self._after_pass(pass_, decided)
+            finally:
+                if decided.records is not None:
+                    decided.records.close()
+
+    def _after_pass(self, pass_: Decider, decided: PassResult) -> DedupResult:
+        """Verify, record and join what the pass decided."""
+        if self.measure_later or self.ids_later:
+            self.check_after_pass(decided)
+        verified = None
+        if self.config.verify:
+            with self.step("verify"):
+                verified = self.verify(decided.rows(), decided.index.to_dict(), decided.template_sample,
+                                       decided.records)
+        dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
+        if self.index_dir is not None and decided.stats is not None:  # a run the index will record
+            with self.step("records"):
+                final = verified.rows if verified is not None else dup_rows
+                self.write_records(final, self.documents - len(final) - self.empty(decided), decided.records)
+        result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
         return self.result(pass_, decided, dup_rows, verified, result_df)
@@ -173,13 +183,14 @@ class DedupRun:
         return VerifyRule(c.verify_threshold or self.params.threshold, c.containment_threshold,
                           c.containment_min_jaccard, TemplateRule(c.template_max_df) if c.template_max_df else None)
 
-    def verify(self, dup_rows, index_info: dict, sample_rows=None):
+    def verify(self, dup_rows, index_info: dict, sample_rows=None, spool=None):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
-        ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them)."""
+        ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them); ``spool``:
+        the pass's record fields (the flags' sketches across runs), or None."""
         from lshbloom_udf.spark.verify import Shingling, SparkCandidates, TextsSource, crossrun_for, verify_flags
 
         c, p = self.config, self.params
-        prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule)
+        prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule, spool)
         self.crossrun = prior if prior not in (True, False) else None
         source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         self.candidates = None  # this stage owns it now
@@ -212,14 +223,14 @@ class DedupRun:
         out["memory"] = self.verify_memory
         return out
 
-    def write_records(self, flagged_rows, kept: int) -> None:
+    def write_records(self, flagged_rows, kept: int, spool=None) -> None:
         """This run's records: a sketch of each of the ``kept`` documents it kept, beside the index
-        (lshbloom_udf.index.records)."""
+        (lshbloom_udf.index.records); from the pass's ``spool`` of them when it left one."""
         from lshbloom_udf.spark.records import write_records
 
         c = self.config
         self.records = write_records(self.txn, self.pinned, c.text_column, c.id_column, self.params.key_spec,
-                                     flagged_rows, kept, self.threads)
+                                     flagged_rows, kept, self.threads, spool)
         self._lap("records")
 
     def join(self, dup_rows, verified):
@@ -337,7 +348,8 @@ class DedupRun:
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
                          self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
                          self.threads, c.id_column if self.ids_later and self._hashes_fit(self.documents) else None,
-                         self.template_sample_below())
+                         self.template_sample_below(),
+                         RecordFields(c.id_column is not None) if self.index_dir is not None else None)
 
     def template_sample_below(self) -> Optional[int]:
         """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""

@@ -51,26 +51,72 @@ def estimated_sizes(sig: np.ndarray, scheme: str) -> np.ndarray:
     return np.divide(k - 1, total, out=np.zeros(len(sig)), where=total > 0).astype(np.float32)
 
 
-def sketch_batch(texts, spec, threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(sketches (n, k) uint8, estimated |S| (n,) float32, has shingles (n,) bool)`` of a pyarrow string array
-    (or a list of str/None), from the native MinHash of ``spec``'s signature settings."""
+def signatures(texts, spec, threads: int = 1) -> np.ndarray:
+    """The ``(n, k)`` MinHash signatures of a pyarrow string array (or a list of str/None) under ``spec``'s
+    settings; invalid UTF-8 (from Spark) hashed as the keys stage hashes it (``keys._band_keys``)."""
     from lshbloom_udf import _native
     from lshbloom_udf.minhash import _arrow_buffers, _is_arrow
 
     settings, _ = spec.native_settings(threads)
 
-    def signatures(values):
+    def of(values):
         return _native.minhash(_native.ArrowTexts(*_arrow_buffers(values)) if _is_arrow(values) else list(values),
                                settings)
 
     try:
-        sig = signatures(texts)
-    except ValueError as e:  # invalid UTF-8 from Spark: hashed as the keys stage does (keys._band_keys)
+        return of(texts)
+    except ValueError as e:
         if "invalid UTF-8" not in str(e):
             raise
-        sig = signatures(_replace_invalid_utf8(texts))
-    active = (sig != EMPTY).any(axis=1)
-    return (sig & SKETCH_MASK).astype(np.uint8), estimated_sizes(sig, spec.scheme), active
+        return of(_replace_invalid_utf8(texts))
+
+
+def sketches_of(sig: np.ndarray, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sketches (n, k) uint8, estimated |S| (n,) float32, has shingles (n,) bool)`` of ``(n, k)`` signatures."""
+    return (sig & SKETCH_MASK).astype(np.uint8), estimated_sizes(sig, scheme), (sig != EMPTY).any(axis=1)
+
+
+def sketch_batch(texts, spec, threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sketches (n, k) uint8, estimated |S| (n,) float32, has shingles (n,) bool)`` of a pyarrow string array
+    (or a list of str/None), from the native MinHash of ``spec``'s signature settings."""
+    return sketches_of(signatures(texts, spec, threads), spec.scheme)
+
+
+def recorded_batches(batches, text_col: str, spec, threads: int, skip=None, with_id: bool = False):
+    """The keys stage with the records' fields (one MinHash for both): per Arrow batch of (row id, text,
+    :data:`HASH_COLS`[, :data:`ID_COL`]), ``(rows, keys (n, b), active, has shingles, sketches (n, k), sizes,
+    text hashes (n, 16)[, ids])`` (the wire's order, :mod:`~lshbloom_udf.spark.passes.driver.sender`); ``ids``:
+    the id strings' UTF-8 (an object array, None for null).
+    ``skip``: as :func:`~lshbloom_udf.spark.keys.keyed_batches` (rows inactive with zero keys), but still recorded
+    as the records job would record them (the run flags them, so none is kept)."""
+    from lshbloom_udf import _native
+    from lshbloom_udf.spark.keys import is_in, shipped_value
+
+    skip = shipped_value(skip)
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        rows = np.asarray(batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False),
+                          dtype=np.int64)
+        sig = signatures(batch.column(batch.schema.get_field_index(text_col)), spec, threads)
+        keys = np.ascontiguousarray(_native.band_keys(sig, spec.b, spec.r, spec.band_key), dtype=np.uint64)
+        sketch, size, has = sketches_of(sig, spec.scheme)
+        active = has.copy()
+        if skip is not None:
+            skipped = is_in(rows, skip)
+            keys[skipped] = 0
+            active[skipped] = False
+        ids = (np.array(batch.column(batch.schema.get_field_index(ID_COL)).cast("binary").to_pylist(), dtype=object)
+               if with_id else None)
+        yield rows, keys, active, has, sketch, size, text_hashes(batch), *((ids,) if with_id else ())
+
+
+def record_columns(text_col: str, id_col: Optional[str]) -> list:
+    """The columns besides the row id and text that :func:`recorded_batches` reads (the text hashes, the id)."""
+    from lshbloom_udf.spark.exact import text_hash_columns
+
+    cols = [*text_hash_columns(text_col, HASH_COLS)]
+    return cols + ([col(id_col).cast("string").alias(ID_COL)] if id_col else [])
 
 
 def fixed_binary(matrix: np.ndarray):
@@ -158,15 +204,20 @@ def hadoop_uri(path: str) -> str:
 
 
 def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagged_rows: np.ndarray,
-                  kept: Optional[int] = None, threads: TaskThreads = TaskThreads()) -> dict:
+                  kept: Optional[int] = None, threads: TaskThreads = TaskThreads(), spool=None) -> dict:
     """Write the records of the pinned documents this run kept (not in ``flagged_rows``, with shingles) where the
     store says (``txn.records_target()``), as one Spark job; the run record's ``records`` entry. ``kept``: how many
     that is (checked: the executors write the files, and a local index directory they do not share with the
-    driver would lose them); ``threads``: the pinned partitions' :class:`~lshbloom_udf.spark.keys.TaskThreads`."""
+    driver would lose them); ``threads``: the pinned partitions' :class:`~lshbloom_udf.spark.keys.TaskThreads`;
+    ``spool``: the keys stage's :class:`~lshbloom_udf.spark.passes.driver.record_spool.RecordSpool` of them (then
+    the driver writes them, without a Spark job), or None."""
     t0 = time.monotonic()
     target = hadoop_uri(txn.records_target())
     flagged = np.unique(np.asarray(flagged_rows, np.int64))
-    sketch_frame(pinned, text_col, id_col, spec, flagged, False, threads).write.mode("overwrite").parquet(target)
+    if spool is not None:
+        spool.write(txn.records_target(), flagged)
+    else:
+        sketch_frame(pinned, text_col, id_col, spec, flagged, False, threads).write.mode("overwrite").parquet(target)
     hooks.fire("after-records")
     staged = txn.staged_records()
     if kept is not None and staged.documents != kept:
@@ -178,6 +229,7 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
             "--pass sharded with an HDFS/object-store --index-dir")
     out = rec.entry(staged.documents, staged.bytes, txn.records_algorithm, staged.checksums, spec.num_perm)
     out["seconds"] = round(time.monotonic() - t0, 3)
+    out["computed_by"] = "keys stage" if spool is not None else "records job"
     return out
 
 

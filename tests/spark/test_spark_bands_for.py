@@ -19,6 +19,7 @@ import pytest
 from lshbloom_udf import deduplicate
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.errors import IndexMismatchError
+from lshbloom_udf.index.params import P_VERIFIED
 from lshbloom_udf.lsh import optimal_params
 from verify_support import band_keys, jaccard, pass_flags, shingles
 
@@ -98,8 +99,12 @@ def test_no_verify_against_a_kept_index_banded_for_verification_is_refused_then_
     assert json.load(open(f"{index}/manifest.json")) == manifest  # refused before any change
     more = spark.createDataFrame([(i, t) for i, (t, _) in enumerate(planted(seed=4, sources=12))],
                                  "pos long, text string").coalesce(1)
+    # Its filters were sized for the rate verification absorbs: final flags there are refused unless that rate is
+    # given (lshbloom_udf/bands.py, check_kept_rate).
+    with pytest.raises(IndexMismatchError, match=r"sized for p_effective 0\.01.*no verification.*--p-effective 0\.01"):
+        deduplicate(more, index_dir=index, verify=False, threshold=DEFAULTS["threshold"], progress=False, **WORDS)
     again = deduplicate(more, index_dir=index, verify=False, threshold=DEFAULTS["threshold"], progress=False,
-                        return_summary=True, **WORDS)
+                        return_summary=True, p_effective=P_VERIFIED, **WORDS)
     s = again.summary
     assert (s["params"]["b"], s["params"]["bands_for"], s["run"]) == (64, "threshold (given)", "index grown")
     assert "threshold 0.3 for threshold (given)" in again.summary_text()

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from lshbloom_udf.spark.ids import IdHashes
     from lshbloom_udf.spark.ingest import InputSums
     from lshbloom_udf.spark.keys import Shipped
+    from lshbloom_udf.spark.passes.driver.record_spool import RecordSpool
+    from lshbloom_udf.spark.passes.driver.sender import RecordFields
     from lshbloom_udf.spark.verify.sources import CandidateSource
 
 Store = TypeVar("Store", bound=KeptIndex)
@@ -120,6 +122,9 @@ class PassInput:
     # Verification's template sample (spark.verify.templates.sample_below): a pass that reads every row id anyway
     # notes the sample's candidates under this bound (PassResult.template_sample); None: not wanted.
     template_sample_below: Optional[int] = None
+    # The run writes records of a kept index (sender.RecordFields): a pass whose keys stage can send them with the
+    # keys returns them spooled (PassResult.records); None: the run computes them itself.
+    records: Optional[RecordFields] = None
 
     @property
     def index_dir(self) -> Optional[str]:
@@ -178,6 +183,7 @@ class PassResult:
     input_sums: Optional[InputSums] = None  # the texts' sums, when the run asked (measure_input) and the pass took them
     id_hashes: Optional[IdHashes] = None  # the ids' hashes, when the run asked (hash_ids) and the pass took them
     template_sample: Optional[np.ndarray] = None  # int64 row ids, when the run asked (template_sample_below)
+    records: Optional[RecordSpool] = None  # the rows' record fields, when the run asked (records); owned by the run
 
     @property
     def duplicates(self) -> int:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lshbloom_udf.minhash import KeySpec
+    from lshbloom_udf.spark.passes.driver.record_spool import RecordSpool
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ class CrossRun:
     spec: KeySpec
     rule: VerifyRule
     id_column: Optional[str] = None
+    spool: Optional[RecordSpool] = None  # the keys stage's record fields: the flags' sketches without a Spark job
     sources: list = field(default_factory=list)  # (run id, row, id or None) of each named earlier document
     stats: dict = field(default_factory=dict)
 
@@ -144,7 +146,8 @@ class CrossRun:
         if not len(flagged) or not self.runs.with_records:
             return none
         spark = self.pinned.sparkSession
-        mine = _sorted_table(sketch_frame(self.pinned, self.text_col, None, self.spec, flagged, inside=True), "row")
+        mine = (self.spool.among(flagged) if self.spool is not None else
+                _sorted_table(sketch_frame(self.pinned, self.text_col, None, self.spec, flagged, inside=True), "row"))
         f_rows = np.asarray(mine.column("row").to_numpy(), np.int64)
         k, b, r = self.spec.num_perm, self.spec.b, self.spec.r
         f_sketch = binary_matrix(mine.column("sketch"), k)
@@ -268,9 +271,10 @@ def _first_per_owner(owner: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return at[np.r_[True, owner[at][1:] != owner[at][:-1]]]
 
 
-def crossrun_for(txn, index_info: dict, pinned, config, params, rule):
+def crossrun_for(txn, index_info: dict, pinned, config, params, rule, spool=None):
     """``prior_documents`` for verification: False (no earlier document), a :class:`CrossRun` over the earlier
-    runs' records, or True (earlier documents, but no run kept records: flags they made stay unverifiable)."""
+    runs' records, or True (earlier documents, but no run kept records: flags they made stay unverifiable);
+    ``spool``: the pass's :class:`~lshbloom_udf.spark.passes.driver.record_spool.RecordSpool`, or None."""
     from lshbloom_udf.spark.records import prior_runs
 
     if not index_info.get("inserted_before"):
@@ -283,4 +287,4 @@ def crossrun_for(txn, index_info: dict, pinned, config, params, rule):
                     "document explains stays flagged, unverified (docs/algorithm.md, 'A kept index across runs')",
                     txn.path)
         return True
-    return CrossRun(runs, pinned, config.text_column, params.key_spec, rule, config.id_column)
+    return CrossRun(runs, pinned, config.text_column, params.key_spec, rule, config.id_column, spool)

@@ -210,11 +210,12 @@ class SpoolCandidates(BoundedSource):
 
 
 
-def keep_spool(spool_dir: str, documents: int, b: int, chunk_rows: int) -> bool:
-    """Whether a key stream spooling to ``spool_dir`` may keep its spool for verification (the module's docs)."""
+def keep_spool(spool_dir: str, documents: int, b: int, chunk_rows: int, record_bytes: int = 0) -> bool:
+    """Whether a key stream spooling to ``spool_dir`` may keep its spool for verification (the module's docs);
+    ``record_bytes``: the record fields it also carries."""
     from lshbloom_udf.spark.passes.driver.stream import spool_bytes
 
-    need = spool_bytes(documents, b, chunk_rows)
+    need = spool_bytes(documents, b, chunk_rows, record_bytes)
     try:
         free = shutil.disk_usage(spool_dir).free
     except OSError:

@@ -23,9 +23,11 @@ from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
 from lshbloom_udf.spark.passes.driver.loop import run_driver_pass, spark_chunks
+from lshbloom_udf.spark.passes.driver.record_spool import RecordSpool, fits, spooled_bytes
 from lshbloom_udf.spark.passes.driver.sender import SENT_SCHEMA, stream_mapper
 from lshbloom_udf.spark.passes.driver.stream import KeyStream
 from lshbloom_udf.spark.passes.driver.temporary import temporary_index_dir
+from lshbloom_udf.spark.records import record_columns
 from lshbloom_udf.spark.verify.sources import keep_spool, spool_source
 
 
@@ -107,14 +109,15 @@ class DriverPass(KeyedPass):
             return index
 
         try:
-            outcome, sample, candidates, sums, id_hashes = self._keys_through(given, index_now, seconds)
+            outcome, sample, candidates, sums, id_hashes, records = self._keys_through(given, index_now, seconds)
             index, before = opened[0]
             try:
                 index.sync()
                 stats = index.stats()
             except BaseException:
-                if candidates is not None:
-                    candidates.close()
+                for owned in (candidates, records):
+                    if owned is not None:
+                        owned.close()
                 raise
         finally:
             if close and opened:
@@ -130,12 +133,13 @@ class DriverPass(KeyedPass):
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
                                                  stats["expected_false_positive"], index.params.p_effective))
-        return PassResult(outcome, report, params, stats, seconds, candidates, sums, id_hashes, sample)
+        return PassResult(outcome, report, params, stats, seconds, candidates, sums, id_hashes, sample, records)
 
     def _keys_through(self, given: PassInput, index_now, seconds: dict):
         """(the pass's outcome, the template sample's candidates or None, verification's candidate source or None, the
-        input's sums or None, its ids' hashes or None), the keys by the socket stream (which also takes the sums when
-        ``given.measure_input``, the ids' hashes when ``given.hash_ids``) or ``toLocalIterator``; the keys
+        input's sums or None, its ids' hashes or None, the record spool or None), the keys by the socket stream
+        (which also takes the sums when ``given.measure_input``, the ids' hashes when ``given.hash_ids``, the
+        records when ``given.records`` and they fit) or ``toLocalIterator``; the keys
         stage's time in ``seconds`` when the stream measured it. ``index_now()`` opens the index the pass decides
         into: after the stream's job started, so that its files are made while the executors start."""
         c, pinned = given.config, given.pinned
@@ -144,19 +148,25 @@ class DriverPass(KeyedPass):
             if not streams(spark, c.key_transfer):
                 chunks = spark_chunks(pinned, text, spec, c.chunk_rows, given.skip, given.threads)
                 return (*run_driver_pass(chunks, index_now(), given.documents, c.progress, c.insert_rule,
-                                         sample_below=given.template_sample_below), None, None, None)
+                                         sample_below=given.template_sample_below), None, None, None, None)
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
+            fields = given.records
+            if fields is not None and not fits(tempfile.gettempdir(), given.documents, spec.num_perm, fields.with_id):
+                fields = None  # the records job computes them (lshbloom_udf.spark.records)
+            record_bytes = spooled_bytes(given.documents, spec.num_perm, fields.with_id) if fields else 0
             # Under verification the stream keeps its spool: verification's candidates come from it (verify.sources).
-            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk)
+            keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk, record_bytes)
             id_hashes = IdHashes() if given.hash_ids is not None else None
-            stream = KeyStream(spark, b, keep=keep, id_hashes=id_hashes)
+            records = RecordSpool(spec.num_perm, fields.with_id) if fields else None
+            stream = KeyStream(spark, b, keep=keep, id_hashes=id_hashes, records=records)
             candidates = None
             try:
                 mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input,
-                                       given.skip, given.threads, ids=id_hashes is not None)
+                                       given.skip, given.threads, ids=id_hashes is not None, records=fields)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
                 ids = [id_hash_column(given.hash_ids)] if given.hash_ids is not None else []  # as id_hashes is made
+                ids += record_columns(text, c.id_column) if fields else []
                 stream.start(pinned.select(ROW_COL, col(text), *ids).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
                 if index.params.b != b:
@@ -166,11 +176,15 @@ class DriverPass(KeyedPass):
                                                   sample_below=given.template_sample_below)
                 sums = stream.input_sums() if given.measure_input else None
                 candidates = spool_source(stream, partitions, outcome)
+            except BaseException:
+                if records is not None:
+                    records.close()
+                raise
             finally:
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
                     stream.close()
             seconds["keys"] = stream.job_seconds
-            return outcome, sample, candidates, sums, id_hashes
+            return outcome, sample, candidates, sums, id_hashes, records
 
 
 PASS = DriverPass()

@@ -54,10 +54,11 @@ from lshbloom_udf.spark.passes.driver.sender import HEADER, HELLO, ID_HASHES, MA
 IDLE_CHECK_SECONDS = 5.0
 
 
-def spool_bytes(documents: int, b: int, chunk_rows: int) -> int:
-    """The bytes one attempt of every partition spools for ``documents`` documents of ``b`` band keys."""
+def spool_bytes(documents: int, b: int, chunk_rows: int, record_bytes: int = 0) -> int:
+    """The bytes one attempt of every partition spools for ``documents`` documents of ``b`` band keys (and
+    ``record_bytes`` of record fields, :mod:`~lshbloom_udf.spark.passes.driver.record_spool`)."""
     chunks = -(-documents // max(1, chunk_rows))
-    return documents * (8 * b + 1) + HEADER.size * (chunks + 1)
+    return documents * (8 * b + 1) + record_bytes + HEADER.size * (chunks + 1)
 
 
 class _AttemptClosedError(Exception):
@@ -76,13 +77,15 @@ class _Attempt:
 class KeyStream:
     """The driver's end of the socket transfer; use as a context manager around :meth:`run`."""
 
-    def __init__(self, spark, b: int, keep: bool = False, id_hashes=None):
+    def __init__(self, spark, b: int, keep: bool = False, id_hashes=None, records=None):
         conf = spark.sparkContext.getConf()
         host = conf.get("spark.driver.host", None) or socket.gethostname()
         bind = conf.get("spark.driver.bindAddress", None) or host
         self.spark, self.b, self.keep = spark, b, keep
         # The partitions' id hashes (spark.ids.IdHashes), taken as the pass reads each partition's end; None: not sent.
         self.id_hashes = id_hashes
+        # The run's records spooled as the pass reads each chunk (record_spool.RecordSpool); None: not sent.
+        self.records = records
         self.server = socket.create_server((bind, 0))
         self.address = (host, self.server.getsockname()[1])
         self.token = os.urandom(16)
@@ -175,7 +178,7 @@ class KeyStream:
     def chunks(self, partitions: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """``(first row id, keys (n, b), active (n,))`` of every partition ``0 .. partitions-1``, in row order."""
         for pid in range(partitions):
-            yield from self._partition(pid, self.id_hashes)
+            yield from self._partition(pid, self.id_hashes, self.records)
             if not self.keep:
                 self._drop(pid)
         self._wait(lambda: self.job_done, "the end of the keys stage")
@@ -198,8 +201,9 @@ class KeyStream:
         for pid in range(partitions):
             yield from self._partition(pid)
 
-    def _partition(self, pid: int, id_hashes=None):
-        """A partition's chunks from its first attempt that sends it whole; its id hashes into ``id_hashes``."""
+    def _partition(self, pid: int, id_hashes=None, records=None):
+        """A partition's chunks from its first attempt that sends it whole; its id hashes into ``id_hashes``, its
+        record fields into ``records`` (each row once)."""
         base, done, tried = pid << POS_BITS, 0, 0
         while True:
             att = self._next_attempt(pid, tried)
@@ -229,6 +233,8 @@ class KeyStream:
                     skip = done - (start - base)  # rows an earlier attempt already sent
                     if skip < 0:
                         raise InternalError(f"internal error: partition {pid}'s keys skip rows {done}..{start - base}")
+                    if self.records is not None:
+                        self._read_records(reader, n, records if skip < n else None, start, skip)
                     if skip < n:
                         yield start + skip, keys[skip:], active[skip:]
                         done = start - base + n
@@ -236,6 +242,26 @@ class KeyStream:
                 continue  # that attempt failed or was killed: the next one sends the partition again
             finally:
                 reader.close()
+
+    def _read_records(self, reader, n: int, records, start: int, skip: int) -> None:
+        """A chunk's record fields (after its keys), its rows from ``skip`` on added to ``records`` (None: read
+        past them)."""
+        k = self.records.num_perm
+        fields = [reader.read(n), reader.read(n * k), reader.read(4 * n), reader.read(16 * n)]
+        lengths, id_bytes = None, b""
+        if self.records.with_id:
+            lengths = np.frombuffer(reader.read(4 * n), dtype="<i4")
+            id_bytes = reader.read(int(np.maximum(lengths, 0).sum()))
+        if records is None:
+            return
+        has = np.frombuffer(fields[0], dtype=np.bool_)[skip:]
+        sketch = np.frombuffer(fields[1], dtype=np.uint8).reshape(n, k)[skip:]
+        size = np.frombuffer(fields[2], dtype="<f4")[skip:]
+        hashes = np.frombuffer(fields[3], dtype=np.uint8).reshape(n, 16)[skip:]
+        if lengths is not None:
+            id_bytes = id_bytes[int(np.maximum(lengths[:skip], 0).sum()):]
+            lengths = lengths[skip:]
+        records.add(start + skip, has, sketch, size, hashes, lengths, id_bytes)
 
     def _next_attempt(self, pid: int, tried: int) -> _Attempt:
         def ready():
@@ -307,6 +333,8 @@ class _Reader:
         self.offset = 0
 
     def read(self, k: int) -> bytes:
+        if k == 0:
+            return b""
         att, end = self.att, self.offset + k
         self.stream._wait(lambda: att.size >= end or att.closed, f"partition {att.partition}'s keys")
         if att.size < end:
