@@ -148,10 +148,10 @@ class Plan:
                 "  = what --index-dir keeps beside the filters so later runs verify against this run's documents",
                 f"bytes per document       filters {self.index_bytes / max(self.docs, 1):.0f} + records "
                 f"{self.records_bytes / max(self.docs, 1):.0f} = {self.kept_index_bytes / max(self.docs, 1):.0f}",
-                f"false flags to verify    ~{self.p_effective * self.docs:,.0f} ({self.p_effective:.3g} of the "
+                f"false flags to verify    <= {self.p_effective * self.docs:,.0f} ({self.p_effective:.3g} of the "
                 "documents)",
-                "  = the pass's Bloom false positives at capacity; verification unflags each (no candidate shares "
-                "its key)",
+                "  = the pass's Bloom false positives up to capacity; verification unflags each (no candidate "
+                "shares its key)",
                 f"LSH FP / FN (integrals)  {self.lsh_false_positive:.6g} / {self.lsh_false_negative:.6g}",
                 "  = the bands' errors: share of pairs below the threshold flagged / above it missed (S-curve areas)",
                 f"LSHBloom FP / FN         {self.lshbloom_false_positive:.6g} / {self.lshbloom_false_negative:.6g}",

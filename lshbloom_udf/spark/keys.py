@@ -102,17 +102,21 @@ def task_start(task_hook, stage: str):
     return ctx
 
 
+def with_row_ids(batches):
+    """``(batch, its row ids as int64)`` of each non-empty Arrow batch of (row id, ...)."""
+    for batch in batches:
+        if batch.num_rows:
+            yield batch, np.asarray(batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(
+                zero_copy_only=False), dtype=np.int64)
+
+
 def keyed_batches(batches, text_col: str, spec: KeySpec, threads: int, skip=None):
     """(row ids, band keys ``(n, b)`` uint64, active flags) of each Arrow batch of (row id, text, ...).
 
     ``skip`` (:func:`ship`'s sorted row ids, or None): rows not keyed, inactive with zero keys (the run's exact
     copies, :mod:`lshbloom_udf.spark.exact`: decided without the pass)."""
     skip = shipped_value(skip)
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        rows = np.asarray(batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False),
-                          dtype=np.int64)
+    for batch, rows in with_row_ids(batches):
         text = batch.column(batch.schema.get_field_index(text_col))
         skipped = is_in(rows, skip) if skip is not None else None
         if skipped is None or not skipped.any():

@@ -90,14 +90,10 @@ def recorded_batches(batches, text_col: str, spec, threads: int, skip=None, with
     ``skip``: as :func:`~lshbloom_udf.spark.keys.keyed_batches` (rows inactive with zero keys), but still recorded
     as the records job would record them (the run flags them, so none is kept)."""
     from lshbloom_udf import _native
-    from lshbloom_udf.spark.keys import is_in, shipped_value
+    from lshbloom_udf.spark.keys import is_in, shipped_value, with_row_ids
 
     skip = shipped_value(skip)
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        rows = np.asarray(batch.column(batch.schema.get_field_index(ROW_COL)).to_numpy(zero_copy_only=False),
-                          dtype=np.int64)
+    for batch, rows in with_row_ids(batches):
         sig = signatures(batch.column(batch.schema.get_field_index(text_col)), spec, threads)
         keys = np.ascontiguousarray(_native.band_keys(sig, spec.b, spec.r, spec.band_key), dtype=np.uint64)
         sketch, size, has = sketches_of(sig, spec.scheme)
