@@ -247,13 +247,16 @@ class KeyStream:
         """A chunk's record fields (after its keys), its rows from ``skip`` on added to ``records`` (None: read
         past them)."""
         k = self.records.num_perm
+        if records is None:  # passed over: only the ids' lengths are read, to know how far
+            reader.skip(n * (1 + k + 4 + 16))
+            if self.records.with_id:
+                reader.skip(int(np.maximum(np.frombuffer(reader.read(4 * n), dtype="<i4"), 0).sum()))
+            return
         fields = [reader.read(n), reader.read(n * k), reader.read(4 * n), reader.read(16 * n)]
         lengths, id_bytes = None, b""
         if self.records.with_id:
             lengths = np.frombuffer(reader.read(4 * n), dtype="<i4")
             id_bytes = reader.read(int(np.maximum(lengths, 0).sum()))
-        if records is None:
-            return
         has = np.frombuffer(fields[0], dtype=np.bool_)[skip:]
         sketch = np.frombuffer(fields[1], dtype=np.uint8).reshape(n, k)[skip:]
         size = np.frombuffer(fields[2], dtype="<f4")[skip:]
