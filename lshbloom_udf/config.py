@@ -98,10 +98,11 @@ class DedupConfig:
     mode: str = setting("flag", "flag (every row + a flag column) | filter (the rows kept) | duplicates (the rows "
                         "removed)", _choice(*MODES), "columns")
     order_by: Optional[tuple] = setting(None, "process documents in this order instead of input order: the first of "
-                                        "near-duplicates is kept. Column names (a comma list on the command line) or "
-                                        "Spark Column expressions: F.length('text').desc() keeps the longest, "
-                                        "F.col('ts').desc() the newest", _optional(_order_by), "columns",
-                                        cli={"type": lambda s: [c.strip() for c in s.split(",") if c.strip()]})
+                                        "near-duplicates is kept, ties broken by id_column (else the input "
+                                        "position). SQL sort expressions as in ORDER BY ('score DESC, "
+                                        "length(text) DESC'), or Spark Columns (F.col('ts').desc()). Across runs of "
+                                        "a kept index an earlier run's kept document stays kept",
+                                        _optional(_order_by), "columns", cli={"type": str})
     # -- MinHash / LSH: they decide compatibility with an existing index. The defaults of these and of the
     # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 11-grams,
     # permissive bands (T 0.3, 64 x 4: the study picked T 0.25 at 128, 42 x 3, whose pass flags a share of
@@ -198,6 +199,11 @@ class DedupConfig:
                                  "similarity_measure (jaccard, containment, or exact for a byte-identical copy) "
                                  "(needs verify; flag and duplicates modes)",
                                  _boolean, "verify", cli={"action": "store_true"})
+    duplicate_count: bool = setting(False, "add a column duplicate_count to the kept rows: how many documents of this "
+                                    "run were removed as their duplicates (duplicate_of would name them; null on the "
+                                    "rows removed). Earlier runs' kept documents are not rewritten: docs/summary.md "
+                                    "(needs verify; flag and filter modes)", _boolean, "verify",
+                                    cli={"action": "store_true"})
     exact_copies: bool = setting(True, "before the pass, find the documents whose text is byte-identical to an "
                                  "earlier one's (a 128-bit hash of the text, one Spark aggregation): they are flagged "
                                  "as copies of it (similarity_measure exact) without being shingled, keyed or verified "
@@ -258,6 +264,11 @@ class DedupConfig:
         if self.duplicate_of and self.mode == "filter":
             raise ConfigError("duplicate_of has nothing to show in mode 'filter' (only kept rows are output); "
                               "use mode 'flag' or 'duplicates'")
+        if self.duplicate_count and not self.verify:
+            raise ConfigError("duplicate_count needs verify=True (--verify): verification finds the kept document")
+        if self.duplicate_count and self.mode == "duplicates":
+            raise ConfigError("duplicate_count has nothing to show in mode 'duplicates' (only removed rows are "
+                              "output); use mode 'flag' or 'filter'")
         if self.verify_threshold is not None and not self.verify and self.is_given("verify_threshold"):
             raise ConfigError("verify_threshold needs verify=True (--verify)")
         if self.containment_threshold is not None and not self.verify and self.is_given("containment_threshold"):

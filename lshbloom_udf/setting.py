@@ -93,12 +93,43 @@ def bands(name: str, value: Any) -> tuple[int, int]:
 
 
 def order_by(name: str, value: Any) -> tuple:
-    """Columns (names or Spark Column expressions) in processing order."""
+    """The processing order: SQL sort expressions (``'score DESC, length(text) DESC'``, as Spark's
+    ``ORDER BY`` takes them; a string may hold several, split at its top-level commas) or Spark Columns."""
     columns = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    out: list = []
     for c in columns:
-        if isinstance(c, str) and not c:
-            raise ConfigError(f"{name}: empty column name")
-    return columns
+        if not isinstance(c, str):
+            out.append(c)
+            continue
+        items = split_sort_list(c)
+        if not items or any(not i for i in items):
+            raise ConfigError(f"{name}: empty sort expression in {c!r}")
+        out.extend(items)
+    return tuple(out)
+
+
+def split_sort_list(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses, quotes and backticks, each part stripped;
+    a :class:`ConfigError` for unbalanced parentheses or an unclosed quote."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise ConfigError(f"order_by: unbalanced ')' in {text!r}")
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if quote or depth:
+        raise ConfigError(f"order_by: unclosed {quote or '('} in {text!r}")
+    parts.append(text[start:].strip())
+    return parts
 
 
 def is_uri(path: str) -> bool:

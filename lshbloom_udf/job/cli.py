@@ -101,8 +101,6 @@ def config_from(args: argparse.Namespace) -> DedupConfig:
     config = DedupConfig.from_preset(args.preset) if args.preset else DedupConfig()
     if args.config:
         table = load_config(args.config)
-        if isinstance(table.get("order_by"), str):
-            table["order_by"] = [c.strip() for c in table["order_by"].split(",") if c.strip()]
         config = config.replace(**table)
     flags = {f.name: getattr(args, f.name) for f, _ in settings() if hasattr(args, f.name)}
     for name in ("input_options", "output_options"):

@@ -10,6 +10,7 @@ from lshbloom_udf.bands import check_kept_bands, check_kept_rate
 from lshbloom_udf.config import DEFAULTS, DedupConfig
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import IndexTransaction
+from lshbloom_udf.spark.join import COUNT_COL
 from lshbloom_udf.spark.keys import INTERNAL_COLS
 from lshbloom_udf.spark.pipeline import DedupRun
 from lshbloom_udf.spark.result import DedupResult
@@ -162,16 +163,14 @@ def check_columns(df, config: DedupConfig) -> None:
         raise DedupInputError(f"input columns {clash} clash with lshbloom's internal column names")
     if config.flag_column in names:
         raise DedupInputError(f"the input already has a column {config.flag_column!r}; choose another flag column name")
+    if config.duplicate_count and COUNT_COL in names:
+        raise DedupInputError(f"the input already has a column {COUNT_COL!r}, which duplicate_count adds; rename it")
     if config.duplicate_of:
         from lshbloom_udf.spark.join import ROW_ID_COL, SOURCE_COLS
 
         taken = [c for c in (*SOURCE_COLS, *([ROW_ID_COL] if config.id_column is None else [])) if c in names]
         if taken:
             raise DedupInputError(f"the input already has column(s) {taken}, which duplicate_of adds; rename them")
-    for c in config.order_by or ():
-        if isinstance(c, str) and c not in names:
-            hint = ""
-            if c[:1] in "-+":
-                hint = ("; a leading '-' does not mean descending: pass a Column, e.g. order_by=F.col('ts').desc() "
-                        "(newest first) or F.length('text').desc() (longest first)")
-            raise DedupInputError(f"order-by column {c!r} not found; the input has columns {names}{hint}")
+    from lshbloom_udf.spark.order import check_order
+
+    check_order(df, config.order_by)

@@ -17,8 +17,9 @@ from lshbloom_udf.spark.frames import local_frame, row_frame
 from lshbloom_udf.spark.keys import DUP_COL, ROW_COL
 
 
-def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config):
-    """The ``columns`` of ``pinned`` with the decisions of ``duplicate_rows`` applied as ``config.mode`` says."""
+def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config, verified=None):
+    """The ``columns`` of ``pinned`` with the decisions of ``duplicate_rows`` applied as ``config.mode`` says
+    (and ``duplicate_count`` from ``verified`` when the config asks for it)."""
     from pyspark.sql import functions as F
 
     small = len(duplicate_rows) <= config.broadcast_limit
@@ -31,9 +32,39 @@ def join_decisions(pinned, columns, duplicate_rows: np.ndarray, config):
         out.append(F.coalesce(F.col(DUP_COL), F.lit(False)).alias(config.flag_column))
     else:
         joined = pinned.join(dups, ROW_COL, "left_anti" if config.mode == "filter" else "left_semi")
+    if config.duplicate_count:
+        joined, count = with_counts(joined, verified, config)
+        out.append(count)
     if not small:
         joined = joined.orderBy(ROW_COL)
     return joined.select(*out)
+
+
+COUNT_COL = "duplicate_count"
+
+
+def duplicate_counts(verified) -> tuple[np.ndarray, np.ndarray]:
+    """The kept rows that removed rows of this run name (sorted row ids) and how many name each."""
+    in_run = verified.of_rows[verified.of_rows >= 0]
+    rows, counts = np.unique(in_run, return_counts=True)
+    return rows.astype(np.int64), counts.astype(np.int64)
+
+
+def with_counts(joined, verified, config):
+    """``joined`` with the counts of :func:`duplicate_counts` joined by row id, and the ``duplicate_count`` column
+    to select: the count (0 if none) on kept rows, null on removed ones (``DUP_COL`` set: mode ``flag``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    rows, counts = duplicate_counts(verified)
+    schema = T.StructType([T.StructField(ROW_COL, T.LongType(), False), T.StructField(COUNT_COL, T.LongType(), False)])
+    small = len(rows) <= config.broadcast_limit
+    frame = local_frame(joined.sparkSession, {ROW_COL: rows, COUNT_COL: counts}, schema, small)
+    joined = joined.join(F.broadcast(frame) if small else frame, ROW_COL, "left")
+    count = F.coalesce(F.col(COUNT_COL), F.lit(0).cast("long"))
+    if config.mode == "flag":
+        count = F.when(F.col(DUP_COL).isNull(), count)
+    return joined, count.alias(COUNT_COL)
 
 
 SOURCE_COLS = ("duplicate_of", "similarity", "similarity_measure")
@@ -92,8 +123,11 @@ def join_sources(pinned, columns, verified, config, crossrun=None):
             *SOURCE_COLS[1:])
     joined = pinned.join(hint(dups.withColumn(DUP_COL, F.lit(True))), ROW_COL,
                          "left" if config.mode == "flag" else "inner")
-    if not small:
-        joined = joined.orderBy(ROW_COL)
     if config.mode == "flag":
         out.append(F.coalesce(F.col(DUP_COL), F.lit(False)).alias(config.flag_column))
+    if config.duplicate_count:
+        joined, count = with_counts(joined, verified, config)
+        out.append(count)
+    if not small:
+        joined = joined.orderBy(ROW_COL)
     return joined.select(*out, *(F.col(c) for c in SOURCE_COLS))

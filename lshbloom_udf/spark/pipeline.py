@@ -39,11 +39,13 @@ from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import run_params
 from lshbloom_udf.log import console_progress, ensure_visible, step
 from lshbloom_udf.memory import DriverMemory
+from lshbloom_udf.spark.clusters import cluster_summary
 from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
 from lshbloom_udf.spark.ids import check_id_hashes, check_ids, hashes_fit
 from lshbloom_udf.spark.ingest import FINGERPRINT, InputCheck, InputMeasure, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
+from lshbloom_udf.spark.order import ordered
 from lshbloom_udf.spark.passes import Decider, PassInput, PassResult, select_pass
 from lshbloom_udf.spark.passes.driver.decide import streams
 from lshbloom_udf.spark.passes.driver.sender import RecordFields
@@ -80,6 +82,7 @@ class DedupRun:
         self.crossrun = None
         self.records: Optional[dict] = None
         self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
+        self.clusters: Optional[dict] = None  # the groups verification found (lshbloom_udf.spark.clusters; the summary)
         self.copies: Optional[ExactCopies] = None  # the exact copies, decided before the pass (None: not looked for)
 
     def _lap(self, stage: str) -> None:
@@ -210,6 +213,8 @@ class DedupRun:
             source.close()
         if self.copies:
             self.copies.resolve(verified)
+        named = c.duplicate_count or c.duplicate_of  # the largest groups by id: a small job, in this step
+        self.clusters = cluster_summary(verified, self.crossrun, self.pinned if named else None, c.id_column)
         self._lap("verify")
         return verified
 
@@ -221,6 +226,7 @@ class DedupRun:
         out["unverifiable"] = int(np.count_nonzero(verified.of_rows == UNVERIFIABLE))
         out["cross_run"] = self.crossrun.summary(self.records) if self.crossrun is not None else None
         out["memory"] = self.verify_memory
+        out["clusters"] = self.clusters
         return out
 
     def write_records(self, flagged_rows, kept: int, spool=None) -> None:
@@ -240,7 +246,7 @@ class DedupRun:
         if verified is None:
             return join_decisions(self.pinned, columns, dup_rows, self.config)
         if not self.config.duplicate_of:
-            return join_decisions(self.pinned, columns, verified.rows, self.config)
+            return join_decisions(self.pinned, columns, verified.rows, self.config, verified)
         return join_sources(self.pinned, columns, verified, self.config, self.crossrun)
 
     # -- stage 1: pin ----------------------------------------------------------------
@@ -249,7 +255,7 @@ class DedupRun:
         from pyspark import StorageLevel
 
         c = self.config
-        source = self.df.orderBy(*c.order_by) if c.order_by else self.df
+        source = ordered(self.df, c.order_by, c.id_column)
         pinned = source.select(*[col(name) for name in source.columns], row_id())
         if c.checkpoint == "local":
             # Deserialized: caching rows as they are is faster than serializing them (same memory, spills to disk).

@@ -147,6 +147,7 @@ def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Opti
         "text_column": config.text_column,
         "id_column": config.id_column,
         "order_by": [str(c) for c in config.order_by] if config.order_by else None,
+        "keep": keep_order(config),
         "params": {**_params_part(params), "bands_for": config.bands_for.text},
         "index": index.to_dict(),
         "seconds": {k: round(v, 3) for k, v in {**seconds, **(job.seconds if job else {})}.items()},
@@ -162,6 +163,13 @@ def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Opti
         summary.update(input=job.input, output=job.output, output_format=job.output_format,
                        summary_path=job.summary_path)
     return summary
+
+
+def keep_order(config) -> dict:
+    """The summary's ``keep``: the sort that decides which copy survives (lshbloom_udf.spark.order)."""
+    return {"first_of": [str(c) for c in config.order_by] if config.order_by else "input order",
+            "ties": ([config.id_column] if config.id_column else []) + ["input position"],
+            "earlier_runs": "stay kept" if config.index_dir is not None else None}
 
 
 def _params_part(params) -> dict:
@@ -328,6 +336,7 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
                  f"{cross['verified']:,} name an earlier run's document, {cross['unflagged']:,} unflagged "
                  f"({cross['seconds']:.1f} s); this run's records: "
                  f"{cross['records_written']:,} ({human_bytes(cross['record_bytes'])})")
+    text += _clusters_text(v.get("clusters"))
     if idx.get("inserted_total") is not None and not idx.get("reproduced"):
         inserted = idx.get("inserted_total", 0) - idx.get("inserted_before", 0)
         if summary.get("insert") == "all":
@@ -340,4 +349,16 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
             text += (f"\n                   the index follows the pass's decisions: it inserted the {inserted:,} "
                      f"documents the pass kept, so kept ({summary['kept']:,}) exceeds inserted by the "
                      f"{v['unflagged']:,} unflagged (and empty documents are never inserted)")
+    return text
+
+
+def _clusters_text(clusters: Optional[Mapping]) -> str:
+    if not clusters or not clusters.get("kept_with_duplicates") and not clusters.get("earlier_runs"):
+        return ""
+    sizes = ", ".join(f"{k}: {n:,}" for k, n in clusters["group_sizes"].items())
+    largest = ", ".join(f"{g['duplicate_of']} ({g['duplicate_count']})" for g in clusters["largest"][:3])
+    text = (f"\n                   groups: {clusters['kept_with_duplicates']:,} kept documents have removed copies "
+            f"(by group size {sizes or '-'}; largest {largest or '-'})")
+    if clusters.get("earlier_runs"):
+        text += f"; {clusters['earlier_runs']:,} removed documents are copies of earlier runs' documents"
     return text
