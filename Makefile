@@ -11,7 +11,7 @@ CARGO_MANIFEST := native/Cargo.toml
 DEMO_DIR  := build/demo
 DIST      := dist
 
-.PHONY: venv build wheel test test-builds release-builds spark-classes test-fast test-rust test-python lint demo bench clean
+.PHONY: venv build wheel test test-builds browser release-builds spark-classes test-fast test-rust test-python lint demo bench clean
 
 venv:
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -58,7 +58,12 @@ test:
 	$(MAKE) -j2 test-builds
 	$(MAKE) test-python
 
-test-builds: release-builds test-rust spark-classes
+test-builds: release-builds test-rust spark-classes browser
+
+# The report test opens the run report in a real browser: Debian's chromium, installed when missing (CI runs as root).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq chromium >/dev/null; }
 
 # The tests' JVM class archive (tests/spark_classes.py): every Spark JVM of the suite starts ~3 s sooner with it.
 spark-classes: build

@@ -1,4 +1,4 @@
-"""Command line: ``lshbloom {dedup,plan,sample,check-index,clean} ...`` (also ``python -m lshbloom_udf ...``)."""
+"""Command line: ``lshbloom {dedup,plan,sample,check-index,clean,report} ...`` (also ``python -m lshbloom_udf ...``)."""
 
 from __future__ import annotations
 
@@ -190,7 +190,14 @@ def _clean(argv: list[str]) -> None:
           "".join(f"\n  {p}" for p in removed))
 
 
-COMMANDS = {"dedup": _dedup, "plan": _plan, "sample": sample.main, "check-index": _check_index, "clean": _clean}
+def _report(argv: list[str]) -> None:
+    from lshbloom_udf.report.cli import main as report_main
+
+    report_main(argv)
+
+
+COMMANDS = {"dedup": _dedup, "plan": _plan, "sample": sample.main, "check-index": _check_index, "clean": _clean,
+            "report": _report}
 
 
 def main(argv: Optional[list[str]] = None) -> None:

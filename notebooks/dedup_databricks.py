@@ -119,6 +119,18 @@ print(json.dumps(result.summary["seconds"], indent=2))
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC The run report: one self-contained HTML page (counts, similarities, the largest groups, removed documents beside
+# MAGIC their kept one, the index's fill, the stage seconds). The job writes it with `--report`.
+
+# COMMAND ----------
+
+from lshbloom_udf.report import report_html
+
+displayHTML(report_html(result))
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## 5. A second batch against the same index
 # MAGIC Reopening `index_dir` checks the manifest and keeps the index's sizing; batch-2 documents that near-duplicate
 # MAGIC anything kept in batch 1 are flagged, verified against batch 1's records (a sketch of each document it kept,

@@ -204,10 +204,18 @@ class FilterStack(SealAndGrow):
     def expected_false_positive(self) -> float:
         """The effective rate expected from the fill: any band of any generation answering for a new document."""
         miss = 1.0
+        for gen in self.fill():
+            miss *= 1.0 - gen["false_positive"]
+        return 1.0 - miss
+
+    def fill(self) -> list[dict]:
+        """Each generation's ``capacity``, documents ``inserted`` and effective ``false_positive`` rate now."""
+        out = []
         for gen in self.generations:
             band_fp = self.backend.band_false_positive(gen.inserted, gen.capacity, gen.p_band, gen.geometry)
-            miss *= 1.0 - effective_p(band_fp, self.params.b)
-        return 1.0 - miss
+            out.append({"capacity": gen.capacity, "inserted": gen.inserted,
+                        "false_positive": effective_p(band_fp, self.params.b)})
+        return out
 
     # -- decisions ----------------------------------------------------------------
 

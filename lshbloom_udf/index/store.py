@@ -336,6 +336,7 @@ class LSHBloomIndex(LockHolder):
             "expected_false_positive": self._filters.expected_false_positive(),
             "growth": p.growth,
             "generations": len(self._filters.generations),
+            "generation_fill": self._filters.fill(),
             "capacity_now": sum(g.capacity for g in self._filters.generations),
         }
 

@@ -43,6 +43,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     io.add_argument("--overwrite", action="store_true", help="replace an existing output")
     io.add_argument("--summary-path", help="where to write the JSON summary (default <output>.summary.json)")
     io.add_argument("--config", help="TOML file with a [dedup] table of settings (see conf/default.toml)")
+    io.add_argument("--report", action="store_true",
+                    help="also write the run report, one self-contained HTML file (<output>.report.html; needs plotly; "
+                         "similarities and pairs need --duplicate-of)")
+    io.add_argument("--report-path", help="where --report writes the report (default <output>.report.html)")
+    io.add_argument("--report-by", help="with --report, a column to give the duplicate rate by, e.g. lang")
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
                    help="start from a named preset instead of the defaults; 'paper' = the LSHBloom paper's settings "
                         "(unigrams, T=0.5, 256 permutations, no normalization, legacy scheme; conf/paper.toml)")

@@ -78,6 +78,8 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     config = config_from(args)
     configure(args.log_level or ("WARNING" if not config.progress else "INFO"))
     if args.stream:
+        if args.report:
+            raise JobError("--report is for a batch run: a stream writes a summary per micro-batch")
         return _run_stream(args, config, spark)
     t0 = time.monotonic()
     txn = _open_index(config)
@@ -94,6 +96,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
             raise JobError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
         with step(spark, "read input", show=config.progress):
             df = read_input(spark, config, args.input)
+        check_report_args(args, df.columns)
         t_read = time.monotonic()
         with _refused():
             result = _deduplicate(df, config, txn, args, output)
@@ -197,6 +200,20 @@ def _write_and_commit(result, txn, output: Output, args, config: DedupConfig) ->
             result.commit()
 
 
+def check_report_args(args, columns) -> None:
+    """``--report`` can be written: plotly is installed and ``--report-by`` names a column (checked before the run)."""
+    if args.report_by and not args.report:
+        raise JobError("--report-by needs --report")
+    if not args.report:
+        return
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        raise JobError("--report needs plotly: pip install 'lshbloom-spark[report]'") from None
+    if args.report_by and args.report_by not in columns:
+        raise JobError(f"--report-by column {args.report_by!r} not found; the input has columns {list(columns)}")
+
+
 def _summary_path(args) -> str:
     return args.summary_path or args.output.rstrip("/") + ".summary.json"
 
@@ -212,3 +229,10 @@ def _report(spark, result, args, config: DedupConfig, seconds: dict) -> None:
     print(format_summary(summary))
     print(f"output             {args.output} ({config.output_format}, mode {config.mode})")
     print(f"summary            {summary_path}")
+    if args.report:
+        from lshbloom_udf.report import write_report
+        from lshbloom_udf.report.cli import report_path
+
+        path = args.report_path or report_path(args.output)
+        took = write_report(spark, summary, args.output, path, args.report_by, config.output_options)
+        print(f"report             {path} ({took:.2f} s)")

@@ -180,3 +180,11 @@ def write_text(spark, path: str, text: str) -> None:
 def first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def read_text(spark, path: str) -> str:
+    """Read a small text file from any Hadoop file system (local paths included)."""
+    if "://" not in path and not path.startswith("file:"):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    return spark.read.text(path, wholetext=True).first()[0]

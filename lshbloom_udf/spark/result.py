@@ -146,6 +146,7 @@ def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Opti
         "run": run_kind(index.to_dict()),
         "text_column": config.text_column,
         "id_column": config.id_column,
+        "flag_column": config.flag_column,
         "order_by": [str(c) for c in config.order_by] if config.order_by else None,
         "keep": keep_order(config),
         "params": {**_params_part(params), "bands_for": config.bands_for.text},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -36,7 +37,8 @@ def test_databricks_notebook_runs(spark, capsys):
     def display(df, *args, **kwargs):  # Databricks' display(), enough for a DataFrame
         shown.append(df.toPandas() if hasattr(df, "toPandas") else df)
 
-    namespace = {"spark": spark, "display": display, "__name__": "__main__"}
+    pages = []
+    namespace = {"spark": spark, "display": display, "displayHTML": pages.append, "__name__": "__main__"}
     for i, cell in enumerate(code):
         exec(compile(cell, f"dedup_databricks.py cell {i}", "exec"), namespace)
     out = capsys.readouterr().out
@@ -51,6 +53,9 @@ def test_databricks_notebook_runs(spark, capsys):
     assert "keep-newest: every kept document at least as new: True" in out
     assert "best_kept_match" not in open(os.path.join(NOTEBOOKS, "dedup_databricks.py")).read()
     assert len(shown) >= 4 and all(len(s) for s in shown)
+    # The run report, as displayHTML shows it: the run's counts and its charts, inlined.
+    assert len(pages) == 1 and "lshbloom-spark run report" in pages[0] and "<script src" not in pages[0]
+    assert f"data-field='documents'>{namespace['result'].summary['documents']:,}<" in pages[0]
     # The stream: every document once in the batches' outputs, flagged as the batch run over all of them flags.
     streamed = {r["id"]: r["is_duplicate"] for r in namespace["streamed"].collect()}
     assert len(streamed) == len(namespace["docs"]) and [b["batch"] for b in namespace["stream_writer"].progress] == [0, 1]
@@ -78,6 +83,7 @@ def test_jupyter_notebook_runs(tmp_path):
     assert "refused:" in outputs
     assert "Jaccard" in outputs and "with KEPT" in outputs  # duplicate_of's pairs, from the product
     assert "every kept document at least as long: True" in outputs
+    assert re.search(r"run report: \d+\.\d MB, [2-9] charts", outputs)
     assert "keep-newest: every kept document at least as new: True" in outputs
     assert "best_kept_match" not in json.dumps(nb)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -77,6 +77,7 @@ class IndexReport:
     p_effective: Optional[float] = None
     p_band: Optional[float] = None
     expected_false_positive: Optional[float] = None
+    generations: Optional[tuple] = None  # each generation's capacity, inserted and false_positive (the driver pass)
     location: Optional[str] = None
     shard_plan: Optional[Mapping] = None
     reproduced: Optional[bool] = None
@@ -89,7 +90,8 @@ class IndexReport:
         for f in dataclasses.fields(self)[2:]:
             value = getattr(self, f.name)
             if value is not None:
-                out[f.name] = dict(value) if isinstance(value, Mapping) else value
+                out[f.name] = (dict(value) if isinstance(value, Mapping)
+                               else [dict(v) for v in value] if isinstance(value, tuple) else value)
         return out
 
     def replace(self, **changes) -> "IndexReport":

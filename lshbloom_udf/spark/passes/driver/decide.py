@@ -127,7 +127,7 @@ class DriverPass(KeyedPass):
             inserted_before=before, backend=index.bloom, reused=before > 0 and not given.temporary,
             bytes_on_disk=stats["bytes_on_disk"], inserted_total=stats["inserted"], capacity=index.params.capacity,
             p_effective=index.params.p_effective, p_band=stats["p_band"],
-            expected_false_positive=stats["expected_false_positive"],
+            expected_false_positive=stats["expected_false_positive"], generations=tuple(stats["generation_fill"]),
             location="/dev/shm" if real.startswith("/dev/shm") else os.path.dirname(real),
         )
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
