@@ -56,6 +56,7 @@ class IndexTransaction(LockHolder):
             mf.check_directory(path)
             self._lock = lock.keep()
         self.staging: Optional[str] = None
+        self.work: Optional[str] = None  # where the staged index's files are written: the staging copy, or memory
         self.index: Optional[LSHBloomIndex] = None
         self._outputs: list[str] = []
         self.closed = False
@@ -170,38 +171,51 @@ class IndexTransaction(LockHolder):
 
     def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = DEFAULT_BLOOM) -> LSHBloomIndex:
         """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds
-        none)."""
-        backend(bloom)
+        none), in memory while the run writes it when it fits there (:func:`working_place`)."""
+        bloom_backend = backend(bloom)
         staging = self._ensure_staging()
         if self.index is not None:
             raise TransactionStateError("the index is already staged")
         if not LSHBloomIndex.exists(self.path):
-            self.index = LSHBloomIndex.create(staging, params, bloom=bloom, lock=False)
+            self.work = working_place(staging, bloom_backend.index_bytes(params.capacity, params.p_band, params.b))
+            self.index = LSHBloomIndex.create(self.work, params, bloom=bloom, lock=False)
         else:
             self.check_compatible(params, sizing_given, bloom)
-            self._copy_live_index(staging)
+            self.work = self._copy_live_index(staging)
             # The live files were verified (checksums) before they were copied.
-            self.index = LSHBloomIndex.open(staging, expected=expected_params(params, sizing_given), lock=False,
+            self.index = LSHBloomIndex.open(self.work, expected=expected_params(params, sizing_given), lock=False,
                                             verify=False)
         self.index.label = self.path
         return self.index
 
-    def _copy_live_index(self, staging: str) -> None:
+    def _copy_live_index(self, staging: str) -> str:
+        """Copy the live index where the run will write it (:func:`working_place`); that directory."""
         # Validate the live files first: a bad one is named, not copied.
         live = LSHBloomIndex(self.path, mf.read_manifest(self.path), read_only=True)
         names = [os.path.basename(p) for p in live.band_paths()]
         live.close()
         need = sum(os.path.getsize(os.path.join(self.path, n)) for n in names)
+        # The copy is made once more at the commit: the index's file system needs room for two either way.
         check_free_space(
             staging, need, "the staging copy of the index",
             "a run works on a copy, so the index's file system needs room for two"
         )
+        work = working_place(staging, need)
         try:
             for name in names + [mf.MANIFEST_NAME]:
-                shutil.copyfile(os.path.join(self.path, name), os.path.join(staging, name))
+                shutil.copyfile(os.path.join(self.path, name), os.path.join(work, name))
         except OSError as e:
-            raise IndexStorageError(e.errno, f"cannot make the staging copy of the index in {staging}: {e.strerror}",
-                                    self.path) from e
+            if work != staging:
+                rmtree(work)
+            raise IndexStorageError(e.errno, f"cannot make the staging copy of the index in {work}: "
+                                             f"{e.strerror}", self.path) from e
+        return work
+
+    def _drop_work(self) -> None:
+        """Remove the in-memory working copy (the staging copy itself is removed by the caller)."""
+        if self.work is not None and self.work != self.staging:
+            rmtree(self.work)
+        self.work = None
 
     def commit(
         self,
@@ -249,6 +263,10 @@ class IndexTransaction(LockHolder):
         band_names = [os.path.basename(p) for p in index.band_paths()]
         index.close()
         self.index = None
+        if self.work is not None and self.work != staging:  # the working copy onto the index's file system
+            for name in band_names + [mf.MANIFEST_NAME]:
+                shutil.copyfile(os.path.join(self.work, name), os.path.join(staging, name))
+            self._drop_work()
         ops: list = []
         record = None
         if run is not None:
@@ -296,6 +314,7 @@ class IndexTransaction(LockHolder):
             if os.path.lexists(tmp):
                 rmtree(tmp)
         self._outputs = []
+        self._drop_work()
         if self.staging is not None:
             rmtree(self.staging)
             self.staging = None
@@ -308,6 +327,31 @@ class IndexTransaction(LockHolder):
             self.abort()
         finally:
             self._release_lock()
+
+
+# While a run writes its staged filters they live in memory (/dev/shm) if they fit in this share of what the process
+# may still take: random writes into memory-mapped files on a disk are throttled by the kernel's writeback (the
+# driver pass of 10^7 documents into a kept index on ext4: 5x slower, docs/benchmarks.md), and the commit copies
+# them onto the index's file system in one sequential write.
+WORK_MEMORY_SHARE = 0.5
+# The working copy grows by the generations a run adds (each ~2x the newest): the room it is given, in its sizes.
+WORK_GROWTH_ROOM = 3
+
+
+def working_place(staging: str, need: int) -> str:
+    """Where the staged index of ``need`` bytes is written: a new directory in /dev/shm when it fits there and in
+    memory (:data:`WORK_MEMORY_SHARE`, :data:`WORK_GROWTH_ROOM`), else ``staging`` itself (already in memory, or
+    on a disk)."""
+    from lshbloom_udf.litter import fast_temp_base, make_temp_dir
+    from lshbloom_udf.memory import machine_available
+
+    if os.path.realpath(staging).startswith("/dev/shm/"):
+        return staging
+    room = WORK_GROWTH_ROOM * need
+    available = machine_available()
+    if available is None or room > WORK_MEMORY_SHARE * available or fast_temp_base(room) != "/dev/shm":
+        return staging
+    return make_temp_dir("index", dir="/dev/shm")
 
 
 def _temporary_output(tmp: str, final: Optional[str] = None) -> str:

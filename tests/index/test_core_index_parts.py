@@ -190,3 +190,27 @@ def test_commit_rename_replaces_a_directory_and_fires_the_mid_commit_point(tmp_p
     assert fired == [True]
     assert (final / "part-0").read_text() == "new" and not tmp.exists()
     assert not os.path.exists(str(final) + ".lshbloom-old")
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_a_staged_index_on_a_disk_is_written_in_memory_and_committed_the_same(tmp_path, monkeypatch):
+    path = tmp_path / "index"
+    rows = np.random.default_rng(3).integers(0, 2**62, (300, params().b), dtype=np.uint64)
+    with IndexTransaction(str(path)) as txn:
+        index = txn.stage(params(1000))
+        assert txn.work.startswith("/dev/shm/lshbloom-index-") and os.path.dirname(index.band_paths()[0]) == txn.work
+        first = index.query_insert(rows[:200])
+        txn.commit({"documents": 200})
+        assert txn.work is None  # the working copy is gone with the commit
+    # Too little memory for the copy: the run writes its staging copy on the index's file system, as before.
+    monkeypatch.setattr("lshbloom_udf.memory.machine_available", lambda: 1 << 20)
+    with IndexTransaction(str(path)) as txn:
+        index = txn.stage(params(1000))
+        assert txn.work == txn.staging
+        second = index.query_insert(rows)
+        txn.commit({"documents": 300})
+    with LSHBloomIndex.open(str(path), read_only=True) as live:  # checksums verified on open
+        assert live.inserted == int((~first).sum() + (~second).sum())
+        assert live.query(rows).all()
+    assert second[:200].all() and not first.any()
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"lshbloom-index-{os.getpid()}@")]
