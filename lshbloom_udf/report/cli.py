@@ -44,8 +44,7 @@ def main(argv: list[str]) -> None:
         summary = load_summary(spark, summary_path)
         seconds = write_report(spark, summary, args.output, path, args.report_by, options, args.pairs)
     except FileNotFoundError:
-        print(f"error: no summary at {summary_path}: give the job's --summary-path with --summary-path",
-              file=sys.stderr)
+        print(f"error: no summary at {summary_path}: give the job's summary with --summary-path", file=sys.stderr)
         sys.exit(2)
     except LSHBloomError as e:
         print(f"error: {first_line(e)}", file=sys.stderr)

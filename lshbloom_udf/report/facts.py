@@ -1,27 +1,25 @@
 """What a run report shows, gathered from the run's summary and its output (typed values for :mod:`.html`).
 
-The summary gives the counts, the index and the stage seconds; the output the
-rest, in a few Spark jobs over its narrow columns: the removed documents'
-similarity by measure, the duplicate rate by a group column, the largest
-groups, and a sample of removed documents beside the kept document each
-duplicates (the texts of the sample only). What an output cannot show (mode
-``filter`` keeps no removed row; without ``duplicate_of`` nothing names the kept
-document) is said in :attr:`ReportFacts.notes`.
+The summary gives the counts, the removed documents' similarity by measure and
+the largest groups (``verify.clusters``: computed on the driver from the
+verified flags), the index and the stage seconds. The output gives the rest, in
+one Spark job each over the columns it needs: the duplicate rate by a group
+column, and a sample of removed documents beside the kept document each
+duplicates (the texts of the sample only). What a run cannot show (no
+verification; mode ``filter``; no ``duplicate_of``) is said in
+:attr:`ReportFacts.notes`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
 from lshbloom_udf.common import col
 from lshbloom_udf.errors import DedupInputError
 
-# Similarity histogram bins over [0, 1].
-BINS = 40
-# Groups of the group column shown (the largest by documents), and the largest clusters.
+# Groups of the group column shown (the largest by documents).
 GROUPS = 30
-CLUSTERS = 10
 # Removed documents shown beside their kept document.
 PAIRS = 6
 
@@ -52,10 +50,11 @@ class ReportFacts:
     """Everything the report shows: ``summary`` (the run's), and what the output added."""
 
     summary: Mapping
-    similarity: Mapping[str, tuple] = field(default_factory=dict)  # measure -> counts of BINS bins
+    similarity: Mapping[str, tuple] = field(default_factory=dict)  # measure -> counts of equal bins over [0, 1]
     group_column: Optional[str] = None
     groups: tuple = ()  # Group, the largest first
-    clusters: tuple = ()  # (duplicate_of, removed documents naming it), the largest first
+    clusters: tuple = ()  # (duplicate_of, removed documents of this run naming it), the largest first
+    earlier_clusters: tuple = ()  # the same for earlier runs' kept documents
     pairs: tuple = ()  # Pair
     notes: tuple = ()
 
@@ -71,59 +70,41 @@ def gather(summary: Mapping, output, by: Optional[str] = None, pairs: int = PAIR
     if mode == "flag" and flag not in output.columns:
         raise DedupInputError(f"the output has no flag column {flag!r} (columns {output.columns}): "
                               "is it the output of this summary's run?")
+    clusters = (summary.get("verify") or {}).get("clusters") or {}
     notes = []
+    if not summary.get("verify"):
+        notes.append("the run did not verify its flags: similarities and groups need verification (--verify)")
+    if mode != "flag" or "duplicate_of" not in output.columns:
+        notes.append("removed documents are shown beside their kept one from an output of mode flag with "
+                     "duplicate_of (--mode flag --duplicate-of)")
+    facts = ReportFacts(summary, similarity={m: tuple(c) for m, c in clusters.get("similarity", {}).items()},
+                        group_column=by, notes=tuple(notes),
+                        clusters=tuple((str(g["duplicate_of"]), g["duplicate_count"])
+                                       for g in clusters.get("largest", ())),
+                        earlier_clusters=tuple((str(g["duplicate_of"]), g["duplicate_count"])
+                                               for g in clusters.get("largest_earlier", ())))
     removed = {"flag": F.col(flag), "duplicates": F.lit(True), "filter": F.lit(False)}[mode]
-    sources = "duplicate_of" in output.columns
-    if mode == "filter":
-        notes.append("mode filter: the output holds the kept documents only, so similarities, groups and pairs "
-                     "come from the summary or are not shown (run with --mode flag to see them)")
-    elif not sources:
-        notes.append("the output has no duplicate_of column: similarities, the largest groups and the pairs need "
-                     "it (run with --duplicate-of)")
     key = summary.get("id_column") or "row_id"
-    narrow = [c for c in dict.fromkeys([key, by, "duplicate_of", "similarity", "similarity_measure"])
-              if c is not None and c in output.columns]
-    slim = output.select(*(col(c) for c in narrow), removed.alias("_removed")).cache()
-    try:
-        facts = ReportFacts(summary, group_column=by, notes=tuple(notes))
-        if mode != "filter" and sources:
-            facts = _with_sources(facts, slim, output, key, pairs, mode == "flag")
-        if by is not None:
-            facts = _with_groups(facts, slim, by)
-        return facts
-    finally:
-        slim.unpersist()
+    if mode == "flag" and "duplicate_of" in output.columns and pairs > 0:
+        gone = output.filter(removed & F.col("duplicate_of").isNotNull())
+        facts = replace(facts, pairs=_pairs(gone, output, key, summary.get("text_column", "text"), pairs))
+    if by is not None:
+        facts = _with_groups(facts, output.select(col(by), removed.alias("_removed")), by)
+    return facts
 
 
-def _with_sources(facts: ReportFacts, slim, output, key: str, pairs: int, kept_rows: bool) -> ReportFacts:
-    """The similarity histogram, the largest groups and the pairs, from the rows naming their kept document."""
-    from dataclasses import replace
-
-    from pyspark.sql import functions as F
-
-    gone = slim.filter(F.col("_removed") & F.col("duplicate_of").isNotNull())
-    bins = F.least(F.floor(F.col("similarity") * BINS), F.lit(BINS - 1)).cast("int")
-    histogram: dict = {}
-    for r in gone.groupBy("similarity_measure", bins.alias("bin")).count().collect():
-        histogram.setdefault(r["similarity_measure"], [0] * BINS)[r["bin"]] += r["count"]
-    largest = (gone.groupBy("duplicate_of").count().orderBy(F.desc("count"), F.asc("duplicate_of"))
-               .limit(CLUSTERS).collect())
-    clusters = tuple((str(r["duplicate_of"]), int(r["count"])) for r in largest)
-    return replace(facts, similarity={m: tuple(c) for m, c in sorted(histogram.items())}, clusters=clusters,
-                   pairs=_pairs(gone, output, key, facts.summary.get("text_column", "text"), pairs, kept_rows))
-
-
-def _pairs(gone, output, key: str, text: str, n: int, kept_rows: bool) -> tuple:
+def _pairs(gone, output, key: str, text: str, n: int) -> tuple:
     """``n`` removed documents (the same ones every time: the least hashes of their key) beside their kept one
-    (its text where the output holds it: mode ``flag``, and a source of this run)."""
+    (its text where the output holds it: a source of this run)."""
     from pyspark.sql import functions as F
 
     if text not in output.columns:
         return ()
-    picked = gone.orderBy(F.xxhash64(col(key)), col(key)).limit(n).collect()
+    picked = (gone.select(col(key), "duplicate_of", "similarity", "similarity_measure")
+              .orderBy(F.xxhash64(col(key)), col(key)).limit(n).collect())
     if not picked:
         return ()
-    wanted = [r[key] for r in picked] + ([r["duplicate_of"] for r in picked] if kept_rows else [])
+    wanted = [r[key] for r in picked] + [r["duplicate_of"] for r in picked]
     texts = {str(r[0]): r[1] for r in output.filter(col(key).isin(wanted)).select(col(key), col(text)).collect()}
     return tuple(Pair(str(r[key]), str(r["duplicate_of"]), r["similarity"], r["similarity_measure"],
                       texts.get(str(r[key])) or "", texts.get(str(r["duplicate_of"]))) for r in picked)
@@ -131,8 +112,6 @@ def _pairs(gone, output, key: str, text: str, n: int, kept_rows: bool) -> tuple:
 
 def _with_groups(facts: ReportFacts, slim, by: str) -> ReportFacts:
     """The documents and removed documents of the largest groups of ``by``."""
-    from dataclasses import replace
-
     from pyspark.sql import functions as F
 
     rows = (slim.groupBy(col(by).cast("string").alias("value"))

@@ -11,7 +11,7 @@ import difflib
 import html
 from typing import Mapping
 
-from lshbloom_udf.report.facts import BINS, ReportFacts
+from lshbloom_udf.report.facts import ReportFacts
 
 # Words of each text shown in a pair, and the fewest consecutive shared words highlighted.
 PAIR_WORDS = 300
@@ -90,8 +90,9 @@ def _similarity(facts: ReportFacts) -> str:
 
     if not facts.similarity:
         return ""
-    edges = [i / BINS for i in range(BINS)]
-    fig = go.Figure([go.Bar(x=[e + 0.5 / BINS for e in edges], y=list(counts), name=measure, width=1 / BINS)
+    bins = len(next(iter(facts.similarity.values())))
+    middles = [(i + 0.5) / bins for i in range(bins)]
+    fig = go.Figure([go.Bar(x=middles, y=list(counts), name=measure, width=1 / bins)
                      for measure, counts in facts.similarity.items()])
     fig.update_layout(barmode="stack", xaxis_title="similarity to the kept document", yaxis_title="removed documents",
                       xaxis_range=[0, 1])
@@ -118,16 +119,19 @@ def _groups(facts: ReportFacts) -> str:
 
 
 def _clusters(facts: ReportFacts) -> str:
-    clusters = facts.clusters or tuple((str(g["duplicate_of"]), g["duplicate_count"]) for g in
-                                       ((facts.summary.get("verify") or {}).get("clusters") or {}).get("largest", ()))
-    if not clusters:
+    if not facts.clusters and not facts.earlier_clusters:
         return ""
     sizes = ((facts.summary.get("verify") or {}).get("clusters") or {}).get("group_sizes", {})
     size_text = ", ".join(f"{k}: {n:,}" for k, n in sizes.items())
-    rows = "".join(f"<tr><td>{_esc(k)}</td><td class='n'>{n:,}</td></tr>" for k, n in clusters)
-    return ("<h2>Largest groups</h2>" + (f"<p>Kept documents by group size (kept + removed): {_esc(size_text)}</p>"
-                                         if size_text else "")
-            + "<table><tr><th>kept document (duplicate_of)</th><th>removed copies</th></tr>" + rows + "</table>")
+    out = "<h2>Largest groups</h2>"
+    if size_text:
+        out += f"<p>Kept documents of this run by group size (kept + removed): {_esc(size_text)}</p>"
+    for title, groups in (("kept document of this run", facts.clusters),
+                          ("kept document of an earlier run", facts.earlier_clusters)):
+        if groups:
+            rows = "".join(f"<tr><td>{_esc(k)}</td><td class='n'>{n:,}</td></tr>" for k, n in groups)
+            out += f"<table><tr><th>{title} (duplicate_of)</th><th>removed copies</th></tr>{rows}</table>"
+    return out
 
 
 def highlight(a: str, b: str) -> tuple[str, str]:

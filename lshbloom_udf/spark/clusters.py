@@ -18,8 +18,9 @@ import numpy as np
 from lshbloom_udf.common import col
 from lshbloom_udf.spark.keys import ROW_COL
 
-# How many of the largest groups the summary names.
+# How many of the largest groups the summary names; the similarity histogram's bins over [0, 1].
 LARGEST = 10
+SIMILARITY_BINS = 40
 
 
 def group_sizes(counts: np.ndarray) -> dict:
@@ -54,6 +55,7 @@ def cluster_summary(verified, crossrun=None, pinned=None, id_column: Optional[st
         "group_sizes": group_sizes(counts),
         "largest": [{"duplicate_of": names.get(int(r), int(r)), "duplicate_count": n} for r, n in largest],
         "earlier_runs": int(np.count_nonzero(verified.of_rows <= -2)),
+        "similarity": similarity_histogram(verified),
     }
     earlier = verified.of_rows[verified.of_rows <= -2]
     if crossrun is not None and len(earlier):
@@ -63,6 +65,18 @@ def cluster_summary(verified, crossrun=None, pinned=None, id_column: Optional[st
         out["largest_earlier"] = [{"duplicate_of": str(sources[i]), "duplicate_count": int(n[i])}
                                   for i in np.lexsort((sources, -n))[:LARGEST]]
     return out
+
+
+def similarity_histogram(verified) -> dict:
+    """The removed documents with a source by the measure that verified them: counts of SIMILARITY_BINS equal bins
+    of their similarity (the last bin holds 1.0)."""
+    from lshbloom_udf.spark.verify.rule import MEASURES
+
+    known = verified.of_rows != -1
+    bins = np.minimum((verified.similarity[known] * SIMILARITY_BINS).astype(np.int64), SIMILARITY_BINS - 1)
+    measures = verified.measure[known]
+    return {MEASURES[m]: np.bincount(bins[measures == m], minlength=SIMILARITY_BINS).tolist()
+            for m in sorted(set(measures.tolist()))}
 
 
 def _ids_of(rows: list, pinned, id_column: str) -> dict:

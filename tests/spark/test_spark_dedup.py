@@ -300,7 +300,7 @@ def test_empty_input_and_all_empty_texts(spark):
         (dict(expected_docs=-5), "expected_docs"),
         (dict(scheme="sha256"), "scheme"),
         (dict(bands=(50, 6)), "exceeds num_perm"),
-        (dict(order_by="nope"), "order-by column 'nope' not found"),
+        (dict(order_by="nope"), "order-by expression 'nope' does not resolve"),
         (dict(flag_col="text"), "already has a column 'text'"),
         (dict(index_dir="s3://bucket/index"), "local path on the driver"),
     ],

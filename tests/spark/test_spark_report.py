@@ -14,7 +14,6 @@ from lshbloom_udf.report.html import highlight
 from spark_support import sample_docs
 from test_spark_job import _load_job, run_job
 
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +37,7 @@ def _number(text: str) -> float:
     return float(text.replace(",", "").rstrip("%"))
 
 
+@pytest.mark.slow
 def test_the_job_writes_a_report_chromium_renders_offline_with_the_summarys_numbers(reported, capsys, spark,
                                                                                      tmp_path):
     root, out, docs = reported
@@ -75,6 +75,7 @@ def test_the_job_writes_a_report_chromium_renders_offline_with_the_summarys_numb
     assert (tmp_path / "report.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_the_report_command_reads_the_output_back(reported, capsys, tmp_path):
     from lshbloom_udf.__main__ import main
 
@@ -96,3 +97,19 @@ def test_shared_runs_are_marked():
     assert b == "zero <mark>two three four</mark> nine"
     a, _ = highlight("<b> x y", "<b> x y")
     assert a == "<mark>&lt;b&gt; x y</mark>"
+
+
+@pytest.mark.parametrize("settings, note", [
+    ({"mode": "filter", "duplicate_count": True}, "mode flag with duplicate_of"),
+    ({"mode": "duplicates", "duplicate_of": True}, "mode flag with duplicate_of"),
+    ({"verify": False}, "did not verify"),
+])
+def test_what_an_output_cannot_show_is_said(spark, settings, note):
+    from lshbloom_udf.report import report_html
+    from lshbloom_udf.spark import deduplicate
+
+    df = spark.createDataFrame([(d["id"], d["text"]) for d in sample_docs(200) if d["text"]], "id string, text string")
+    result = deduplicate(df, id_col="id", progress=False, return_summary=True, **settings)
+    page = report_html(result)
+    assert note in page and f"data-field='duplicates'>{result.summary['duplicates']:,}<" in page
+    assert "<div class='pair'>" not in page
