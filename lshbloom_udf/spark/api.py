@@ -26,8 +26,9 @@ def deduplicate(df, config: Optional[DedupConfig] = None, *, return_summary: boo
     ``flag_col``. A bad value raises :class:`DedupInputError` naming it.
 
     Decisions follow input order (partition by partition, row by row) or
-    ``order_by`` (column names or Columns: ``F.length("text").desc()`` keeps
-    the longest of near-duplicates, ``F.col("ts").desc()`` the newest). Under
+    ``order_by`` (SQL sort expressions or Columns: ``"score DESC"`` keeps the
+    highest-scoring of near-duplicates, ``F.length("text").desc()`` the
+    longest; ties by ``id_col``, then input position). Under
     keep-first (``insert="first"``) a document is a duplicate when one of its
     ``b`` band keys was seen in an earlier kept document (or in the index at
     ``index_dir``); under any-earlier (``insert="all"``) in any earlier
@@ -84,6 +85,36 @@ if deduplicate.__doc__:
                                                       sum_bloom=DedupConfig(band_key="sum").new_index_bloom,
                                                       p_verified=DedupConfig().new_index_p_effective,
                                                       p_final=DedupConfig(verify=False).new_index_p_effective)
+
+
+def with_settings(func):
+    """``func`` (taking ``**settings``) shown with every setting of a run as a keyword-only parameter and its default
+    (``help()``, ``inspect.signature``, notebooks' completion), and listed at the end of its docstring.
+
+    The defaults shown are :data:`~lshbloom_udf.config.DEFAULTS` (a ``config`` given replaces them); the column
+    settings show their short names (``text_col``, ...), and every other name of a setting stays accepted through
+    ``**aliases``.
+    """
+    import inspect
+
+    from lshbloom_udf.config import settings as declared
+
+    # (name shown, setting, declaration): the column settings under their short names, as the docstring uses them.
+    shown = [(next((a for a in spec.aliases if a.endswith("_col")), f.name), f, spec)
+             for f, spec in declared() if spec.scope != "job"]
+    head = [p for p in inspect.signature(func).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    keywords = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=DEFAULTS[f.name], annotation=f.type)
+                for name, f, _ in shown]
+    tail = inspect.Parameter("aliases", inspect.Parameter.VAR_KEYWORD)
+    func.__signature__ = inspect.Signature([*head, *keywords, tail])
+    if func.__doc__:
+        lines = "\n".join(f"    ``{name}`` = ``{DEFAULTS[f.name]!r}``: {spec.help.replace('%%', '%')}"
+                           for name, f, spec in shown)
+        func.__doc__ += f"\n\n    Settings (default):\n\n{lines}\n"
+    return func
+
+
+with_settings(deduplicate)
 
 
 def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = None, defer_commit: bool = False,

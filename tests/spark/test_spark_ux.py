@@ -310,3 +310,22 @@ def test_the_jobs_steps_are_described_and_its_log_level_applies(spark, tmp_path,
     quiet = job("--log-level", "warning")
     assert "lshbloom:" not in quiet
     assert "lshbloom:" not in job("--quiet")
+
+
+def test_help_lists_every_setting_with_its_default():
+    import inspect
+    import pydoc
+
+    from lshbloom_udf import deduplicate as public
+    from lshbloom_udf.config import DEFAULTS, settings
+
+    text = pydoc.render_doc(public, renderer=pydoc.plaintext)
+    parameters = inspect.signature(public).parameters
+    run_settings = {next((a for a in spec.aliases if a.endswith("_col")), f.name): f.name
+                    for f, spec in settings() if spec.scope != "job"}
+    assert len(run_settings) > 30 and "text_col" in run_settings
+    for name, setting in run_settings.items():
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameters[name].default == DEFAULTS[setting]
+        assert f"``{name}`` = ``{DEFAULTS[setting]!r}``" in text, name
+    assert "output_format" not in parameters  # the job's own settings are not deduplicate's
