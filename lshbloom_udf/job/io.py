@@ -101,6 +101,9 @@ def unreadable_input_file(error: BaseException) -> Optional[str]:
     if found is None:
         return None
     what = re.sub(r"\s*SQLSTATE: \w+\.?\s*$", "", found["what"]).strip()
+    if "MALFORMED_RECORD_IN_PARSING" in text:
+        return (f"an input file cannot be read: {what} (a record cannot be parsed; fix or remove the file, or drop "
+                "such records knowingly with --input-option mode=DROPMALFORMED)")
     return (f"an input file cannot be read: {what} (the file is corrupt or its schema differs from the other "
             "input files'; fix or remove it, or read the good files only)")
 

@@ -12,6 +12,7 @@ where it is (a batch cut short commits nothing and is redone on restart).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -44,8 +45,12 @@ def run_stream(spark, args, config: DedupConfig) -> int:
         write_text(spark, f"{summaries}/batch-{entry['batch']}.json", json.dumps(entry, indent=2, default=str) + "\n")
 
     writer = StreamDedup(config.index_dir, args.output, config=config, on_batch=on_batch)
-    query = writer.start(read_stream(spark, config, args), args.checkpoint_location, trigger=trigger_of(args.trigger))
-    _await(query)
+    stream = read_stream(spark, config, args)
+    # A batch's failure reaches this process as the query's exception, which the job reports in one line (exit 2)
+    # or raises (exit 1, its Java and Python traces in it): the JVM's own logs of it would print them a second time.
+    with quiet_task_failures(spark, STREAM_FAILURE_LOGGERS):
+        query = writer.start(stream, args.checkpoint_location, trigger=trigger_of(args.trigger))
+        _await(query)
     done = list(writer.progress)
     print(f"stream             {len(done)} batch(es) this run, {sum(e['documents'] or 0 for e in done):,} documents, "
           f"{sum(e['duplicates'] or 0 for e in done):,} duplicates")
@@ -66,14 +71,88 @@ def read_stream(spark, config: DedupConfig, args):
     schema = args.stream_schema
     if schema is None:
         try:
-            schema = spark.read.format(config.input_format).options(**options).load(args.input).schema
+            with quiet_task_failures(spark):
+                schema = spark.read.format(config.input_format).options(**options).load(args.input).schema
         except AnalysisException as e:
             raise JobError(f"cannot infer the schema of --input {args.input} ({first_line(e)}): give --stream-schema "
                            "'id string, text string' (or let files arrive first)") from None
+        except Exception as e:  # Py4JJavaError or PySparkException, by Spark version: a file it cannot parse
+            if not unparsable(e):
+                raise
+            raise JobError(unparsable_file(spark, config, options, args.input, e)) from None
     reader = spark.readStream.format(config.input_format).options(**options).schema(schema)
     if args.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", args.max_files_per_trigger)
     return reader.load(args.input)
+
+
+# Spark's error classes for an input record or file it cannot parse or read.
+_UNPARSABLE = ("MALFORMED_RECORD_IN_PARSING", "FAILED_READ_FILE", "CANNOT_READ_FILE_FOOTER")
+# The JVM loggers that print a failed task's Java stack trace (the job says what failed, in one line), and with them
+# those that print a failed micro-batch's (the query's terminating error, a block it could not cache).
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager")
+STREAM_FAILURE_LOGGERS = (*TASK_FAILURE_LOGGERS, "org.apache.spark.sql.execution.streaming",
+                          "org.apache.spark.storage.BlockManager")
+
+
+def unparsable(error: BaseException) -> bool:
+    text = str(getattr(error, "java_exception", None) or "") + str(error)
+    return any(c in text for c in _UNPARSABLE)
+
+
+def unparsable_file(spark, config: DedupConfig, options: dict, input_path: str, error: BaseException) -> str:
+    """The ``error:`` line for a landing file Spark cannot parse: the file found by reading each one (an error path
+    only), and what to do."""
+    bad = None
+    for path in _landing_files(spark, input_path):
+        try:
+            with quiet_task_failures(spark):
+                spark.read.format(config.input_format).options(**options).load(path).schema
+        except Exception as e:
+            if unparsable(e):
+                bad = path
+                break
+            raise
+    where = f"the file {bad}" if bad else f"a file of --input {input_path}"
+    return (f"{where} has a record that cannot be parsed as {config.input_format}: fix or remove it, or drop such "
+            "records knowingly with --input-option mode=DROPMALFORMED")
+
+
+def _landing_files(spark, input_path: str) -> list:
+    """The files the stream would read, in name order (Hadoop's listing: any file system)."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(input_path)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    found = [s.getPath() for s in fs.listStatus(path) if s.isFile()]
+    names = sorted((p.toString() for p in found), key=lambda n: n.rsplit("/", 1)[-1])
+    return [n for n in names if not n.rsplit("/", 1)[-1].startswith((".", "_"))]
+
+
+@contextlib.contextmanager
+def quiet_task_failures(spark, loggers: tuple = TASK_FAILURE_LOGGERS):
+    """The JVM's ``loggers`` off for the block, then as they were (no JVM here, Spark Connect: unchanged)."""
+    try:
+        log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+        context = log4j.LogManager.getContext(False)
+        config = context.getConfiguration()
+        # A logger without its own configuration gets one to be turned off; it is removed after, not left set
+        # (one set explicitly would pass records the root's appender filters out).
+        own = {name: config.getLoggers().containsKey(name) for name in loggers}
+        levels = {name: log4j.LogManager.getLogger(name).getLevel() for name in loggers}
+    except Exception:  # Spark Connect (no SparkContext), or another logging backend
+        yield
+        return
+    for name in loggers:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        for name in loggers:
+            if own[name]:
+                log4j.core.config.Configurator.setLevel(name, levels[name])
+            else:
+                config.removeLogger(name)
+        context.updateLoggers()
 
 
 def trigger_of(text: str) -> dict:

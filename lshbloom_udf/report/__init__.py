@@ -9,14 +9,12 @@ request). The plots need ``plotly`` (``pip install lshbloom-spark[report]``).
 from __future__ import annotations
 
 import json
-import logging
 import time
 from typing import Mapping, Optional
 
 from lshbloom_udf.errors import ConfigError
+from lshbloom_udf.log import logger
 from lshbloom_udf.report.facts import PAIRS, ReportFacts, gather
-
-logger = logging.getLogger("lshbloom")
 
 
 def _render(facts: ReportFacts) -> str:

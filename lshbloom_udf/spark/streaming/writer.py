@@ -24,7 +24,6 @@ commit: it must be idempotent by ``batch_id`` (Delta's ``txnAppId`` /
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import time
@@ -37,9 +36,10 @@ from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import ConfigError, DedupInputError, InternalError
 from lshbloom_udf.index.lock import waiting_for_lock
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
+from lshbloom_udf.log import logger
 from lshbloom_udf.spark.streaming import flags
 
-log = logging.getLogger("lshbloom")
+log = logger  # the package's: the command line shows its lines (lshbloom_udf.log.configure)
 
 # How long a micro-batch waits for the index's lock (held by `lshbloom check-index`, a backup script) before it
 # fails the query.
