@@ -89,7 +89,8 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
     try:
         spark = existing or SparkSession.builder.appName("lshbloom-dedup").getOrCreate()
         output = Output(spark, args.output)
-        refuse_output_over_input(spark, output, args.input, [(_summary_path(args), "the summary")])
+        written = [(_summary_path(args), "the summary")] + ([(_report_path(args), "the report")] if args.report else [])
+        refuse_output_over_input(spark, output, args.input, written)
         with _refused():  # a corrupt manifest, named by the message
             committed = {r.get("output") for r in txn.runs()} if txn is not None else set()
         if output.exists() and not args.overwrite and output.qualified not in committed:
@@ -214,6 +215,12 @@ def check_report_args(args, columns) -> None:
         raise JobError(f"--report-by column {args.report_by!r} not found; the input has columns {list(columns)}")
 
 
+def _report_path(args) -> str:
+    from lshbloom_udf.report.cli import report_path
+
+    return args.report_path or report_path(args.output)
+
+
 def _summary_path(args) -> str:
     return args.summary_path or args.output.rstrip("/") + ".summary.json"
 
@@ -231,8 +238,7 @@ def _report(spark, result, args, config: DedupConfig, seconds: dict) -> None:
     print(f"summary            {summary_path}")
     if args.report:
         from lshbloom_udf.report import write_report
-        from lshbloom_udf.report.cli import report_path
 
-        path = args.report_path or report_path(args.output)
+        path = _report_path(args)
         took = write_report(spark, summary, args.output, path, args.report_by, config.output_options)
         print(f"report             {path} ({took:.2f} s)")

@@ -113,3 +113,13 @@ def test_what_an_output_cannot_show_is_said(spark, settings, note):
     page = report_html(result)
     assert note in page and f"data-field='duplicates'>{result.summary['duplicates']:,}<" in page
     assert "<div class='pair'>" not in page
+
+
+def test_a_report_path_over_the_input_is_refused(reported, capsys):
+    root, out, _ = reported
+    source = root / "in.jsonl"
+    before = source.read_bytes()
+    code, _, err = run_job(_load_job(), ["--input", str(source), "--output", str(root / "o-refused"), "--report",
+                                         "--report-path", str(source), "--quiet"], capsys)
+    assert code == 2 and "the report" in err and "would overwrite the input" in err
+    assert source.read_bytes() == before
