@@ -11,7 +11,7 @@ CARGO_MANIFEST := native/Cargo.toml
 DEMO_DIR  := build/demo
 DIST      := dist
 
-.PHONY: venv build wheel test test-builds browser release-builds spark-classes test-fast test-rust test-python lint demo bench clean
+.PHONY: readme venv build wheel test test-builds browser release-builds spark-classes test-fast test-rust test-python lint demo bench clean
 
 venv:
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -86,6 +86,10 @@ demo: build
 		--driver-java-options "-Dlog4j2.configurationFile=$(abspath conf/log4j2-quiet.properties)" \
 		spark_jobs/dedup.py --input $(DEMO_DIR)/sample.jsonl --output $(DEMO_DIR)/out \
 		--index-dir $(DEMO_DIR)/index
+
+# The README's settings table, from lshbloom_udf/config.py (tests/spark/test_spark_readme.py checks it).
+readme: build
+	$(PY) tools/readme.py
 
 # The whole benchmark suite, every figure a ratio to datasketch measured in the
 # same run (see docs/benchmarks.md): BENCH_DOCS documents for the throughput/size
