@@ -25,6 +25,7 @@ Modules: :mod:`~.params` (:class:`IndexParams`, what "minus sizing" means),
 open filters of every generation and the decisions over them),
 :mod:`~.backends` (the two Bloom backends behind one interface),
 :mod:`~.manifest` (read, validate, write, compatibility checks),
+:mod:`~.run_record` (:class:`RunRecord`: a committed run as the manifest keeps it),
 :mod:`~.lock` (the directory's OS lock), :mod:`~.store`
 (:class:`LSHBloomIndex`), :mod:`~.journal` (commit journal, recovery),
 :mod:`~.transaction` (:class:`IndexTransaction`: staging copy and
@@ -49,6 +50,7 @@ from lshbloom_udf.index.journal import JOURNAL_NAME, RUNS_DIR, STAGING_PREFIX, r
 from lshbloom_udf.index.lock import LOCK_NAME, IndexLock
 from lshbloom_udf.index.manifest import MANIFEST_NAME, manifest_bloom, read_manifest
 from lshbloom_udf.index.params import SIZING_FIELDS, IndexParams, expected_params, run_params, without_sizing
+from lshbloom_udf.index.run_record import RunRecord, StreamBatch
 from lshbloom_udf.index.store import CAPACITY_WARNING_FRACTION, LSHBloomIndex
 from lshbloom_udf.index.transaction import IndexTransaction
 
@@ -75,8 +77,10 @@ __all__ = [
     "LSHBloomIndex",
     "MANIFEST_NAME",
     "RUNS_DIR",
+    "RunRecord",
     "SIZING_FIELDS",
     "STAGING_PREFIX",
+    "StreamBatch",
     "TIGHTENING",
     "backend",
     "commit_rename",

@@ -8,8 +8,7 @@ datasketch reads them as before. Opening an index checks every band file
 against it in native code (one pass over each mapped file): a mismatch is
 :class:`IndexCorruptError` naming the band file — except a pybloomfiltermmap3
 file modified after the manifest was written, which datasketch wrote
-(it continues these indexes): a warning, and its next commit records it. An index written before
-checksums existed opens with one warning and gets them at its next commit.
+(it continues these indexes): a warning, and its next commit records it.
 """
 
 from __future__ import annotations
@@ -51,12 +50,9 @@ def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:  # label
     """Check every band file of ``paths`` against the checksums ``manifest`` records; how many were checked.
 
     Raises :class:`IndexCorruptError` naming the first band file whose bytes
-    differ; an index without checksums (written before them) is a warning.
+    differ, or for a manifest without checksums.
     """
-    recorded = manifest.get(CHECKSUMS)
-    if recorded is None:
-        log.warning("%s: index written before band-file checksums: not verified; its next commit records them", label)
-        return 0
+    recorded = manifest[CHECKSUMS] if CHECKSUMS in manifest else {}
     files = recorded.get("files") if isinstance(recorded, dict) else None
     if not isinstance(files, dict) or recorded.get("algorithm") != ALGORITHM:
         raise IndexCorruptError(

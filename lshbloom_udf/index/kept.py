@@ -24,6 +24,8 @@ from typing import Mapping, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from lshbloom_udf.index.run_record import RunRecord
+
 
 @runtime_checkable
 class KeptIndex(Protocol):
@@ -40,16 +42,16 @@ class KeptIndex(Protocol):
     def manifest(self) -> Optional[dict]:
         ...
 
-    def runs(self) -> list:
+    def runs(self) -> list[RunRecord]:
         ...
 
     def check_compatible(self, params, sizing_given=True, bloom: Optional[str] = None):
         ...
 
-    def find_run(self, content_fingerprint: str, params) -> Optional[dict]:
+    def find_run(self, content_fingerprint: str, params) -> Optional[RunRecord]:
         ...
 
-    def load_duplicates(self, run: Mapping) -> np.ndarray:
+    def load_duplicates(self, run: RunRecord) -> np.ndarray:
         ...
 
     def verify(self) -> dict:
@@ -59,7 +61,7 @@ class KeptIndex(Protocol):
     def add_output(self, tmp_path: str) -> None:
         ...
 
-    def commit(self, run: Optional[Mapping] = None, duplicates=None, outputs: Sequence = ()) -> Optional[dict]:
+    def commit(self, run: Optional[RunRecord] = None, duplicates=None, outputs: Sequence = ()) -> Optional[RunRecord]:
         ...
 
     def abort(self) -> None:

@@ -6,9 +6,8 @@ band key, shingle unit) and how the filters were sized (capacity, p_effective, p
 growth), the backend (its ``format`` name and ``bloom_format``), the format
 version, the documents inserted, and the committed runs. It is plain JSON.
 
-Format version 1 is an index of one generation of filters: every index
-written before growth existed, and every ``growth="fixed"`` index (its
-manifest is byte for byte what it always was, without a ``growth`` entry).
+Format version 1 is an index of one generation of filters: a
+``growth="fixed"`` index (its ``params`` have no ``growth`` entry).
 Version 2 is a growing index (:mod:`~lshbloom_udf.index.growth`): ``params``
 has ``growth: "grow"`` and ``generations`` lists each generation's capacity,
 per-band rate and documents inserted (``p_band`` and ``inserted`` at the top
@@ -36,8 +35,8 @@ from lshbloom_udf.minhash import normalization_name
 MANIFEST_NAME = "manifest.json"
 # growth -> the manifest format version that records it
 FORMAT_VERSIONS = {"fixed": 1, "grow": 2}
-# Parameters added after format version 1 was written, with the value older manifests imply.
-LATER_PARAMS = {"band_key": "sum", "growth": "fixed", "shingle": "words"}
+# What a version-1 manifest implies: a fixed index (its params have no growth entry).
+IMPLIED_PARAMS = {"growth": "fixed"}
 
 
 def exists(path: str) -> bool:
@@ -98,14 +97,32 @@ def read_manifest(path: str) -> dict:
             f"{manifest_path}: {manifest['format']} format version {version!r}, "
             f"this version reads {' and '.join(map(str, FORMAT_VERSIONS.values()))}"
         )
+    _check_released(manifest_path, manifest)
     _check_generations(manifest_path, manifest)
     return manifest
+
+
+# What every manifest of a released version records; one without them was written before the first release.
+RELEASED_FIELDS = ("checksums", "params")
+RELEASED_PARAMS = ("band_key", "shingle")
+
+
+def _check_released(manifest_path: str, manifest: Mapping) -> None:
+    """Refuse a manifest written before the first release (no band-file checksums, no band key or shingle unit)."""
+    params = manifest["params"] if "params" in manifest else None
+    missing = [f for f in RELEASED_FIELDS if f not in manifest]
+    missing += [f"params.{p}" for p in RELEASED_PARAMS if isinstance(params, dict) and p not in params]
+    if missing:
+        raise IndexMismatchError(
+            f"{manifest_path}: an index written before the first release (its manifest has no {', '.join(missing)}); "
+            "this version does not read it: rebuild the index from its runs' inputs into a new --index-dir "
+            "(docs/reliability.md, 'What an operator does')")
 
 
 def _check_generations(manifest_path: str, manifest: Mapping) -> None:
     """A version-2 manifest lists its generations, a version-1 one has none; both agree with ``params.growth``."""
     params = manifest.get("params")
-    growth = {**LATER_PARAMS, **params}.get("growth") if isinstance(params, dict) else None
+    growth = {**IMPLIED_PARAMS, **params}["growth"] if isinstance(params, dict) else None
     generations = manifest.get("generations")
     ok = growth in GROWTH_MODES and FORMAT_VERSIONS[growth] == manifest["format_version"]
     if ok and growth == "fixed":
@@ -180,7 +197,7 @@ def manifest_bloom(manifest: Mapping) -> str:
 
 
 def params_from_manifest(manifest: Mapping) -> IndexParams:
-    stored = {**LATER_PARAMS, **manifest["params"]}
+    stored = {**IMPLIED_PARAMS, **manifest["params"]}
     return IndexParams(**{f.name: stored[f.name] for f in fields(IndexParams)})
 
 

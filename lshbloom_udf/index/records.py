@@ -9,7 +9,7 @@ document it kept (not flagged, with shingles), as a Parquet dataset that Spark w
     sketch  binary  the low 8 bits of each of its ``num_perm`` MinHash values (b-bit MinHash, b = 8)
     size    float   its shingle count ``|S|``, estimated from the full signature (docs/algorithm.md)
     text_hash binary  the 128-bit hash of its text (docs/algorithm.md §9): a later byte-identical copy is
-                    verified exact (similarity 1) by it; absent from records written before it (read as null)
+                    verified exact (similarity 1) by it
 
 (about 290 bytes per document). The run's band keys are not stored: band ``i``'s candidates are the records
 whose sketch bytes ``[i·r, (i+1)·r)`` equal the flagged document's, which every document sharing the band's
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from lshbloom_udf.errors import IndexCorruptError
+from lshbloom_udf.index.run_record import RunRecord
 
 # The record's field in a run record of the manifest.
 RECORDS = "records"
@@ -71,10 +72,10 @@ def entry(documents: int, size_bytes: int, algorithm: str, files: Mapping[str, s
             "num_perm": int(num_perm), "checksums": {"algorithm": algorithm, "files": dict(files)}}
 
 
-def of_run(run: Mapping) -> Optional[dict]:
-    """A run record's ``records`` field, or None (a run committed before records existed, or with none)."""
-    value = run.get(RECORDS)
-    return value if isinstance(value, dict) else None
+def of_run(run: RunRecord) -> Optional[dict]:
+    """A run record's ``records`` field, or None (a run that kept no document's record)."""
+    value = run.records
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def part_names(names) -> list:
@@ -110,7 +111,7 @@ def local_checksums(path: str) -> tuple[dict, int]:
     return dict(zip(names, file_checksums(paths))), sum(os.path.getsize(p) for p in paths)
 
 
-def check_files(where: str, run: Mapping, got: Mapping[str, str]) -> None:
+def check_files(where: str, run: RunRecord, got: Mapping[str, str]) -> None:
     """Refuse (:class:`IndexCorruptError`) records whose part files differ from what the run record says."""
     recorded = of_run(run) or {}
     sums = recorded.get("checksums")
@@ -120,16 +121,16 @@ def check_files(where: str, run: Mapping, got: Mapping[str, str]) -> None:
     if not isinstance(want, dict):
         want = None
     if want is None:
-        raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s record of its records has no checksums")
+        raise IndexCorruptError(f"{where}: run {run.run_id}'s record of its records has no checksums")
     advice = ("the records changed outside lshbloom (disk, copy). Restore the index from a backup, or rebuild it from "
               "its runs' inputs into a new --index-dir (docs/reliability.md)")
     for name in sorted(set(want) | set(got)):
         if name not in got:
             raise IndexCorruptError(
-                f"{where}/{name}: missing: run {run.get('run_id')}'s records are incomplete; {advice}")
+                f"{where}/{name}: missing: run {run.run_id}'s records are incomplete; {advice}")
         if name not in want:
-            raise IndexCorruptError(f"{where}/{name}: not a part of run {run.get('run_id')}'s records; {advice}")
+            raise IndexCorruptError(f"{where}/{name}: not a part of run {run.run_id}'s records; {advice}")
         if got[name] != want[name]:
             raise IndexCorruptError(
                 f"{where}/{name}: corrupt records file (its {sums.get('algorithm')} checksum is {got[name]}, the "
-                f"manifest recorded {want[name]} when run {run.get('run_id')} was committed): {advice}")
+                f"manifest recorded {want[name]} when run {run.run_id} was committed): {advice}")

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
-from lshbloom_udf.index import checksums, journal
+from lshbloom_udf.index import journal
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
@@ -21,6 +20,7 @@ from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtr
 from lshbloom_udf.index.lock import IndexLock, LockHolder
 from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside, is_temporary_of
+from lshbloom_udf.index.run_record import RunRecord, next_run_id, read_runs
 from lshbloom_udf.index.store import LSHBloomIndex
 
 
@@ -66,9 +66,8 @@ class IndexTransaction(LockHolder):
     def manifest(self) -> Optional[dict]:
         return mf.read_manifest(self.path) if LSHBloomIndex.exists(self.path) else None
 
-    def runs(self) -> list:
-        manifest = self.manifest()
-        return list(manifest.get("runs", [])) if manifest else []
+    def runs(self) -> list[RunRecord]:
+        return read_runs(self.manifest(), os.path.join(self.path, mf.MANIFEST_NAME))
 
     def check_compatible(
         self, params: IndexParams, sizing_given: SizingGiven = True, bloom: Optional[str] = None
@@ -85,7 +84,7 @@ class IndexTransaction(LockHolder):
             return None
         return mf.check_compatible(self.path, manifest, expected_params(params, sizing_given), bloom)
 
-    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
+    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[RunRecord]:
         """The latest committed run that ingested documents with this content fingerprint and these parameters."""
         return latest_run(self.runs(), content_fingerprint, params)
 
@@ -99,49 +98,49 @@ class IndexTransaction(LockHolder):
         bands = len(live.band_paths())
         live.close()
         kept = 0
-        for run in manifest.get("runs", []):
+        runs = self.runs()
+        for run in runs:
             self.load_duplicates(run)
             kept += self.verify_records(run) is not None
-        return {"band_files": bands, "runs": len(manifest.get("runs", [])),
-                "checksums": checksums.CHECKSUMS in manifest, "records": kept}
+        return {"band_files": bands, "runs": len(runs), "records": kept}
 
-    def load_duplicates(self, run: Mapping) -> np.ndarray:
+    def load_duplicates(self, run: RunRecord) -> np.ndarray:
         """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
-        path = inside(self.path, run.get("duplicates_file"), os.path.join(self.path, mf.MANIFEST_NAME))
+        path = inside(self.path, run.duplicates_file, os.path.join(self.path, mf.MANIFEST_NAME))
         with open(path, "rb") as f:
             data = f.read()
-        if len(data) % 8 or hashlib.sha256(data).hexdigest() != run["duplicates_sha256"]:
+        if len(data) % 8 or hashlib.sha256(data).hexdigest() != run.duplicates_sha256:
             raise IndexCorruptError(
-                f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.get('run_id')})")
+                f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run.run_id})")
         return np.frombuffer(data, dtype="<i8").astype(np.int64)
 
-    def records_location(self, run: Mapping) -> Optional[str]:
+    def records_location(self, run: RunRecord) -> Optional[str]:
         """The local directory of a committed run's records (None: it has none), checked to be the name the job
         gives them (:func:`~lshbloom_udf.index.records.local_name`)."""
         recorded = rec.of_run(run)
         if recorded is None:
             return None
         manifest_path = os.path.join(self.path, mf.MANIFEST_NAME)
-        if recorded.get("path") != rec.local_name(str(run.get("run_id"))):
-            raise IndexCorruptError(f"{manifest_path}: run {run.get('run_id')} names records at "
-                                    f"{recorded.get('path')!r}, not where the job writes them")
+        if recorded["path"] != rec.local_name(str(run.run_id)):
+            raise IndexCorruptError(f"{manifest_path}: run {run.run_id} names records at "
+                                    f"{recorded['path']!r}, not where the job writes them")
         return inside(self.path, recorded["path"], manifest_path)
 
-    def verify_records(self, run: Mapping) -> Optional[str]:
+    def verify_records(self, run: RunRecord) -> Optional[str]:
         """Check a committed run's records against their checksums (:class:`IndexCorruptError` names a damaged,
         missing or foreign part file); their directory, or None when the run has none."""
         where = self.records_location(run)
         if where is None:
             return None
         if not os.path.isdir(where):
-            raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index from "
+            raise IndexCorruptError(f"{where}: run {run.run_id}'s records are missing; restore the index from "
                                     "a backup, or rebuild it from its runs' inputs into a new --index-dir")
         rec.check_files(where, run, rec.local_checksums(where)[0])
         return where
 
     def verify_records_many(self, runs) -> dict:
         """``{run id: records directory}`` of the runs with records, each checked (:meth:`verify_records`)."""
-        checked = {str(run.get("run_id")): self.verify_records(run) for run in runs}
+        checked = {str(run.run_id): self.verify_records(run) for run in runs}
         return {k: v for k, v in checked.items() if v is not None}
 
     # -- the run's work -------------------------------------------------------
@@ -219,10 +218,10 @@ class IndexTransaction(LockHolder):
 
     def commit(
         self,
-        run: Optional[Mapping] = None,
+        run: Optional[RunRecord] = None,
         duplicates: Optional[np.ndarray] = None,
         outputs: Sequence[tuple[str, str]] = (),
-    ) -> Optional[dict]:
+    ) -> Optional[RunRecord]:
         """Make the staged index, the run record and the outputs live together (see the class docs).
 
         ``run``: the record appended to the manifest's ``runs`` (needs a staged
@@ -244,15 +243,15 @@ class IndexTransaction(LockHolder):
             ops += index_ops
         if ops:
             hooks.fire("before-commit")
-            journal.commit(self.path, {"run_id": record["run_id"] if record else None, "ops": ops})
+            journal.commit(self.path, {"run_id": record.run_id if record else None, "ops": ops})
         self._outputs = []
         if self.staging is not None:
             rmtree(self.staging)
             self.staging = None
         return record
 
-    def _seal_staged_index(self, run: Optional[Mapping],
-                           duplicates: Optional[np.ndarray]) -> tuple[Optional[dict], list]:
+    def _seal_staged_index(self, run: Optional[RunRecord],
+                           duplicates: Optional[np.ndarray]) -> tuple[Optional[RunRecord], list]:
         """Close the staged index, add the run's record and duplicates to it; the renames that make it live."""
         index, staging = self.index, self.staging
         if index is None or staging is None:  # commit calls this with a staged index (stage made its staging)
@@ -272,12 +271,14 @@ class IndexTransaction(LockHolder):
         if run is not None:
             record = self._record_run(staging, manifest, run, duplicates)
             os.makedirs(os.path.join(self.path, journal.RUNS_DIR), exist_ok=True)
-            ops.append([f"{rel}/{os.path.basename(record['duplicates_file'])}", record["duplicates_file"]])
-            if rec.of_run(record) is not None:  # the run's records, renamed with it (their checksums are recorded)
-                name = os.path.basename(record[rec.RECORDS]["path"])
+            dups = str(record.duplicates_file)
+            ops.append([f"{rel}/{os.path.basename(dups)}", dups])
+            recorded = rec.of_run(record)
+            if recorded is not None:  # the run's records, renamed with it (their checksums are recorded)
+                name = os.path.basename(recorded["path"])
                 os.rename(os.path.join(staging, rec.STAGED_RECORDS), os.path.join(staging, name))
                 fsync_tree(os.path.join(staging, name))
-                ops.append([f"{rel}/{name}", record[rec.RECORDS]["path"]])
+                ops.append([f"{rel}/{name}", recorded["path"]])
         for name in band_names:
             fsync_path(os.path.join(staging, name))
             ops.append([f"{rel}/{name}", name])
@@ -285,23 +286,21 @@ class IndexTransaction(LockHolder):
         return record, ops
 
     @staticmethod
-    def _record_run(staging: str, manifest: dict, run: Mapping, duplicates: Optional[np.ndarray]) -> dict:
+    def _record_run(staging: str, manifest: dict, run: RunRecord, duplicates: Optional[np.ndarray]) -> RunRecord:
         """Write the run's duplicates file and its record into the staged manifest; the record."""
-        runs = manifest.setdefault("runs", [])
-        record = json.loads(json.dumps(dict(run), default=str))
-        record["run_id"] = run_id = f"{len(runs) + 1:06d}"
+        run_id = next_run_id(manifest)
         data = np.ascontiguousarray(duplicates if duplicates is not None else [], dtype="<i8").tobytes()
         dups_name = f"{run_id}.dups.i64"
         with open(os.path.join(staging, dups_name), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        record["duplicates_file"] = f"{journal.RUNS_DIR}/{dups_name}"
-        record["duplicates_sha256"] = hashlib.sha256(data).hexdigest()
-        record["inserted_total"] = manifest["inserted"]
-        if rec.of_run(record) is not None:
-            record[rec.RECORDS]["path"] = rec.local_name(run_id)
-        runs.append(record)
+        recorded = rec.of_run(run)
+        record = run.replace(
+            run_id=run_id, duplicates_file=f"{journal.RUNS_DIR}/{dups_name}",
+            duplicates_sha256=hashlib.sha256(data).hexdigest(), inserted_total=manifest["inserted"],
+            records={**recorded, "path": rec.local_name(run_id)} if recorded is not None else None)
+        manifest["runs"] = [*(manifest["runs"] if "runs" in manifest else []), record.to_json()]
         write_json_atomically(os.path.join(staging, mf.MANIFEST_NAME), manifest)
         return record
 
@@ -364,12 +363,8 @@ def _temporary_output(tmp: str, final: Optional[str] = None) -> str:
     return tmp
 
 
-def latest_run(runs, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
-    """The last of ``runs`` (run records) that ingested documents with this content fingerprint and these parameters."""
+def latest_run(runs: Sequence[RunRecord], content_fingerprint: str, params: IndexParams) -> Optional[RunRecord]:
+    """The last of ``runs`` that ingested documents with this content fingerprint and these parameters."""
     want = run_params(params)
-    # A run recorded before a parameter existed has that parameter's old value (manifest.LATER_PARAMS).
-    implied = {k: v for k, v in mf.LATER_PARAMS.items() if k in want}
-    for run in reversed(runs):
-        if run.get("content_fingerprint") == content_fingerprint and {**implied, **run.get("params", {})} == want:
-            return run
-    return None
+    return next((run for run in reversed(runs)
+                 if run.content_fingerprint == content_fingerprint and dict(run.params) == want), None)

@@ -92,7 +92,7 @@ def run(argv=None, prog: str = PROG, spark=None) -> int:
         written = [(_summary_path(args), "the summary")] + ([(_report_path(args), "the report")] if args.report else [])
         refuse_output_over_input(spark, output, args.input, written)
         with _refused():  # a corrupt manifest, named by the message
-            committed = {r.get("output") for r in txn.runs()} if txn is not None else set()
+            committed = {r.output for r in txn.runs()} if txn is not None else set()
         if output.exists() and not args.overwrite and output.qualified not in committed:
             raise JobError(f"cannot write --output {args.output}: it already exists (use --overwrite to replace it)")
         with step(spark, "read input", show=config.progress):
@@ -168,8 +168,8 @@ def _write_and_commit(result, txn, output: Output, args, config: DedupConfig) ->
 
     reproduced_from = result.reproduced_from
     if reproduced_from is not None:
-        prior = next(r for r in txn.runs() if r["run_id"] == reproduced_from)
-        if prior.get("output") == output.qualified and output.exists():
+        prior = next(r for r in txn.runs() if r.run_id == reproduced_from)
+        if prior.output == output.qualified and output.exists():
             # The run completed before (perhaps it was killed after its commit): its output is the result.
             logger.warning(
                 f"this input was already ingested by run {reproduced_from}, whose output "

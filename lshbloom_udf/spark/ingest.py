@@ -10,8 +10,7 @@ and the aggregation is left out; the ids' hashes too, even when the sums are
 aggregated before the pass. A kept index records each committed run with two fingerprints of its
 documents (docs/reliability.md): the *content* fingerprint depends only on the
 multiset of texts, the *sequence* fingerprint also on each document's place in
-the processing order (runs recorded before this release fingerprinted the band
-keys instead; :func:`prior_run` still finds them). The same content with the
+the processing order. The same content with the
 same sequence reproduces the earlier run's flags; the same content in another
 order cannot be reproduced and is refused (:class:`AlreadyIngestedError`)
 unless the user forces a new ingestion.
@@ -27,10 +26,8 @@ from typing import Optional
 
 from lshbloom_udf.common import col
 from lshbloom_udf.errors import AlreadyIngestedError
-from lshbloom_udf.spark.keys import ACTIVE_COL, KEYS_COL, ROW_COL
-
-# What a run record's "fingerprint" says of its fingerprints (absent: the older key fingerprints).
-FINGERPRINT = "text"
+from lshbloom_udf.index.run_record import RunRecord
+from lshbloom_udf.spark.keys import ROW_COL
 
 
 @dataclass(frozen=True)
@@ -141,7 +138,7 @@ class InputCheck:
     number and, with a kept index, the committed run that already ingested them (if any)."""
 
     documents: int = 0
-    prior: Optional[dict] = None
+    prior: Optional[RunRecord] = None
 
 
 @dataclass(frozen=True)
@@ -189,51 +186,26 @@ def inspect_input(pinned, text_col: str, id_col: Optional[str]) -> InputFacts:
     return InputFacts(int(r["n"]), content, sequence, int(r["n"]) - int(r["ids"]), int(r["distinct_ids"]), **sizes)
 
 
-def key_fingerprints(keyed) -> tuple[str, str]:
-    """(content, sequence) fingerprints of keyed rows, as runs recorded them before text fingerprints."""
-    from pyspark.sql import functions as F
-
-    dec = "decimal(38,0)"
-    row = keyed.agg(
-        F.count(F.lit(1)).alias("n"),
-        F.sum(F.xxhash64(F.col(KEYS_COL), F.col(ACTIVE_COL)).cast(dec)).alias("c1"),
-        F.sum(F.hash(F.col(KEYS_COL), F.col(ACTIVE_COL)).cast(dec)).alias("c2"),
-        F.sum(F.xxhash64(F.col(ROW_COL), F.col(KEYS_COL), F.col(ACTIVE_COL)).cast(dec)).alias("s1"),
-        F.sum(F.hash(F.col(KEYS_COL), F.col(ROW_COL)).cast(dec)).alias("s2"),
-    ).collect()[0]
-    content = hashlib.sha256(f"lshbloom-content:{row['n']}:{row['c1']}:{row['c2']}".encode()).hexdigest()[:32]
-    sequence_key = f"lshbloom-sequence:{row['n']}:{row['s1']}:{row['s2']}:{content}"
-    sequence = hashlib.sha256(sequence_key.encode()).hexdigest()[:32]
-    return content, sequence
-
-
-def prior_run(txn, facts: InputFacts, params, force_new_ingest: bool, keyed=None,
-              insert_rule: str = "first") -> Optional[dict]:
+def prior_run(txn, facts: InputFacts, params, force_new_ingest: bool,
+              insert_rule: str = "first") -> Optional[RunRecord]:
     """The committed run that already ingested these documents, or None.
 
-    ``keyed``: a callable giving the keyed rows, used only when the index
-    holds runs of as many documents recorded with the older key fingerprints
-    (:func:`key_fingerprints`). Raises :class:`AlreadyIngestedError` when that
-    run's flags cannot be reproduced (other order or partitioning, or another
-    ``insert_rule``) and ``force_new_ingest`` is off.
+    Raises :class:`AlreadyIngestedError` when that run's flags cannot be
+    reproduced (other order or partitioning, or another ``insert_rule``) and
+    ``force_new_ingest`` is off.
     """
-    prior, sequence = txn.find_run(facts.content_fingerprint, params), facts.sequence_fingerprint
-    if prior is None and keyed is not None and any(
-        run.get("fingerprint") != FINGERPRINT and int(run.get("documents", -1)) == facts.documents for run in txn.runs()
-    ):
-        content, sequence = key_fingerprints(keyed())
-        prior = txn.find_run(content, params)
-    if prior is not None and not force_new_ingest and prior.get("insert", "first") != insert_rule:
+    prior = txn.find_run(facts.content_fingerprint, params)
+    if prior is not None and not force_new_ingest and prior.insert != insert_rule:
         raise AlreadyIngestedError(
-            f"{txn.path}: these {facts.documents:,} documents were already ingested by run {prior['run_id']} under the "
-            f"insert={prior.get('insert', 'first')!r}; its flags are not those of insert={insert_rule!r}, "
+            f"{txn.path}: these {facts.documents:,} documents were already ingested by run {prior.run_id} under the "
+            f"insert={prior.insert!r}; its flags are not those of insert={insert_rule!r}, "
             "and ingesting them again would flag every one as a duplicate of itself. Use that run's output, or "
             "force a new ingestion with --force-new-ingest (force_new_ingest=True)."
         )
-    if prior is not None and not force_new_ingest and prior.get("sequence_fingerprint") != sequence:
+    if prior is not None and not force_new_ingest and prior.sequence_fingerprint != facts.sequence_fingerprint:
         raise AlreadyIngestedError(
-            f"{txn.path}: these {facts.documents:,} documents were already ingested by run {prior['run_id']} "
-            f"(committed {prior.get('committed_at', '?')}, output {prior.get('output')}), in another order or "
+            f"{txn.path}: these {facts.documents:,} documents were already ingested by run {prior.run_id} "
+            f"(committed {prior.committed_at or '?'}, output {prior.output}), in another order or "
             "partitioning, so that run's flags cannot be reproduced here and ingesting them again would flag "
             "every one as a duplicate of itself. Use that run's output, or force a new ingestion with "
             "--force-new-ingest (force_new_ingest=True)."

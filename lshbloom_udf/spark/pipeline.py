@@ -37,12 +37,13 @@ from lshbloom_udf import hooks
 from lshbloom_udf.common import col
 from lshbloom_udf.errors import DedupInputError, InternalError
 from lshbloom_udf.index import run_params
+from lshbloom_udf.index.run_record import RunRecord
 from lshbloom_udf.log import console_progress, ensure_visible, step
 from lshbloom_udf.memory import DriverMemory
 from lshbloom_udf.spark.clusters import cluster_summary
 from lshbloom_udf.spark.exact import ExactCopies, find_exact_copies
 from lshbloom_udf.spark.ids import check_id_hashes, check_ids, hashes_fit
-from lshbloom_udf.spark.ingest import FINGERPRINT, InputCheck, InputMeasure, inspect_input, prior_run
+from lshbloom_udf.spark.ingest import InputCheck, InputMeasure, inspect_input, prior_run
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.order import ordered
@@ -296,8 +297,7 @@ class DedupRun:
             check_ids(self.pinned, c.id_column, facts)
         prior = fingerprints = None
         if self.index_dir is not None and facts.documents:
-            prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, keyed=self.keyed_frame,
-                              insert_rule=c.insert_rule)
+            prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, insert_rule=c.insert_rule)
             fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
         self.checked = InputCheck(facts.documents, prior)
         self.measured = InputMeasure(fingerprints, (facts.max_text_bytes, facts.text_bytes))
@@ -330,7 +330,7 @@ class DedupRun:
             self.measured = InputMeasure.of(facts, self.index_dir is not None)
             if c.force_new_ingest and self._may_have_ingested():  # the record says whether it was a re-ingestion
                 self.checked = InputCheck(self.documents, prior_run(self.txn, facts, self.params, True,
-                                                                    keyed=self.keyed_frame, insert_rule=c.insert_rule))
+                                                                    insert_rule=c.insert_rule))
         self._lap("id_check")  # ~0 from the pass's sums and hashes; an aggregation's time after a pass without them
 
     @property
@@ -338,7 +338,7 @@ class DedupRun:
         return self.checked.documents
 
     @property
-    def prior(self) -> Optional[dict]:
+    def prior(self) -> Optional[RunRecord]:
         return self.checked.prior
 
     # -- stage 3: decide --------------------------------------------------------------
@@ -381,28 +381,20 @@ class DedupRun:
         self._lap(pass_.timer)
         return decided
 
-    def run_record(self, decided: PassResult) -> Optional[dict]:
+    def run_record(self, decided: PassResult) -> Optional[RunRecord]:
         """What the index's manifest will record of this run (None: no kept index changes)."""
         if self.index_dir is None or decided.stats is None:
             return None
         c = self.config
         content_fp, sequence_fp = self.measured.fingerprints or (None, None)
-        return {
+        return RunRecord(
+            documents=self.documents, duplicates=self.pass_duplicates(decided),
+            inserted=decided.stats["inserted"] - decided.index.inserted_before, params=run_params(decided.params),
+            content_fingerprint=content_fp, sequence_fingerprint=sequence_fp, empty_documents=self.empty(decided),
+            mode=c.mode, insert=c.insert_rule, pass_mode=c.pass_mode, id_column=c.id_column,
+            order_by=tuple(str(o) for o in c.order_by) if c.order_by else None,
+            forced_new_ingest=bool(c.force_new_ingest and self.prior is not None),
+            committed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            records={k: v for k, v in self.records.items() if k != "seconds"} if self.records else None,
             **(self.run_info or {}),
-            "fingerprint": FINGERPRINT,
-            "content_fingerprint": content_fp,
-            "sequence_fingerprint": sequence_fp,
-            "params": run_params(decided.params),
-            "documents": self.documents,
-            "duplicates": self.pass_duplicates(decided),
-            "empty_documents": self.empty(decided),
-            "inserted": decided.stats["inserted"] - decided.index.inserted_before,
-            "mode": c.mode,
-            "insert": c.insert_rule,
-            "pass": c.pass_mode,
-            "id_column": c.id_column,
-            "order_by": [str(o) for o in c.order_by] if c.order_by else None,
-            "forced_new_ingest": bool(c.force_new_ingest and self.prior is not None),
-            "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            **({"records": {k: v for k, v in self.records.items() if k != "seconds"}} if self.records else {}),
-        }
+        )

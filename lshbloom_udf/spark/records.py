@@ -26,7 +26,7 @@ import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import col, default_parallelism
-from lshbloom_udf.errors import InternalError
+from lshbloom_udf.errors import IndexCorruptError
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.sizing import parse_bytes
 from lshbloom_udf.spark.frames import among_rows
@@ -231,18 +231,12 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
 
 @dataclass
 class PriorRuns:
-    """The committed runs a run's documents may duplicate: those with records (``(run id, Hadoop path)``, their
-    checksums verified) and those that inserted documents without any (an index from before records)."""
+    """The committed runs a run's documents may duplicate, with their records (``(run id, Hadoop path)``, their
+    checksums verified). Documents of band files adopted from datasketch have none: they verify nothing."""
 
     with_records: list = field(default_factory=list)
-    without: list = field(default_factory=list)
     documents: int = 0
     bytes: int = 0
-
-    @property
-    def complete(self) -> bool:
-        """Every earlier document is in some records: a flag none of them verifies is a false one."""
-        return not self.without
 
     def frame(self, spark):
         """All their records, with a column ``run`` (the run id), as one DataFrame, in as many partitions as one
@@ -282,18 +276,17 @@ def prior_runs(txn, before: Optional[str] = None) -> PriorRuns:
     """The committed runs of ``txn``'s index before run ``before`` (None: all), their records verified
     (:class:`IndexCorruptError` names a damaged file)."""
     out = PriorRuns()
-    runs = [run for run in txn.runs() if before is None or str(run.get("run_id")) < before]
+    runs = [run for run in txn.runs() if before is None or str(run.run_id) < before]
     checked = txn.verify_records_many(runs)
     for run in runs:
-        run_id = str(run.get("run_id"))
-        where = checked.get(run_id)
-        if where is not None:
-            recorded = rec.of_run(run)
-            if recorded is None:  # verify_records_many found them
-                raise InternalError(f"internal error: run {run_id} has records at {where} but no records field")
-            out.with_records.append((run_id, hadoop_uri(where)))
-            out.documents += int(recorded.get("documents", 0))
-            out.bytes += int(recorded.get("bytes", 0))
-        elif int(run.get("inserted", 0) or 0) > 0:
-            out.without.append(run_id)
+        run_id = str(run.run_id)
+        where, recorded = checked.get(run_id), rec.of_run(run)
+        if where is None or recorded is None:
+            if run.inserted > 0:  # every run that inserts documents writes their records
+                raise IndexCorruptError(f"{txn.path}: run {run_id} inserted {run.inserted:,} documents but its record "
+                                        "names no records; restore the index's manifest from a backup")
+            continue
+        out.with_records.append((run_id, hadoop_uri(where)))
+        out.documents += int(recorded["documents"])
+        out.bytes += int(recorded["bytes"])
     return out

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
+from lshbloom_udf.index.run_record import RunRecord
 from lshbloom_udf.log import logger
 from lshbloom_udf.sizing import human_bytes
 
@@ -68,13 +69,13 @@ class DedupResult:
     report: RunReport
     # With defer_commit=True: the open IndexTransaction and what commit() records.
     transaction: Optional[KeptIndex] = field(default=None, repr=False)
-    _run: Optional[dict] = field(default=None, repr=False)
+    _run: Optional[RunRecord] = field(default=None, repr=False)
     _duplicates: Optional[np.ndarray] = field(default=None, repr=False)
     _owns_transaction: bool = field(default=False, repr=False)
     # The committed run whose flags this run reproduced (None: the run decided), as the pass reported it.
     reproduced_from: Optional[str] = field(default=None, repr=False)
     # The run record the commit wrote (None: not committed, or nothing to record).
-    record: Optional[dict] = field(default=None, repr=False)
+    record: Optional[RunRecord] = field(default=None, repr=False)
 
     def __iter__(self):
         return iter((self.df, self.summary))
@@ -83,7 +84,7 @@ class DedupResult:
     def summary(self) -> dict:
         return build_summary(self.report, self.record)
 
-    def commit(self, outputs: Sequence[tuple] = (), also_record: Optional[Mapping] = None) -> Optional[dict]:
+    def commit(self, outputs: Sequence[tuple] = (), also_record: Optional[Mapping] = None) -> Optional[RunRecord]:
         """Commit a ``defer_commit=True`` run: the staged index, its run record and ``outputs`` (tmp, final) together.
 
         ``also_record``: fields the record gets besides the run's (what the
@@ -93,7 +94,7 @@ class DedupResult:
         """
         if self.transaction is None:
             raise ValueError("nothing to commit: the run was not made with defer_commit=True and an index_dir")
-        run = {**self._run, **also_record} if self._run is not None and also_record else self._run
+        run = self._run.replace(**also_record) if self._run is not None and also_record else self._run
         try:
             self.record = self.transaction.commit(run, self._duplicates, outputs)
             return self.record
@@ -121,11 +122,11 @@ SMALL_RUN = 100_000
 DECISION_STAGES = {"driver": "driver_pass", "sharded": "sharded_pass", "reproduced": "reproduce"}
 
 
-def build_summary(report: RunReport, record: Optional[Mapping] = None, job: Optional[JobReport] = None) -> dict:
+def build_summary(report: RunReport, record: Optional[RunRecord] = None, job: Optional[JobReport] = None) -> dict:
     """The run's summary (every field: docs/summary.md): ``report``'s, the committed ``record``'s run id, the job's
     files and timings."""
     config, params = report.config, report.params
-    index = report.index.replace(run_id=record["run_id"]) if record is not None else report.index
+    index = report.index.replace(run_id=record.run_id) if record is not None else report.index
     seconds = {**report.seconds, **({"first_keys": report.first_keys_seconds} if report.first_keys_seconds else {})}
     decision = seconds.get(DECISION_STAGES.get(report.pass_label, ""), 0.0)
     if report.first_keys_seconds:

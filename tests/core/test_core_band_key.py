@@ -77,14 +77,3 @@ def test_an_index_remembers_its_band_key(tmp_path):
         LSHBloomIndex.open_or_create(path, IndexParams.for_threshold(capacity=100, threshold=0.5, num_perm=64))
     with LSHBloomIndex.open(path, expected=mix) as index:
         assert index.params.band_key == "mix"
-
-
-def test_an_index_written_before_the_option_reads_as_sum(tmp_path):
-    path = tmp_path / "ix"
-    params = IndexParams.for_threshold(capacity=100, threshold=0.5, num_perm=64)
-    LSHBloomIndex.create(str(path), params).close()
-    manifest = json.loads((path / "manifest.json").read_text())
-    del manifest["params"]["band_key"]
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    with LSHBloomIndex.open(str(path), expected=params) as index:
-        assert index.params.band_key == "sum"

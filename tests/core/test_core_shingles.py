@@ -1,6 +1,6 @@
 """Shingle units (words, chars, mixed) and the dehyphen step: native shingles equal a plain-Python
 reference of each rule, signatures equal datasketch's over the same shingles, and the unit is an
-index parameter (recorded, checked on reopen, implied "words" for manifests written before it)."""
+index parameter (recorded, checked on reopen)."""
 
 from __future__ import annotations
 
@@ -179,35 +179,8 @@ def test_manifest_records_the_unit_and_reopening_with_another_is_refused(tmp_pat
         LSHBloomIndex.open_or_create(path, make_params("words"))
 
 
-def test_a_manifest_written_before_units_reopens_as_words(tmp_path):
-    path = str(tmp_path / "index")
-    LSHBloomIndex.create(path, make_params("words")).close()
-    manifest_path = os.path.join(path, "manifest.json")
-    with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
-    del manifest["params"]["shingle"]
-    with open(manifest_path, "w", encoding="utf-8") as f:
-        json.dump(manifest, f)
-    with LSHBloomIndex.open_or_create(path, make_params("words")) as index:
-        assert index.params.shingle == "words"
-    with pytest.raises(IndexMismatchError, match="shingle: index has 'words', asked for 'mixed'"):
-        LSHBloomIndex.open_or_create(path, make_params("mixed"))
-
-
 def test_config_threads_the_unit_to_the_index_parameters():
     assert DedupConfig().shingle == "mixed"  # the default since the multilingual study
     assert DedupConfig.from_preset("paper").shingle == "words"
     assert DedupConfig().index_params(100).shingle == "mixed"
     assert DedupConfig().replace(shingle="chars").index_params(100).shingle == "chars"
-
-
-def test_runs_recorded_before_the_unit_match_word_runs_only():
-    from lshbloom_udf.index import run_params
-    from lshbloom_udf.index.transaction import latest_run
-
-    old = run_params(make_params("words"))
-    del old["shingle"]
-    runs = [{"content_fingerprint": "abc", "params": old}]
-    assert latest_run(runs, "abc", make_params("words")) is runs[0]
-    assert latest_run(runs, "abc", make_params("chars")) is None
-    assert latest_run(runs, "other", make_params("words")) is None

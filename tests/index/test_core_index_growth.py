@@ -18,7 +18,7 @@ from datasketch import MinHashLSHBloom
 from lshbloom_udf import _native, text_band_keys
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import IndexFullError, IndexMismatchError
-from lshbloom_udf.index import BLOOMS, IndexParams, IndexTransaction, LSHBloomIndex, backend
+from lshbloom_udf.index import BLOOMS, IndexParams, IndexTransaction, LSHBloomIndex, RunRecord, backend
 from lshbloom_udf.index.params import effective_p
 from lshbloom_udf.sample import build_sample
 from lshbloom_udf.sizing import plan
@@ -74,8 +74,8 @@ def ingest(path, keys, params, bloom, run_no):
     with IndexTransaction(path) as txn:
         index = txn.stage(params, sizing_given=False, bloom=bloom)
         flags = index.query_insert(keys)
-        record = {"content_fingerprint": f"run-{run_no}", "params": {}, "documents": len(keys),
-                  "duplicates": int(flags.sum()), "inserted": int((~flags).sum())}
+        record = RunRecord(content_fingerprint=f"run-{run_no}", params={}, documents=len(keys),
+                           duplicates=int(flags.sum()), inserted=int((~flags).sum()))
         txn.commit(record, np.flatnonzero(flags))
     return flags
 
@@ -137,8 +137,8 @@ def test_the_defaults_new_index_grows_across_runs_under_both_rules(tmp_path, rul
         with IndexTransaction(path) as txn:
             index = txn.stage(params, sizing_given=False, bloom=config.new_index_bloom)
             flags = getattr(index, rule)(keys)
-            txn.commit({"content_fingerprint": f"run-{run_no}", "params": {}, "documents": len(keys),
-                        "duplicates": int(flags.sum()), "inserted": int((~flags).sum())}, np.flatnonzero(flags))
+            txn.commit(RunRecord(content_fingerprint=f"run-{run_no}", params={}, documents=len(keys),
+                                 duplicates=int(flags.sum()), inserted=int((~flags).sum())), np.flatnonzero(flags))
         earlier.append(keys)
     with LSHBloomIndex.open(path, read_only=True, bloom=config.new_index_bloom) as index:
         assert index.bloom == config.new_index_bloom

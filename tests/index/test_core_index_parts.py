@@ -16,6 +16,7 @@ from lshbloom_udf.index import (
     IndexParams,
     IndexTransaction,
     LSHBloomIndex,
+    RunRecord,
     backend,
     commit_rename,
     expected_params,
@@ -200,7 +201,7 @@ def test_a_staged_index_on_a_disk_is_written_in_memory_and_committed_the_same(tm
         index = txn.stage(params(1000))
         assert txn.work.startswith("/dev/shm/lshbloom-index-") and os.path.dirname(index.band_paths()[0]) == txn.work
         first = index.query_insert(rows[:200])
-        txn.commit({"documents": 200})
+        txn.commit(RunRecord(documents=200, duplicates=0, inserted=200, params={}))
         assert txn.work is None  # the working copy is gone with the commit
     # Too little memory for the copy: the run writes its staging copy on the index's file system, as before.
     monkeypatch.setattr("lshbloom_udf.memory.machine_available", lambda: 1 << 20)
@@ -208,7 +209,7 @@ def test_a_staged_index_on_a_disk_is_written_in_memory_and_committed_the_same(tm
         index = txn.stage(params(1000))
         assert txn.work == txn.staging
         second = index.query_insert(rows)
-        txn.commit({"documents": 300})
+        txn.commit(RunRecord(documents=300, duplicates=0, inserted=300, params={}))
     with LSHBloomIndex.open(str(path), read_only=True) as live:  # checksums verified on open
         assert live.inserted == int((~first).sum() + (~second).sum())
         assert live.query(rows).all()

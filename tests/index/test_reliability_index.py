@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     import fault_injection
     fault_injection.install_from_env()
-    from lshbloom_udf.index import IndexParams, IndexTransaction
+    from lshbloom_udf.index import IndexParams, IndexTransaction, RunRecord
     path, seed, growth, bloom = sys.argv[1], int(sys.argv[2]), sys.argv[4], sys.argv[5]
     # A growing index fills its first generation (250) during the second run.
     params = IndexParams.for_threshold(capacity=1000 if growth == "fixed" else 250, growth=growth)
@@ -40,8 +40,8 @@ SCRIPT = textwrap.dedent(
         keys = np.random.default_rng(seed).integers(0, (1 << 61) - 1, (200, params.b), dtype=np.uint64)
         keys[100:110] = keys[:10]  # ten duplicates
         dup = index.query_insert(keys)
-        record = {"content_fingerprint": f"fp-{seed}", "params": {}, "documents": 200,
-                  "duplicates": int(dup.sum()), "inserted": int((~dup).sum())}
+        record = RunRecord(content_fingerprint=f"fp-{seed}", params={}, documents=200,
+                           duplicates=int(dup.sum()), inserted=int((~dup).sum()))
         txn.commit(record, np.flatnonzero(dup))
     """
 )
@@ -98,7 +98,7 @@ def test_killed_mid_commit_then_again_during_recovery_ends_as_one_clean_commit(t
     # A third one finishes it: exactly the index of the uninterrupted runs.
     with IndexTransaction(str(path)) as txn:
         assert txn.recovered["rolled_forward"] == "000002"
-        assert [r["run_id"] for r in txn.runs()] == ["000001", "000002"]
+        assert [r.run_id for r in txn.runs()] == ["000001", "000002"]
         assert len(txn.load_duplicates(txn.runs()[1])) == 10
     assert index_state(path) == clean
 

@@ -93,25 +93,6 @@ def test_the_checksums_leave_the_band_files_readable_by_datasketch(tmp_path):
     assert bf.capacity == 500 and len(bf) > 0
 
 
-def test_an_index_written_before_checksums_opens_with_a_warning_and_gets_them_at_its_next_commit(tmp_path, caplog):
-    from lshbloom_udf.index import IndexTransaction
-
-    index = tmp_path / "index"
-    _small_index(index, "pybloomfiltermmap3")
-    manifest = json.loads((index / "manifest.json").read_text())
-    del manifest["checksums"]
-    (index / "manifest.json").write_text(json.dumps(manifest))
-    with caplog.at_level(logging.WARNING):
-        LSHBloomIndex.open(str(index), read_only=True).close()
-    warned = [r.getMessage() for r in caplog.records if "before band-file checksums" in r.getMessage()]
-    assert len(warned) == 1
-    with IndexTransaction(str(index)) as txn:
-        staged = txn.stage(IndexParams(b=4, r=2, capacity=500), sizing_given=False)
-        staged.query_insert(np.arange(40, dtype=np.uint64).reshape(10, 4))
-        txn.commit(run={"input": "x"}, duplicates=np.zeros(0, dtype=np.int64))
-    assert "checksums" in json.loads((index / "manifest.json").read_text())
-
-
 def _check_index(path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lshbloom_udf", "check-index", str(path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

@@ -18,6 +18,7 @@ import numpy as np
 from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.index.kept import KeptIndex
+from lshbloom_udf.index.run_record import RunRecord
 from lshbloom_udf.spark.keys import TaskThreads
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class PassInput:
     pinned: DataFrame  # the pinned rows, with their row id
     keyed: Callable  # DedupRun.keyed_frame: the pinned rows' band keys, computed on the executors
     txn: Optional[KeptIndex] = None  # the kept index's transaction, or None (a temporary index)
-    prior: Optional[Mapping] = None  # the committed run that ingested these documents, if any
+    prior: Optional[RunRecord] = None  # the committed run that ingested these documents, if any
     fingerprints: Optional[tuple] = None  # (content, sequence) fingerprints of a kept index's input
     # Whether the run wants the input's sums (ingest.InputSums) from a pass that reads every text anyway; one that
     # does not leaves PassResult.input_sums None, and the run aggregates them itself.

@@ -18,17 +18,17 @@ class ReproducedPass:
         if prior is None or txn is None:  # select_pass picks it only for a kept index's committed run
             raise InternalError("internal error: no committed run of a kept index to reproduce")
         rows = txn.load_duplicates(prior)
-        outcome = PassOutcome([rows], int(prior["duplicates"]), int(prior.get("empty_documents", 0)), given.documents)
+        outcome = PassOutcome([rows], prior.duplicates, prior.empty_documents, given.documents)
         if len(rows) != outcome.duplicates:
             raise InternalError(
-                f"{given.index_dir}: run {prior['run_id']} records {outcome.duplicates} duplicates but stores "
+                f"{given.index_dir}: run {prior.run_id} records {outcome.duplicates} duplicates but stores "
                 f"{len(rows)}"
             )
         report = given.report().replace(
             reproduced=True,
-            run_id=prior["run_id"],
-            reproduced_from=prior["run_id"],
-            inserted_before=int(prior["inserted_total"]) - int(prior["inserted"]),
+            run_id=prior.run_id,
+            reproduced_from=prior.run_id,
+            inserted_before=int(prior.inserted_total or 0) - prior.inserted,
             inserted_total=int((txn.manifest() or {}).get("inserted", 0)),
             reused=True,
             backend=_stored_backend(given, txn),

@@ -29,13 +29,14 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from lshbloom_udf import hooks
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import ConfigError, DedupInputError, InternalError
 from lshbloom_udf.index.lock import waiting_for_lock
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
+from lshbloom_udf.index.run_record import RunRecord, StreamBatch
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.streaming import flags
 
@@ -62,10 +63,10 @@ class BatchKey:
     def record(self) -> dict:
         return {"query": self.query, "batch": self.batch}
 
-    def find(self, runs) -> Optional[dict]:
+    def find(self, runs: Sequence[RunRecord]) -> Optional[RunRecord]:
         """The committed run of this batch among a kept index's ``runs``, or None."""
-        return next((r for r in reversed(runs) if r.get("stream", {}).get("query") == self.query
-                     and r["stream"].get("batch") == self.batch), None)
+        return next((r for r in reversed(runs) if r.stream is not None and r.stream.query == self.query
+                     and r.stream.batch == self.batch), None)
 
 
 class StreamDedup:
@@ -136,21 +137,22 @@ class StreamDedup:
 
         from lshbloom_udf.spark.api import run
 
-        result = run(batch_df, self.run_config, transaction=txn, defer_commit=True, run_info={"stream": key.record()})
+        result = run(batch_df, self.run_config, transaction=txn, defer_commit=True,
+                     run_info={"stream": StreamBatch(key.query, key.batch)})
         try:
             final = flags.flags_path(txn.path, key.query, key.batch)
             txn.add_output(final + OUTPUT_TMP_SUFFIX)  # registered first: a crash has it removed
             stored = flags.flagged_table(result.df.where(F.col(self.config.flag_column)), self.config, self.sources)
             tmp, sha256 = flags.write_flags(stored, final)
             outputs = [(tmp, final), *self._write(flags.with_mode(result.df, self.config, self.sources), key, txn)]
-            also = {"stream": {**key.record(), "flags": os.path.relpath(final, txn.path), "flags_sha256": sha256,
-                               "output": self._batch_output(key)}}
+            also = {"stream": StreamBatch(key.query, key.batch, os.path.relpath(final, txn.path), sha256,
+                                          self._batch_output(key))}
             record = result.commit(outputs, also_record=also)
         finally:
             result.close()
         summary = result.summary
         # No record: a batch of no documents (nothing to replay: it is decided again, as trivially).
-        return {**key.record(), "run_id": record["run_id"] if record else None, "replayed": False,
+        return {**key.record(), "run_id": record.run_id if record else None, "replayed": False,
                 "documents": summary["documents"], "duplicates": summary["duplicates"], "index": summary["index"],
                 "docs_per_second": summary["docs_per_second"], "stages": summary["seconds"],
                 "cross_run": (summary.get("verify") or {}).get("cross_run")}
@@ -174,23 +176,23 @@ class StreamDedup:
 
     # -- a batch Spark replays ----------------------------------------------------------
 
-    def _replay(self, batch_df, key: BatchKey, committed: dict, index_dir: str) -> dict:
+    def _replay(self, batch_df, key: BatchKey, committed: RunRecord, index_dir: str) -> dict:
         """The committed run's flags on the replayed rows; the output written only if it is not in place."""
-        stream = committed["stream"]
-        what = f"stream batch {key.batch} (run {committed['run_id']})"
+        stream = committed.stream
+        what = f"stream batch {key.batch} (run {committed.run_id})"
         if self.sink is None and self._output_of(batch_df.sparkSession, key).exists():
             log.info("%s was committed with its output: nothing to do", what)
         else:
-            stored = flags.read_flags(flags.flags_path(index_dir, key.query, key.batch), stream.get("flags_sha256"),
-                                      what)
+            sha256 = stream.flags_sha256 if stream is not None else None
+            stored = flags.read_flags(flags.flags_path(index_dir, key.query, key.batch), sha256, what)
             df = flags.with_mode(flags.replayed(batch_df, stored, self.config, self.sources), self.config,
                                  self.sources)
             if self.sink is not None:
                 self.sink(df, key.batch)
             else:
                 self._write_again(df, key)
-        return {**key.record(), "run_id": committed["run_id"], "replayed": True,
-                "documents": committed.get("documents"), "duplicates": committed.get("duplicates")}
+        return {**key.record(), "run_id": committed.run_id, "replayed": True,
+                "documents": committed.documents, "duplicates": committed.duplicates}
 
     def _write_again(self, df, key: BatchKey) -> None:
         """A committed batch's output that is not in place (removed since): written and renamed, no index change."""

@@ -21,8 +21,7 @@ would judge it, on estimates:
 3. **Decision.** The run's rule on the estimates (:class:`~lshbloom_udf.spark.verify.rule.VerifyRule.judge`: ``Ĵ >=
    T_v``, or ``Ĉ >= T_c`` and ``Ĵ >= J_c``); the template rule does not apply (it needs texts). A verified
    document names the earliest verified record (``duplicate_of`` its id, ``similarity`` the estimate). One
-   no record verifies is unflagged (then kept, and its record is written with this run's) when every earlier
-   run has records; otherwise (an index from before records) it stays flagged unverified, as before.
+   no record verifies is unflagged (then kept, and its record is written with this run's).
 """
 
 from __future__ import annotations
@@ -125,19 +124,11 @@ class CrossRun:
         t0 = time.monotonic()
         rows, of, sim, measure = self._judge(unsourced)
         unverified = lone[~np.isin(lone, rows)]
-        self.stats.update(looked_up=int(len(unsourced)), verified=int(len(rows)))
-        if self.runs.complete:
-            self.stats["unflagged"] = int(len(unverified))
-        else:  # an earlier run kept no records: its documents may be the source; flagged unverified as before
-            self.stats["unflagged"] = 0
-            rows, of, sim, measure = (np.concatenate([a, c]) for a, c in zip(
-                (rows, of, sim, measure), unverifiable(unverified)))
-        self.stats["seconds"] = round(time.monotonic() - t0, 3)
+        self.stats.update(looked_up=int(len(unsourced)), verified=int(len(rows)), unflagged=int(len(unverified)),
+                          seconds=round(time.monotonic() - t0, 3))
         log.info("verify across runs: %d flags looked up in %d records of %d run(s), %d candidates, %d verified, "
-                 "%d unflagged%s", len(unsourced), self.runs.documents, len(self.runs.with_records),
-                 self.stats.get("candidates", 0), self.stats["verified"], self.stats["unflagged"],
-                 "" if self.runs.complete else f" (runs {', '.join(self.runs.without)} kept no records: flags "
-                 "none verifies stay flagged, unverified)")
+                 "%d unflagged", len(unsourced), self.runs.documents, len(self.runs.with_records),
+                 self.stats.get("candidates", 0), self.stats["verified"], self.stats["unflagged"])
         return rows, of, sim, measure
 
     def _judge(self, flagged: np.ndarray) -> tuple:
@@ -189,7 +180,7 @@ class CrossRun:
 
     def summary(self, records: Optional[dict]) -> dict:
         """The summary's ``verify.cross_run`` part (docs/summary.md)."""
-        return {"records_runs": len(self.runs.with_records), "runs_without_records": list(self.runs.without),
+        return {"records_runs": len(self.runs.with_records),
                 "records_read": self.runs.documents, "looked_up": self.stats.get("looked_up", 0),
                 "candidates": self.stats.get("candidates", 0), "verified": self.stats.get("verified", 0),
                 "unflagged": self.stats.get("unflagged", 0), "seconds": self.stats.get("seconds", 0.0),
@@ -211,7 +202,7 @@ def unverifiable(rows: np.ndarray) -> tuple:
 def prior_sources(prior_documents, unsourced: np.ndarray, lone: np.ndarray) -> tuple:
     """What verification keeps of the flags no document of this run verifies: judged against the earlier runs'
     records (``prior_documents`` a :class:`CrossRun`), or, with no records (``True``), the ``lone`` ones (no
-    candidate in this run) kept unverifiable, as before records existed."""
+    candidate in this run) kept unverifiable."""
     if isinstance(prior_documents, CrossRun):
         return prior_documents.fill(unsourced, lone)
     return unverifiable(lone)
@@ -219,7 +210,7 @@ def prior_sources(prior_documents, unsourced: np.ndarray, lone: np.ndarray) -> t
 
 def same_text(mine, theirs, owner: np.ndarray) -> np.ndarray:
     """Whether each candidate's record has the text hash of its flagged document (``owner``): a byte-identical
-    copy; never for a record without one (written before records had it)."""
+    copy; never for a record whose hash is null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -273,7 +264,7 @@ def _first_per_owner(owner: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 def crossrun_for(txn, index_info: dict, pinned, config, params, rule, spool=None):
     """``prior_documents`` for verification: False (no earlier document), a :class:`CrossRun` over the earlier
-    runs' records, or True (earlier documents, but no run kept records: flags they made stay unverifiable);
+    runs' records, or True (earlier documents, but no transaction to read their records: flags stay unverified);
     ``spool``: the pass's :class:`~lshbloom_udf.spark.passes.driver.record_spool.RecordSpool`, or None."""
     from lshbloom_udf.spark.records import prior_runs
 
@@ -282,9 +273,6 @@ def crossrun_for(txn, index_info: dict, pinned, config, params, rule, spool=None
     if txn is None:
         return True
     runs = prior_runs(txn, index_info.get("reproduced_from"))
-    if not runs.with_records:
-        log.warning("%s: no earlier run kept records (an index from before them): a flag only an earlier run's "
-                    "document explains stays flagged, unverified (docs/algorithm.md, 'A kept index across runs')",
-                    txn.path)
-        return True
+    if not runs.with_records:  # the earlier documents came with band files adopted from datasketch: no source
+        return False
     return CrossRun(runs, pinned, config.text_column, params.key_spec, rule, config.id_column, spool)

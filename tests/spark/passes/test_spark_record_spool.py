@@ -32,9 +32,9 @@ def _records(spark, tmp_path, name: str, with_id: bool, **settings):
     flags = sorted(r["text"] or "" for r in out.where("is_duplicate").collect())
     with IndexTransaction(str(index)) as txn:
         run = txn.runs()[-1]
-    table = pq.read_table(str(index / run["records"]["path"]))
+    table = pq.read_table(str(index / run.records["path"]))
     records = sorted(zip(*(table.column(c).to_pylist() for c in ("row", "id", "sketch", "size", "text_hash"))))
-    return records, flags, run["records"]
+    return records, flags, run.records
 
 
 @pytest.mark.parametrize("with_id", [True, False])

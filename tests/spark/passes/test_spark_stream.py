@@ -7,13 +7,10 @@
   it already decided: the index, the flags and verification over the spools
   are unchanged (a real spark-submit with ``local[2,4]``).
 - The driver's spool of keys is gone after a run, also a failed one.
-- A run recorded with the older key fingerprints is still recognised: the same
-  documents are reproduced, not ingested twice.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 
@@ -21,8 +18,6 @@ import pytest
 
 from lshbloom_udf import deduplicate
 from lshbloom_udf.errors import CapacityWarning, IndexFullError
-from lshbloom_udf.index.manifest import MANIFEST_NAME
-from lshbloom_udf.spark.ingest import key_fingerprints
 from lshbloom_udf.spark.keys import ROW_COL
 from reliability_support import REF_KW, index_state, load_job, run_quietly, submit, write_jsonl
 from spark_support import datasketch_flags, sample_docs
@@ -95,32 +90,6 @@ def test_a_keys_task_that_fails_after_sending_keys_is_retried_with_the_same_deci
     retried = read(tmp_path / "retried")
     assert retried == read(tmp_path / "keyed") and sum(r[0] for r in retried.values()) > 10
     assert index_state(tmp_path / "retried-index") == index_state(tmp_path / "keyed-index")
-
-
-def test_a_run_recorded_with_key_fingerprints_is_reproduced_not_ingested_again(spark, docs, tmp_path):
-    """An index written before text fingerprints: its run record holds the key fingerprints, no "fingerprint"."""
-    index = str(tmp_path / "index")
-    df = _frame(spark, docs, 3).localCheckpoint()
-    first = deduplicate(df, id_col="id", index_dir=index, progress=False, **REF_KW).localCheckpoint()
-    path = os.path.join(index, MANIFEST_NAME)
-    with open(path) as f:
-        manifest = json.load(f)
-    run = manifest["runs"][-1]
-    # What a run of the older release recorded for the same documents in the same order.
-    from lshbloom_udf.config import DedupConfig
-    from lshbloom_udf.spark.pipeline import DedupRun
-
-    old = DedupRun(df, DedupConfig().replace(id_column="id", **REF_KW), DedupConfig().replace(**REF_KW).index_params(),
-                   None, None, 0.0)
-    old.pin()
-    run["content_fingerprint"], run["sequence_fingerprint"] = key_fingerprints(old.keyed_frame())
-    del run["fingerprint"]
-    with open(path, "w") as f:
-        json.dump(manifest, f)
-    again = deduplicate(df, id_col="id", index_dir=index, progress=False, return_summary=True, **REF_KW)
-    assert again.summary["index"].get("reproduced_from") == run["run_id"]
-    assert _flags(again.df) == _flags(first) and sum(_flags(first).values()) > 10
-    assert ROW_COL not in again.df.columns
 
 
 def test_a_stream_closed_while_its_keys_job_starts_cancels_the_job_before_closing_the_server(spark, docs):

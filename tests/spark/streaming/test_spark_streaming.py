@@ -96,9 +96,9 @@ def test_a_stream_of_arriving_files_flags_what_one_batch_run_flags(spark, tmp_pa
     assert [e["documents"] for e in entries] == [len(b) for b in data]
     with IndexTransaction(str(index)) as txn:
         runs = txn.runs()
-    assert [e["index"]["inserted_total"] for e in entries] == [r["inserted_total"] for r in runs]
-    assert entries[-1]["index"]["inserted_total"] == sum(r["inserted"] for r in runs) > 0
-    assert [r["stream"]["batch"] for r in runs] == [0, 1, 2, 3] and len({r["stream"]["query"] for r in runs}) == 1
+    assert [e["index"]["inserted_total"] for e in entries] == [r.inserted_total for r in runs]
+    assert entries[-1]["index"]["inserted_total"] == sum(r.inserted for r in runs) > 0
+    assert [r.stream.batch for r in runs] == [0, 1, 2, 3] and len({r.stream.query for r in runs}) == 1
 
 
 def _sink(captured: list, by: str = "id"):
@@ -227,7 +227,7 @@ def test_the_stream_job_killed_in_its_commits_resumes_exactly_once(spark, tmp_pa
     check_exactly_once(spark, data, out, tmp_path / "reference")
     with IndexTransaction(str(index)) as txn:
         runs = txn.runs()
-    assert [r["stream"]["batch"] for r in runs] == [0, 1, 2, 3, 4], "each batch committed once"
+    assert [r.stream.batch for r in runs] == [0, 1, 2, 3, 4], "each batch committed once"
     assert sorted(os.listdir(out)) == [f"batch={n}" for n in range(5)]
     assert json.loads((tmp_path / "out.summaries" / "batch-4.json").read_text())["documents"] == len(data[4])
 
@@ -294,4 +294,4 @@ def test_the_running_stream_job_stops_cleanly_on_sigterm(tmp_path):
     assert "1 batch(es) this run" in stdout
     assert sorted(os.listdir(out)) == ["batch=0"]
     with IndexTransaction(str(index)) as txn:
-        assert [r["stream"]["batch"] for r in txn.runs()] == [0]
+        assert [r.stream.batch for r in txn.runs()] == [0]

@@ -9,7 +9,6 @@ unverified; with them no distinct document is flagged and every copy names its s
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 
@@ -64,7 +63,7 @@ def test_batches_flag_no_distinct_document_and_copies_name_the_first_batch(spark
         if t == 0:
             assert cross is None
             continue
-        assert cross["records_runs"] == t and cross["runs_without_records"] == [] and cross["records_read"] > 0
+        assert cross["records_runs"] == t and cross["records_read"] > 0
         assert cross["verified"] == len(copies) and cross["candidates"] >= cross["verified"]
         assert cross["records_written"] == sum(not r["is_duplicate"] for r in rows.values()) and cross["record_bytes"] > 0
         looked_up += cross["looked_up"]
@@ -104,23 +103,17 @@ def test_records_are_committed_with_the_run_and_checksummed(spark, tmp_path):
         _run(spark, batches(3, 30, 0)[2], index)
 
 
-def test_an_index_without_records_keeps_the_earlier_behaviour_and_says_so(spark, tmp_path, caplog):
+def test_a_run_record_that_lost_its_records_is_refused(spark, tmp_path):
+    """Every run that inserts documents writes their records: a record without them is a damaged manifest, never
+    read as "nothing to verify against" (that would unflag every copy of the earlier run's documents)."""
     data = batches(2, 40, 0)
     index = tmp_path / "index"
     _run(spark, data[0], index)
     manifest = json.loads((index / "manifest.json").read_text())
-    shutil.rmtree(index / manifest["runs"][0].pop("records")["path"])  # as an index written before records
+    del manifest["runs"][0]["records"]
     (index / "manifest.json").write_text(json.dumps(manifest))
-    with caplog.at_level(logging.WARNING, logger="lshbloom_udf"):
-        rows, summary = _run(spark, data[1], index)
-    assert "no earlier run kept records" in caplog.text
-    verify = summary["verify"]
-    assert verify["cross_run"] is None and verify["unverifiable"] > 0
-    lone = [r for r in rows.values() if r["is_duplicate"]]
-    assert len(lone) == verify["unverifiable"] and all(r["duplicate_of"] is None for r in lone)
-    # This run's records are written: the next run judges against them (and knows run 1 kept none).
-    _, summary = _run(spark, batches(3, 40, 0)[2], index)
-    assert summary["verify"]["cross_run"]["runs_without_records"] == ["000001"]
+    with pytest.raises(IndexCorruptError, match="run 000001 inserted .* documents but its record names no records"):
+        _run(spark, data[1], index)
 
 
 def test_a_reproduced_run_writes_no_second_records(spark, tmp_path):

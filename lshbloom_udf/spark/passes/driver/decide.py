@@ -71,10 +71,8 @@ class DriverPass(KeyedPass):
             txn.close()
         if not done["band_files"]:
             return f"{index_dir}: no index here yet (nothing to check)"
-        sums = ("checksums match" if done["checksums"]
-                else "no checksums yet (written before them; its next commit records them)")
-        records = f"; {done['records']} run(s)' records match their checksums" if done.get("records") else ""
-        return (f"{index_dir}: ok: {done['band_files']} band files ({sums}), {done['runs']} run record(s) "
+        records = f"; {done['records']} run(s)' records match their checksums" if done["records"] else ""
+        return (f"{index_dir}: ok: {done['band_files']} band files (checksums match), {done['runs']} run record(s) "
                 f"verified{records}")
 
     def decide_keys(self, given: PassInput) -> PassResult:

@@ -40,17 +40,17 @@ from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, InternalE
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.manifest import check_expected, params_from_manifest
 from lshbloom_udf.index.params import IndexParams, expected_params
+from lshbloom_udf.index.run_record import RunRecord, next_run_id, read_runs
 from lshbloom_udf.spark.passes.sharded.hadoop import HadoopDir
 
 log = logging.getLogger(__name__)
 
 MANIFEST_PREFIX, MANIFEST_SUFFIX = "manifest-", ".json"
 DRIVER_MANIFEST = "manifest.json"
-# the column of every stored part holding xxhash64 of its data (absent in parts written before it)
+# the column of every stored part holding xxhash64 of its data
 CHECKSUM_COL = "checksum"
 FORMAT = "lshbloom-sharded"
-FORMAT_VERSION = 2  # 2: filters stored in parts (1: one row per filter, still read)
-READABLE_FORMAT_VERSIONS = (1, 2)
+FORMAT_VERSION = 2  # filters stored in parts, each with its checksum (1: a pre-release format, refused)
 # The version directories a run writes (version_dir + "-" + 12 hex digits), the only ones a manifest may name.
 _VERSION_DIR = re.compile(r"v-[0-9]{8}-[0-9a-f]{12}")
 # What a sharded index's directory holds before its first commit: killed runs' versions, a manifest's temporary,
@@ -155,22 +155,23 @@ class ShardedTransaction:
             raise IndexCorruptError(f"{self.dir.child(name)}: corrupt manifest ({e})") from None
         if manifest.get("format") != FORMAT or manifest.get("version") != version:
             raise IndexCorruptError(f"{self.dir.child(name)}: not the manifest of version {version} of a sharded index")
-        data = [manifest.get("data")] + [r.get("data") if isinstance(r, dict) else None
-                                         for r in manifest.get("runs", [])]
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise IndexMismatchError(f"{self.dir.child(name)}: sharded index format version "
+                                     f"{manifest.get('format_version')!r}, written before the first release; this "
+                                     f"version reads {FORMAT_VERSION}: rebuild the index from its runs' inputs into a "
+                                     "new --index-dir (docs/reliability.md, 'What an operator does')")
+        runs = read_runs(manifest, self.dir.child(name))
+        data = [manifest.get("data")] + [r.data for r in runs]
         bad = [d for d in data if not (isinstance(d, str) and _VERSION_DIR.fullmatch(d))]
         if bad:  # only this index's own version directories are ever read (or deleted)
             raise IndexCorruptError(f"{self.dir.child(name)}: names {bad[0]!r}, not a version directory of this index; "
                                     "the index directory was changed by something other than lshbloom "
                                     "(docs/reliability.md, 'threat model')")
-        if manifest.get("format_version") not in READABLE_FORMAT_VERSIONS:
-            raise IndexMismatchError(f"{self.dir.child(name)}: sharded index format version "
-                                     f"{manifest.get('format_version')!r}, this version reads "
-                                     f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}")
         return manifest
 
-    def runs(self) -> list:
+    def runs(self) -> list[RunRecord]:
         manifest = self.manifest()
-        return list(manifest.get("runs", [])) if manifest else []
+        return read_runs(manifest, self.dir.child(manifest_name(manifest["version"]))) if manifest else []
 
     def check_compatible(self, params: IndexParams, sizing_given=True, bloom: Optional[str] = None):
         """Refuse an index these parameters cannot use (:class:`IndexMismatchError`); its parameters, or None."""
@@ -189,18 +190,18 @@ class ShardedTransaction:
         check_expected(self.path, have, expected_params(params, sizing_given))
         return have
 
-    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[dict]:
+    def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[RunRecord]:
         from lshbloom_udf.index.transaction import latest_run
 
         return latest_run(self.runs(), content_fingerprint, params)
 
-    def load_duplicates(self, run: Mapping) -> np.ndarray:
+    def load_duplicates(self, run: RunRecord) -> np.ndarray:
         from pyspark.sql import functions as F
 
         spark = self._spark_session()
-        if not self.dir.exists(f"{run['data']}/kind=0"):  # the run flagged nothing
+        if not self.dir.exists(f"{run.data}/kind=0"):  # the run flagged nothing
             return np.zeros(0, dtype=np.int64)
-        parts = spark.read.parquet(self.dir.child(f"{run['data']}/kind=0")).select(F.col("data")).collect()
+        parts = spark.read.parquet(self.dir.child(f"{run.data}/kind=0")).select(F.col("data")).collect()
         return unique_rows(r[0] for r in parts)  # (kind 0 parts carry a checksum too)
 
     def _spark_session(self):
@@ -208,35 +209,35 @@ class ShardedTransaction:
 
         return self._spark or SparkSession.getActiveSession()
 
-    def records_location(self, run: Mapping) -> Optional[str]:
+    def records_location(self, run: RunRecord) -> Optional[str]:
         """The Hadoop path of a committed run's records (None: it has none): ``<its version dir>/records``
         (:mod:`lshbloom_udf.index.records`), the only place the job writes them."""
         recorded = rec.of_run(run)
         if recorded is None:
             return None
-        data = run.get("data")
+        data = run.data
         if not (isinstance(data, str) and _VERSION_DIR.fullmatch(data)) or recorded.get("path") != f"{data}/records":
-            raise IndexCorruptError(f"{self.path}: run {run.get('run_id')} names records at {recorded.get('path')!r}, "
+            raise IndexCorruptError(f"{self.path}: run {run.run_id} names records at {recorded.get('path')!r}, "
                                     "not where the job writes them (docs/reliability.md, 'threat model')")
         return self.dir.child(recorded["path"])
 
-    def verify_records(self, run: Mapping) -> Optional[str]:
+    def verify_records(self, run: RunRecord) -> Optional[str]:
         """Check a committed run's records against their checksums; their path, or None when it has none."""
-        return self.verify_records_many([run]).get(str(run.get("run_id")))
+        return self.verify_records_many([run]).get(str(run.run_id))
 
     def verify_records_many(self, runs) -> dict:
         """``{run id: records path}`` of the runs with records, every part file checked against its checksum in one
         Spark job (``binaryFile``): :class:`IndexCorruptError` names a damaged, missing or foreign one."""
         from lshbloom_udf.spark.records import hadoop_checksums
 
-        found = {str(run.get("run_id")): (run, where) for run in runs
+        found = {str(run.run_id): (run, where) for run in runs
                  if (where := self.records_location(run)) is not None}
         for run, where in found.values():
             recorded = rec.of_run(run)
             if recorded is None:  # records_location found them
-                raise InternalError(f"internal error: run {run.get('run_id')} has a records location but no records")
+                raise InternalError(f"internal error: run {run.run_id} has a records location but no records")
             if not self.dir.exists(recorded["path"]):
-                raise IndexCorruptError(f"{where}: run {run.get('run_id')}'s records are missing; restore the index "
+                raise IndexCorruptError(f"{where}: run {run.run_id}'s records are missing; restore the index "
                                         "from a backup, or rebuild it from its runs' inputs into a new --index-dir")
         sums = hadoop_checksums(self._spark_session(), [where for _, where in found.values()]) if found else {}
         for run, where in found.values():
@@ -283,7 +284,7 @@ class ShardedTransaction:
         stored = spark.read.parquet(self.dir.child(f"{manifest['data']}/kind=1"))
         if self.verify_parts:
             self.verify(manifest, stored)
-        return stored.drop(CHECKSUM_COL) if CHECKSUM_COL in stored.columns else stored
+        return stored.drop(CHECKSUM_COL)
 
     def verify(self, manifest: Optional[dict] = None, stored=None) -> dict:
         """The full check of the committed version: every filter part's bytes against the checksum recorded when it
@@ -295,9 +296,6 @@ class ShardedTransaction:
             return {"filter_parts": 0}
         where = self.dir.child(f"{manifest['data']}/kind=1")
         stored = stored if stored is not None else self._spark_session().read.parquet(where)
-        if CHECKSUM_COL not in stored.columns:
-            log.warning("%s: filter parts written before checksums: not verified; the next run records them", where)
-            return {"filter_parts": 0, "checksums": False}
         row = stored.agg(
             F.count(F.lit(1)).alias("parts"),
             F.min(F.when(F.xxhash64("data") != F.col(CHECKSUM_COL),
@@ -309,8 +307,8 @@ class ShardedTransaction:
                 f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. "
                 "Restore the index from a backup, or rebuild it from its runs' inputs into a new --index-dir "
                 "(docs/reliability.md)")
-        records = len(self.verify_records_many(manifest.get("runs", [])))
-        return {"filter_parts": int(row["parts"]), "checksums": True, "records": records}
+        records = len(self.verify_records_many(self.runs()))
+        return {"filter_parts": int(row["parts"]), "records": records}
 
     def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
         """Write ``decided`` (the sharded pass's output) as the next version; (its directory, hit rows, fill)."""
@@ -346,7 +344,7 @@ class ShardedTransaction:
     def add_output(self, tmp_path: str) -> None:
         self._outputs.append(tmp_path)
 
-    def commit(self, run: Optional[Mapping] = None, duplicates=None, outputs=()) -> Optional[dict]:
+    def commit(self, run: Optional[RunRecord] = None, duplicates=None, outputs=()) -> Optional[RunRecord]:
         """Publish the staged version's manifest (the commit), then rename the outputs, then drop old filters."""
         from lshbloom_udf import hooks
         from lshbloom_udf.index import commit_rename
@@ -355,12 +353,11 @@ class ShardedTransaction:
         if self.staged is not None and self.staged.manifest is not None:
             manifest = dict(self.staged.manifest)
             if run is not None:
-                record = json.loads(json.dumps(dict(run), default=str))
-                record.update(run_id=f"{len(manifest['runs']) + 1:06d}", data=manifest["data"],
-                              inserted_total=manifest["inserted"])
-                if isinstance(record.get("records"), dict):
-                    record["records"]["path"] = f"{manifest['data']}/records"
-                manifest["runs"] = manifest["runs"] + [record]
+                recorded = rec.of_run(run)
+                record = run.replace(run_id=next_run_id(manifest), data=manifest["data"],
+                                     inserted_total=manifest["inserted"],
+                                     records={**recorded, "path": f"{manifest['data']}/records"} if recorded else None)
+                manifest["runs"] = manifest["runs"] + [record.to_json()]
             manifest["committed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             hooks.fire("before-commit")
             self.dir.publish_text(manifest_name(manifest["version"]), json.dumps(manifest, indent=1) + "\n")
