@@ -47,7 +47,7 @@ from lshbloom_udf.spark.ingest import InputCheck, InputMeasure, inspect_input, p
 from lshbloom_udf.spark.join import join_decisions
 from lshbloom_udf.spark.keys import KEYED_SCHEMA, ROW_COL, TaskThreads, count_pinned, keys_mapper, row_id
 from lshbloom_udf.spark.order import ordered
-from lshbloom_udf.spark.passes import Decider, PassInput, PassResult, select_pass
+from lshbloom_udf.spark.passes import Decided, Decider, PassInput, PassResult, ScanRequest, ScanResult, select_pass
 from lshbloom_udf.spark.passes.driver.decide import streams
 from lshbloom_udf.spark.passes.driver.sender import RecordFields
 from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
@@ -125,27 +125,27 @@ class DedupRun:
             given = self.pass_input()
             pass_ = select_pass(given)
             with self.step(pass_.title):
-                decided = self.decide(pass_, given)
+                decided, scanned = self.decide(pass_, given)
             try:
-                return self._after_pass(pass_, decided)
+                return self._after_pass(pass_, decided, scanned)
             finally:
-                if decided.records is not None:
-                    decided.records.close()
+                if scanned.records is not None:
+                    scanned.records.close()
 
-    def _after_pass(self, pass_: Decider, decided: PassResult) -> DedupResult:
-        """Verify, record and join what the pass decided."""
+    def _after_pass(self, pass_: Decider, decided: PassResult, scanned: ScanResult) -> DedupResult:
+        """Verify, record and join what the pass decided, with what its keys scan took."""
         if self.measure_later or self.ids_later:
-            self.check_after_pass(decided)
+            self.check_after_pass(scanned)
         verified = None
         if self.config.verify:
             with self.step("verify"):
-                verified = self.verify(decided.rows(), decided.index.to_dict(), decided.template_sample,
-                                       decided.records)
+                verified = self.verify(decided.rows(), decided.index.to_dict(), scanned.template_sample,
+                                       scanned.records)
         dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
         if self.index_dir is not None and decided.stats is not None:  # a run the index will record
             with self.step("records"):
                 final = verified.rows if verified is not None else dup_rows
-                self.write_records(final, self.documents - len(final) - self.empty(decided), decided.records)
+                self.write_records(final, self.documents - len(final) - self.empty(decided), scanned.records)
         result_df = self.join(dup_rows, verified)
         self._lap("join_plan")
         self.seconds["total"] = self._t - self._t_start
@@ -308,19 +308,19 @@ class DedupRun:
         needed before the pass)."""
         return self.txn is not None and bool(self.txn.runs())
 
-    def check_after_pass(self, decided: PassResult) -> None:
+    def check_after_pass(self, scanned: ScanResult) -> None:
         """What :meth:`check_input` left to the pass: the input's fingerprints and text sizes (its keys stage's sums,
         or one aggregation) and the ids (its keys stage's hashes, or the same aggregation)."""
         c = self.config
-        id_col = c.id_column if self.ids_later and decided.id_hashes is None else None
-        facts = decided.input_sums.facts() if decided.input_sums is not None else None
+        id_col = c.id_column if self.ids_later and scanned.id_hashes is None else None
+        facts = scanned.input_sums.facts() if scanned.input_sums is not None else None
         if id_col is not None or (self.measure_later and facts is None):
             with self.step("check input"):
                 facts = inspect_input(self.pinned, c.text_column, id_col)
         if id_col is not None:
             check_ids(self.pinned, id_col, facts)
-        elif self.ids_later and decided.id_hashes is not None:  # (id_col is None: the pass sent them)
-            check_id_hashes(self.pinned, c.id_column, decided.id_hashes)
+        elif self.ids_later and scanned.id_hashes is not None:  # (id_col is None: the pass sent them)
+            check_id_hashes(self.pinned, c.id_column, scanned.id_hashes)
         if self.measure_later:
             if facts is None:  # the pass's sums, or measured above
                 raise InternalError("internal error: the input was not measured after the pass")
@@ -351,11 +351,13 @@ class DedupRun:
             params = dataclasses.replace(self.params, capacity=capacity)
         except ValueError as e:
             raise DedupInputError(str(e)) from None
+        scan = ScanRequest(
+            skip=self.copies.shipped if self.copies else None, threads=self.threads, measure_input=self.measure_later,
+            hash_ids=c.id_column if self.ids_later and self._hashes_fit(self.documents) else None,
+            template_sample_below=self.template_sample_below(),
+            records=RecordFields(c.id_column is not None) if self.index_dir is not None else None)
         return PassInput(c, params, self.documents, self.pinned, self.keyed_frame, self.txn, self.checked.prior,
-                         self.measured.fingerprints, self.measure_later, self.copies.shipped if self.copies else None,
-                         self.threads, c.id_column if self.ids_later and self._hashes_fit(self.documents) else None,
-                         self.template_sample_below(),
-                         RecordFields(c.id_column is not None) if self.index_dir is not None else None)
+                         self.measured.fingerprints, scan)
 
     def template_sample_below(self) -> Optional[int]:
         """The template sample's bound when verification will want it (verify.templates.sample_below), else None."""
@@ -374,10 +376,10 @@ class DedupRun:
         return (c.pass_mode == "driver" and streams(self.df.sparkSession, c.key_transfer)
                 and self._hashes_fit(self.pinned_rows or 0))
 
-    def decide(self, pass_: Decider, given: PassInput) -> PassResult:
-        """The pass's decisions: flags, counts and the summary's index part."""
+    def decide(self, pass_: Decider, given: PassInput) -> Decided:
+        """The pass's decisions (flags, counts and the summary's index part) and what its keys scan took."""
         decided = pass_.decide(given)
-        self.candidates = decided.candidates  # the run owns it from here: verification closes it, or execute
+        self.candidates = decided.scanned.candidates  # the run owns it from here: verification closes it, or execute
         self._lap(pass_.timer)
         return decided
 

@@ -1,4 +1,4 @@
-"""The passes: one :class:`Pass` interface (keyed rows in, a frozen :class:`PassResult` out) and their registry.
+"""The passes: one :class:`Pass` interface (keyed rows in, a frozen :class:`Decided` out) and their registry.
 
 A pass named ``<name>`` (``pass_mode="<name>"``, ``--pass <name>``) is the
 module or package ``lshbloom_udf.spark.passes.<name>``, whose ``PASS`` is the pass
@@ -13,8 +13,18 @@ from __future__ import annotations
 import importlib
 
 from lshbloom_udf.config import PASSES as PASS_NAMES
-from lshbloom_udf.spark.passes.base import Decider, IndexReport, KeyedPass, Pass, PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.base import (
+    Decided,
+    Decider,
+    IndexReport,
+    KeyedPass,
+    Pass,
+    PassInput,
+    PassOutcome,
+    PassResult,
+)
 from lshbloom_udf.spark.passes.reproduced import ReproducedPass
+from lshbloom_udf.spark.passes.scan import ScanRequest, ScanResult
 
 # pass_mode -> its pass object, one per registered name
 PASSES: dict[str, Pass] = {name: importlib.import_module(f"{__name__}.{name}").PASS for name in PASS_NAMES}
@@ -27,5 +37,5 @@ def select_pass(given: PassInput) -> Decider:
     return REPRODUCED if given.reproduce else PASSES[given.config.pass_mode]
 
 
-__all__ = ["Decider", "IndexReport", "KeyedPass", "PASSES", "Pass", "PassInput", "PassOutcome", "PassResult",
-           "REPRODUCED", "select_pass"]
+__all__ = ["Decided", "Decider", "IndexReport", "KeyedPass", "PASSES", "Pass", "PassInput", "PassOutcome",
+           "PassResult", "REPRODUCED", "ScanRequest", "ScanResult", "select_pass"]

@@ -1,5 +1,6 @@
-"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`PassResult`, its
-decisions a :class:`PassOutcome`).
+"""The pass interface: what a pass is given (:class:`PassInput`) and what it returns (:class:`Decided`: its
+decisions, :class:`PassResult` with a :class:`PassOutcome`, and what the keys scan took, a
+:class:`~lshbloom_udf.spark.passes.scan.ScanResult`).
 
 A pass decides which of the pinned rows are duplicates. It is one object with
 one method, :meth:`Pass.decide`; the run (:class:`~lshbloom_udf.spark.pipeline.DedupRun`)
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Optional, Protocol, TypeVar
 
 import numpy as np
 
@@ -19,19 +20,13 @@ from lshbloom_udf.errors import DedupInputError
 from lshbloom_udf.index import LSHBloomIndex
 from lshbloom_udf.index.kept import KeptIndex
 from lshbloom_udf.index.run_record import RunRecord
-from lshbloom_udf.spark.keys import TaskThreads
+from lshbloom_udf.spark.passes.scan import ScanRequest, ScanResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lshbloom_udf.config import DedupConfig
     from lshbloom_udf.index.params import IndexParams
-    from lshbloom_udf.spark.ids import IdHashes
-    from lshbloom_udf.spark.ingest import InputSums
-    from lshbloom_udf.spark.keys import Shipped
-    from lshbloom_udf.spark.passes.driver.record_spool import RecordSpool
-    from lshbloom_udf.spark.passes.driver.sender import RecordFields
-    from lshbloom_udf.spark.verify.sources import CandidateSource
 
 Store = TypeVar("Store", bound=KeptIndex)
 
@@ -111,23 +106,7 @@ class PassInput:
     txn: Optional[KeptIndex] = None  # the kept index's transaction, or None (a temporary index)
     prior: Optional[RunRecord] = None  # the committed run that ingested these documents, if any
     fingerprints: Optional[tuple] = None  # (content, sequence) fingerprints of a kept index's input
-    # Whether the run wants the input's sums (ingest.InputSums) from a pass that reads every text anyway; one that
-    # does not leaves PassResult.input_sums None, and the run aggregates them itself.
-    measure_input: bool = False
-    # The run's exact copies (spark/exact.py: ship()'s sorted row ids, or None): decided before the pass, so its
-    # keys stage leaves them unkeyed and inactive.
-    skip: Optional[Shipped] = None
-    # Native threads per task of the stages over the pinned partitions (spark.keys.TaskThreads).
-    threads: TaskThreads = TaskThreads()
-    # The id column whose ids the run checks after the pass (spark.ids): a pass that reads every row anyway sends
-    # their hashes back (PassResult.id_hashes); None: checked before the pass, or no id column.
-    hash_ids: Optional[str] = None
-    # Verification's template sample (spark.verify.templates.sample_below): a pass that reads every row id anyway
-    # notes the sample's candidates under this bound (PassResult.template_sample); None: not wanted.
-    template_sample_below: Optional[int] = None
-    # The run writes records of a kept index (sender.RecordFields): a pass whose keys stage can send them with the
-    # keys returns them spooled (PassResult.records); None: the run computes them itself.
-    records: Optional[RecordFields] = None
+    scan: ScanRequest = ScanRequest()  # how the keys scan keys the rows, and what else it takes for the run
 
     @property
     def index_dir(self) -> Optional[str]:
@@ -168,13 +147,8 @@ class PassResult:
 
     ``stats`` is None when no kept index changes (then the run records
     nothing); ``params`` are the index parameters the pass used; ``seconds``
-    the timings it measured beside its own (e.g. the keys stage's);
-    ``candidates`` the verification candidate source the pass left (the
-    driver pass's kept key spool, :mod:`lshbloom_udf.spark.verify.sources`),
-    or None: verification then computes the keys again on the executors;
-    ``input_sums`` the texts' sums its keys stage took (``PassInput.measure_input``); ``id_hashes`` the ids'
-    hashes it took (``PassInput.hash_ids``); ``template_sample`` the template sample's candidate rows it noted
-    (``PassInput.template_sample_below``), or None: verification finds them itself.
+    the timings it measured beside its own (e.g. the keys stage's). What the
+    keys scan took for the run comes apart, as a :class:`ScanResult`.
     """
 
     outcome: PassOutcome
@@ -182,11 +156,6 @@ class PassResult:
     params: IndexParams
     stats: Optional[Mapping] = None
     seconds: Mapping = field(default_factory=dict)
-    candidates: Optional[CandidateSource] = None  # verification's candidate source, owned by the run once returned
-    input_sums: Optional[InputSums] = None  # the texts' sums, when the run asked (measure_input) and the pass took them
-    id_hashes: Optional[IdHashes] = None  # the ids' hashes, when the run asked (hash_ids) and the pass took them
-    template_sample: Optional[np.ndarray] = None  # int64 row ids, when the run asked (template_sample_below)
-    records: Optional[RecordSpool] = None  # the rows' record fields, when the run asked (records); owned by the run
 
     @property
     def duplicates(self) -> int:
@@ -199,6 +168,13 @@ class PassResult:
     def rows(self) -> np.ndarray:
         """The flagged rows' ids, sorted within each chunk, as int64."""
         return self.outcome.rows()
+
+
+class Decided(NamedTuple):
+    """A pass's return: its decisions, and what the keys scan took for the run."""
+
+    result: PassResult
+    scanned: ScanResult
 
 
 class Decider(Protocol):
@@ -214,7 +190,7 @@ class Decider(Protocol):
     title: str
     timer: str
 
-    def decide(self, given: PassInput) -> PassResult:
+    def decide(self, given: PassInput) -> Decided:
         ...
 
 
@@ -240,11 +216,11 @@ class KeyedPass:
 
     name = title = timer = ""
 
-    def decide(self, given: PassInput) -> PassResult:
+    def decide(self, given: PassInput) -> Decided:
         if given.nothing_to_decide():
             report = given.report().replace(bytes_on_disk=0, inserted_total=0, inserted_before=0, reused=False)
-            return PassResult(PassOutcome(), report, given.params)
+            return Decided(PassResult(PassOutcome(), report, given.params), ScanResult())
         return self.decide_keys(given)
 
-    def decide_keys(self, given: PassInput) -> PassResult:
+    def decide_keys(self, given: PassInput) -> Decided:
         raise NotImplementedError

@@ -5,7 +5,8 @@ from __future__ import annotations
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index import manifest_bloom
 from lshbloom_udf.index.kept import KeptIndex
-from lshbloom_udf.spark.passes.base import PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.base import Decided, PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.scan import ScanResult
 
 
 class ReproducedPass:
@@ -13,11 +14,13 @@ class ReproducedPass:
 
     name, title, timer = "reproduced", "reproduce the earlier run's flags", "reproduce"
 
-    def decide(self, given: PassInput) -> PassResult:
+    def decide(self, given: PassInput) -> Decided:
         prior, txn = given.prior, given.txn
         if prior is None or txn is None:  # select_pass picks it only for a kept index's committed run
             raise InternalError("internal error: no committed run of a kept index to reproduce")
-        rows = txn.load_duplicates(prior)
+        rows, manifest = txn.load_duplicates(prior), txn.manifest()
+        if manifest is None:  # the prior run is the manifest's
+            raise InternalError(f"internal error: {given.index_dir} lost its manifest during the run")
         outcome = PassOutcome([rows], prior.duplicates, prior.empty_documents, given.documents)
         if len(rows) != outcome.duplicates:
             raise InternalError(
@@ -29,11 +32,11 @@ class ReproducedPass:
             run_id=prior.run_id,
             reproduced_from=prior.run_id,
             inserted_before=int(prior.inserted_total or 0) - prior.inserted,
-            inserted_total=int((txn.manifest() or {}).get("inserted", 0)),
+            inserted_total=int(manifest["inserted"]),
             reused=True,
             backend=_stored_backend(given, txn),
         )
-        return PassResult(outcome, report, given.params)
+        return Decided(PassResult(outcome, report, given.params), ScanResult())
 
 
 def _stored_backend(given: PassInput, txn: KeptIndex) -> str:

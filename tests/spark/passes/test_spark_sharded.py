@@ -61,7 +61,7 @@ def test_the_sharded_pass_equals_exact_any_earlier(spark, monkeypatch):
     monkeypatch.setattr(shuffle, "BLOB_KEYS", 3000)
     config = DedupConfig.from_settings({"pass_mode": "sharded", "shard_memory": 4096, "progress": False})
     keyed = keyed_frame(spark, keys, active, 9)
-    flagged[SHARDED_PASS.decide(PassInput(config, params, n, None, lambda: keyed)).rows()] = True
+    flagged[SHARDED_PASS.decide(PassInput(config, params, n, None, lambda: keyed)).result.rows()] = True
     exact = any_earlier_reference(keys, active)
     assert not (exact & ~flagged).any(), "a Bloom filter missed a key it holds"
     assert not (flagged & ~active).any()

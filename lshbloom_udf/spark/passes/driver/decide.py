@@ -21,12 +21,13 @@ from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
-from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassResult
+from lshbloom_udf.spark.passes.base import Decided, KeyedPass, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.driver.loop import run_driver_pass, spark_chunks
 from lshbloom_udf.spark.passes.driver.record_spool import RecordSpool, fits, spooled_bytes
 from lshbloom_udf.spark.passes.driver.sender import SENT_SCHEMA, stream_mapper
 from lshbloom_udf.spark.passes.driver.stream import KeyStream
 from lshbloom_udf.spark.passes.driver.temporary import temporary_index_dir
+from lshbloom_udf.spark.passes.scan import ScanResult
 from lshbloom_udf.spark.records import record_columns
 from lshbloom_udf.spark.verify.sources import keep_spool, spool_source
 
@@ -75,7 +76,7 @@ class DriverPass(KeyedPass):
         return (f"{index_dir}: ok: {done['band_files']} band files (checksums match), {done['runs']} run record(s) "
                 f"verified{records}")
 
-    def decide_keys(self, given: PassInput) -> PassResult:
+    def decide_keys(self, given: PassInput) -> Decided:
         c, txn = given.config, given.kept_store(IndexTransaction)
         if txn is None:  # a temporary index
             # Sized for exactly this input (or expected_docs): it never needs another generation.
@@ -95,7 +96,7 @@ class DriverPass(KeyedPass):
         bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
         return self._run(given, lambda: txn.stage(given.params, c.sizing_given, bloom), txn.path, given.params)
 
-    def _run(self, given: PassInput, make_index, path: str, params, close: bool = False) -> PassResult:
+    def _run(self, given: PassInput, make_index, path: str, params, close: bool = False) -> Decided:
         """Decide into the index ``make_index()`` opens (at ``path``; closed after with ``close``); ``params``: what
         the run records as its parameters."""
         seconds: dict = {}
@@ -107,15 +108,13 @@ class DriverPass(KeyedPass):
             return index
 
         try:
-            outcome, sample, candidates, sums, id_hashes, records = self._keys_through(given, index_now, seconds)
+            outcome, scanned = self._keys_through(given, index_now, seconds)
             index, before = opened[0]
             try:
                 index.sync()
                 stats = index.stats()
             except BaseException:
-                for owned in (candidates, records):
-                    if owned is not None:
-                        owned.close()
+                scanned.close()
                 raise
         finally:
             if close and opened:
@@ -131,39 +130,39 @@ class DriverPass(KeyedPass):
         if stats["inserted"] > stats["capacity_now"]:  # a fixed index past its capacity (a grown one grew)
             logger.warning(over_capacity_warning(stats["inserted"], index.params.capacity,
                                                  stats["expected_false_positive"], index.params.p_effective))
-        return PassResult(outcome, report, params, stats, seconds, candidates, sums, id_hashes, sample, records)
+        return Decided(PassResult(outcome, report, params, stats, seconds), scanned)
 
-    def _keys_through(self, given: PassInput, index_now, seconds: dict):
-        """(the pass's outcome, the template sample's candidates or None, verification's candidate source or None, the
-        input's sums or None, its ids' hashes or None, the record spool or None), the keys by the socket stream
-        (which also takes the sums when ``given.measure_input``, the ids' hashes when ``given.hash_ids``, the
-        records when ``given.records`` and they fit) or ``toLocalIterator``; the keys
+    def _keys_through(self, given: PassInput, index_now, seconds: dict) -> tuple[PassOutcome, ScanResult]:
+        """(the pass's outcome, what the scan took: :class:`ScanResult`), the keys by the socket stream (which
+        also takes what ``given.scan`` asks: the sums, the ids' hashes, the records when they fit) or
+        ``toLocalIterator`` (the template sample only); the keys
         stage's time in ``seconds`` when the stream measured it. ``index_now()`` opens the index the pass decides
         into: after the stream's job started, so that its files are made while the executors start."""
-        c, pinned = given.config, given.pinned
+        c, pinned, ask = given.config, given.pinned, given.scan
         spark, text, spec, b = pinned.sparkSession, c.text_column, given.params.key_spec, given.params.b
         with ArrowBatchLimits(spark):
             if not streams(spark, c.key_transfer):
-                chunks = spark_chunks(pinned, text, spec, c.chunk_rows, given.skip, given.threads)
-                return (*run_driver_pass(chunks, index_now(), given.documents, c.progress, c.insert_rule,
-                                         sample_below=given.template_sample_below), None, None, None, None)
+                chunks = spark_chunks(pinned, text, spec, c.chunk_rows, ask.skip, ask.threads)
+                outcome, sample = run_driver_pass(chunks, index_now(), given.documents, c.progress, c.insert_rule,
+                                                  sample_below=ask.template_sample_below)
+                return outcome, ScanResult(template_sample=sample)
             partitions = pinned.rdd.getNumPartitions()
             chunk = chunk_rows_for(c, given.documents, partitions)
-            fields = given.records
+            fields = ask.records
             if fields is not None and not fits(tempfile.gettempdir(), given.documents, spec.num_perm, fields.with_id):
                 fields = None  # the records job computes them (lshbloom_udf.spark.records)
             record_bytes = spooled_bytes(given.documents, spec.num_perm, fields.with_id) if fields else 0
             # Under verification the stream keeps its spool: verification's candidates come from it (verify.sources).
             keep = c.verify and keep_spool(tempfile.gettempdir(), given.documents, b, chunk, record_bytes)
-            id_hashes = IdHashes() if given.hash_ids is not None else None
+            id_hashes = IdHashes() if ask.hash_ids is not None else None
             records = RecordSpool(spec.num_perm, fields.with_id) if fields else None
             stream = KeyStream(spark, b, keep=keep, id_hashes=id_hashes, records=records)
             candidates = None
             try:
-                mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, given.measure_input,
-                                       given.skip, given.threads, ids=id_hashes is not None, records=fields)
+                mapper = stream_mapper(text, spec, chunk, stream.address, stream.token, ask.measure_input,
+                                       ask.skip, ask.threads, ids=id_hashes is not None, records=fields)
                 started = time.monotonic()  # the time before the first keys counts from here, not from the index
-                ids = [id_hash_column(given.hash_ids)] if given.hash_ids is not None else []  # as id_hashes is made
+                ids = [id_hash_column(ask.hash_ids)] if ask.hash_ids is not None else []  # as id_hashes is made
                 ids += record_columns(text, c.id_column) if fields else []
                 stream.start(pinned.select(ROW_COL, col(text), *ids).mapInArrow(mapper, SENT_SCHEMA))
                 index = index_now()
@@ -171,8 +170,8 @@ class DriverPass(KeyedPass):
                     raise InternalError(f"internal error: the index has {index.params.b} bands, the keys {b}")
                 outcome, sample = run_driver_pass(stream.chunks(partitions), index, given.documents, c.progress,
                                                   c.insert_rule, keep_keys=keep, started=started,
-                                                  sample_below=given.template_sample_below)
-                sums = stream.input_sums() if given.measure_input else None
+                                                  sample_below=ask.template_sample_below)
+                sums = stream.input_sums() if ask.measure_input else None
                 candidates = spool_source(stream, partitions, outcome)
             except BaseException:
                 if records is not None:
@@ -182,7 +181,7 @@ class DriverPass(KeyedPass):
                 if candidates is None:  # nothing owns the stream past the pass: stop it and delete its spool
                     stream.close()
             seconds["keys"] = stream.job_seconds
-            return outcome, sample, candidates, sums, id_hashes, records
+            return outcome, ScanResult(sums, id_hashes, sample, records, candidates)
 
 
 PASS = DriverPass()

@@ -16,7 +16,8 @@ from lshbloom_udf.common import over_capacity_warning, unique_rows
 from lshbloom_udf.index.shards import SHARD_BLOOM, plan_shards, shard_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
-from lshbloom_udf.spark.passes.base import KeyedPass, PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.base import Decided, KeyedPass, PassInput, PassOutcome, PassResult
+from lshbloom_udf.spark.passes.scan import ScanResult
 from lshbloom_udf.spark.passes.sharded.shuffle import decided_frame
 from lshbloom_udf.spark.verify.spark_source import SparkCandidates
 
@@ -53,7 +54,7 @@ class ShardedPass(KeyedPass):
         records = f"; {done['records']} run(s)' records match theirs" if done.get("records") else ""
         return f"{index_dir}: ok: {done['filter_parts']} filter part(s) match their checksums{records}"
 
-    def decide_keys(self, given: PassInput) -> PassResult:
+    def decide_keys(self, given: PassInput) -> Decided:
         from pyspark import StorageLevel
 
         # Computed once: the pass counts the active documents, then shuffles their keys; verification then reads the
@@ -66,8 +67,8 @@ class ShardedPass(KeyedPass):
             raise
         if not given.config.verify:
             keyed.unpersist()
-            return decided
-        return dataclasses.replace(decided, candidates=SparkCandidates.over(keyed, given.params.b))
+            return Decided(decided, ScanResult())
+        return Decided(decided, ScanResult(candidates=SparkCandidates.over(keyed, given.params.b)))
 
     def _run(self, given: PassInput, keyed) -> PassResult:
         """``given.txn``: a :class:`~lshbloom_udf.spark.passes.sharded.store.ShardedTransaction` (the run writes the
