@@ -106,7 +106,7 @@ class DedupConfig:
     # -- MinHash / LSH: they decide compatibility with an existing index. The defaults of these and of the
     # verification were chosen by the multilingual + crawl-noise study (docs/evaluation.md §0): mixed 11-grams,
     # permissive bands (T 0.3, 64 x 4: the study picked T 0.25 at 128, 42 x 3, whose pass flags a share of
-    # documents that grows with N, docs/benchmarks-history.md "The study's defaults at
+    # documents that grows with N, benchmarks/log.md "The study's defaults at
     # scale") and verification by Jaccard or containment; the paper's values are PRESETS["paper"].
     threshold: float = setting(0.3, "Jaccard similarity the bands are tuned for (b, r): a pair at this similarity "
                                "becomes a candidate with probability ~1/2; with verify, the decision is then "

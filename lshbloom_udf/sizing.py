@@ -301,7 +301,7 @@ def growth_table(params: IndexParams, bloom: str, generations: int) -> list[dict
     return rows
 
 
-# Costs per core of the sharded pass, measured by benchmarks/sharded.py on local[2] (docs/benchmarks-history.md,
+# Costs per core of the sharded pass, measured by benchmarks/sharded.py on local[2] (benchmarks/log.md,
 # "The sharded pass"), kept as data with the machine's name (lshbloom_udf/measured/, read by lshbloom_udf.advice).
 # A cluster's network shuffle costs more per key than local[2]'s loopback: plan reads them as a lower bound.
 SHARDED_COSTS = {k: measured_costs()[k] for k in ("keys_ns_per_doc_core", "decide_ns_per_key_core", "machine")}

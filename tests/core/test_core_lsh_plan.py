@@ -118,7 +118,7 @@ def test_plan_gives_the_bytes_of_the_index_it_sizes(tmp_path, bloom):
     with LSHBloomIndex.create(str(tmp_path / "ix"), params, bloom=bloom) as index:
         assert sized.index_bytes == index.stats()["bytes_on_disk"]
         assert (sized.b, sized.r) == (params.b, params.r)
-    # Blocked filters cost more space at LSHBloom's per-band rates (docs/benchmarks-history.md §3).
+    # Blocked filters cost more space at LSHBloom's per-band rates (benchmarks/log.md §3).
     other = plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6, bloom="blocked")
     assert other.index_bytes > plan(20_000, threshold=0.4, num_perm=256, p_effective=1e-6).index_bytes
     # Cuckoo filters cost less than classic Bloom filters' bits there (docs/benchmarks.md).

@@ -24,7 +24,7 @@ DECIDED_SCHEMA = "kind byte, band int, shard int, generation int, part int, coun
 HITS, FILTER = 0, 1
 # A filter travels and is stored in parts: a single Spark value of a whole shard filter (up to shard_memory) makes
 # the JVM allocate several times its size in one piece (row copies, Parquet pages and their compression buffers),
-# more than a heap holds once the shards' filters are large (docs/benchmarks-history.md, "The sharded pass").
+# more than a heap holds once the shards' filters are large (benchmarks/log.md, "The sharded pass").
 FILTER_PART_BYTES = 4 << 20
 MAX_PARTS = 1 << 24
 
