@@ -22,7 +22,8 @@
    (:mod:`lshbloom_udf.spark.join`).
 
 Each stage produces its value once (:class:`InputCheck`, :class:`InputMeasure`,
-the ``PassResult``, the verified flags); no later stage changes it.
+the ``PassResult`` and ``ScanResult``, the verified flags): :class:`DedupRun` refuses
+to assign one of :data:`STAGE_VALUES` a second time, so no later stage changes it.
 """
 
 from __future__ import annotations
@@ -55,11 +56,34 @@ from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from lshbloom_udf.spark.verify.sources import CandidateSource
+
+
+# The values the stages produce, each once: DedupRun refuses to assign one a second time (a later stage never
+# changes an earlier one's). The class attributes below are their values before the stage (or when it is skipped).
+STAGE_VALUES = frozenset({
+    "_pinned", "pinned_rows", "threads", "checked", "measured_before", "measured_after", "measure_later", "ids_later",
+    "repeats", "copies", "crossrun", "verify_memory", "clusters", "records",
+})
 
 
 class DedupRun:
-    """One run: pin → check → decide → verify → join, each stage's value produced once."""
+    """One run: pin → check → decide → verify → join, each stage's value produced once (:data:`STAGE_VALUES`)."""
+
+    _pinned: Optional[DataFrame] = None  # pin()'s
+    pinned_rows: Optional[int] = None  # counted by the pin's own job (a local checkpoint)
+    threads = TaskThreads()  # native threads per task over the pinned partitions, from their counts
+    checked = InputCheck()
+    measured_before = InputMeasure()  # check_input's (empty when the pass measures the input)
+    measured_after: Optional[InputMeasure] = None  # check_after_pass's, when the pass (or the run after it) measured
+    measure_later = False  # the pass measures the input (or the run does, after it)
+    ids_later = False  # the ids are checked after the pass (from its keys stage's hashes, or aggregated)
+    repeats: Optional[RunRecord] = None  # under force_new_ingest, the committed run this one ingests again
+    copies: Optional[ExactCopies] = None  # the exact copies, decided before the pass (None: not looked for)
+    # Verification against the earlier runs' records (lshbloom_udf.spark.verify.crossrun), and this run's records.
+    crossrun = None
+    records: Optional[dict] = None
+    verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
+    clusters: Optional[dict] = None  # the groups verification found (lshbloom_udf.spark.clusters; the summary)
 
     def __init__(self, df, config, params, txn, run_info: Optional[dict], t_start: float):
         self.df, self.config, self.params, self.txn = df, config, params, txn
@@ -70,21 +94,11 @@ class DedupRun:
         self.seconds: dict = {}
         self._t = t_start
         self._t_start = t_start
-        self._pinned: Optional[DataFrame] = None  # pin()'s
-        self.pinned_rows: Optional[int] = None  # counted by the pin's own job (a local checkpoint)
-        self.threads = TaskThreads()  # native threads per task over the pinned partitions, from their counts
-        self.checked = InputCheck()
-        self.measured = InputMeasure()
-        self.measure_later = False  # the pass measures the input (or the run does, after it)
-        self.ids_later = False  # the ids are checked after the pass (from its keys stage's hashes, or aggregated)
-        # Verification's candidate source when the pass left one (the kept key spool); closed after verification.
-        self.candidates: Optional[CandidateSource] = None
-        # Verification against the earlier runs' records (lshbloom_udf.spark.verify.crossrun), and this run's records.
-        self.crossrun = None
-        self.records: Optional[dict] = None
-        self.verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
-        self.clusters: Optional[dict] = None  # the groups verification found (lshbloom_udf.spark.clusters; the summary)
-        self.copies: Optional[ExactCopies] = None  # the exact copies, decided before the pass (None: not looked for)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in STAGE_VALUES and name in self.__dict__:
+            raise InternalError(f"internal error: the run's {name} was already produced; a stage sets it once")
+        super().__setattr__(name, value)
 
     def _lap(self, stage: str) -> None:
         now = time.monotonic()
@@ -103,13 +117,6 @@ class DedupRun:
         return step(self.df.sparkSession, name, show=self.config.progress)
 
     def execute(self) -> DedupResult:
-        try:
-            return self._execute()
-        finally:
-            if self.candidates is not None:  # the run failed before verification released it
-                self.candidates.close()
-
-    def _execute(self) -> DedupResult:
         if self.config.progress:
             ensure_visible()
         with console_progress(self.df.sparkSession, self.config.progress):
@@ -129,8 +136,7 @@ class DedupRun:
             try:
                 return self._after_pass(pass_, decided, scanned)
             finally:
-                if scanned.records is not None:
-                    scanned.records.close()
+                scanned.close()  # the record spool, verification's candidate source
 
     def _after_pass(self, pass_: Decider, decided: PassResult, scanned: ScanResult) -> DedupResult:
         """Verify, record and join what the pass decided, with what its keys scan took."""
@@ -139,8 +145,7 @@ class DedupRun:
         verified = None
         if self.config.verify:
             with self.step("verify"):
-                verified = self.verify(decided.rows(), decided.index.to_dict(), scanned.template_sample,
-                                       scanned.records)
+                verified = self.verify(decided.rows(), decided.index.to_dict(), scanned)
         dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
         if self.index_dir is not None and decided.stats is not None:  # a run the index will record
             with self.step("records"):
@@ -187,17 +192,17 @@ class DedupRun:
         return VerifyRule(c.verify_threshold or self.params.threshold, c.containment_threshold,
                           c.containment_min_jaccard, TemplateRule(c.template_max_df) if c.template_max_df else None)
 
-    def verify(self, dup_rows, index_info: dict, sample_rows=None, spool=None):
+    def verify(self, dup_rows, index_info: dict, scanned: ScanResult):
         """The pass's flags verified: the run's record keeps the pass's own (the index's content follows them).
-        ``sample_rows``: the template sample's candidates the pass noted (None: verification finds them); ``spool``:
-        the pass's record fields (the flags' sketches across runs), or None."""
+        From the keys scan (``scanned``): the template sample's candidates (None: verification finds them), the
+        record fields (the flags' sketches across runs) and the kept keys (None: they are keyed again)."""
         from lshbloom_udf.spark.verify import Shingling, SparkCandidates, TextsSource, crossrun_for, verify_flags
 
         c, p = self.config, self.params
-        prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule, spool)
+        prior = crossrun_for(self.txn, index_info, self.pinned, c, p, self.verify_rule, scanned.records)
         self.crossrun = prior if prior not in (True, False) else None
-        source = self.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
-        self.candidates = None  # this stage owns it now
+        own = scanned.candidates is None  # the scan's source is closed with the scan (execute)
+        source = scanned.candidates or SparkCandidates(self.keyed_frame, p.b, self.pinned.sparkSession)
         memory = DriverMemory.of_session(self.pinned.sparkSession)  # now: what the pass left available
         budget = memory.texts_budget(c.verify_driver_bytes)
         texts = TextsSource(self.pinned, c.text_column, *self.measured.text_sizes, self.documents, memory=memory,
@@ -207,11 +212,12 @@ class DedupRun:
             verified = verify_flags(
                 source, texts, dup_rows,
                 shingling=Shingling.of(p), rule=self.verify_rule,
-                prior_documents=prior, sample_rows=sample_rows,
+                prior_documents=prior, sample_rows=scanned.template_sample,
                 exact_rows=self.copies.rows if self.copies else None,
             )
         finally:
-            source.close()
+            if own:
+                source.close()
         if self.copies:
             self.copies.resolve(verified)
         named = c.duplicate_count or c.duplicate_of  # the largest groups by id: a small job, in this step
@@ -300,7 +306,7 @@ class DedupRun:
             prior = prior_run(self.txn, facts, self.params, c.force_new_ingest, insert_rule=c.insert_rule)
             fingerprints = (facts.content_fingerprint, facts.sequence_fingerprint)
         self.checked = InputCheck(facts.documents, prior)
-        self.measured = InputMeasure(fingerprints, (facts.max_text_bytes, facts.text_bytes))
+        self.measured_before = InputMeasure(fingerprints, (facts.max_text_bytes, facts.text_bytes))
         self._lap("id_check")
 
     def _may_have_ingested(self) -> bool:
@@ -327,10 +333,9 @@ class DedupRun:
             if facts.documents != self.documents:
                 raise InternalError(f"internal error: the input measured {facts.documents} documents, "
                                     f"the pin counted {self.documents}")
-            self.measured = InputMeasure.of(facts, self.index_dir is not None)
+            self.measured_after = InputMeasure.of(facts, self.index_dir is not None)
             if c.force_new_ingest and self._may_have_ingested():  # the record says whether it was a re-ingestion
-                self.checked = InputCheck(self.documents, prior_run(self.txn, facts, self.params, True,
-                                                                    insert_rule=c.insert_rule))
+                self.repeats = prior_run(self.txn, facts, self.params, True, insert_rule=c.insert_rule)
         self._lap("id_check")  # ~0 from the pass's sums and hashes; an aggregation's time after a pass without them
 
     @property
@@ -340,6 +345,11 @@ class DedupRun:
     @property
     def prior(self) -> Optional[RunRecord]:
         return self.checked.prior
+
+    @property
+    def measured(self) -> InputMeasure:
+        """The input's fingerprints and text sizes: measured after the pass when it took them, else before."""
+        return self.measured_after if self.measured_after is not None else self.measured_before
 
     # -- stage 3: decide --------------------------------------------------------------
 
@@ -379,7 +389,6 @@ class DedupRun:
     def decide(self, pass_: Decider, given: PassInput) -> Decided:
         """The pass's decisions (flags, counts and the summary's index part) and what its keys scan took."""
         decided = pass_.decide(given)
-        self.candidates = decided.scanned.candidates  # the run owns it from here: verification closes it, or execute
         self._lap(pass_.timer)
         return decided
 
@@ -395,7 +404,7 @@ class DedupRun:
             content_fingerprint=content_fp, sequence_fingerprint=sequence_fp, empty_documents=self.empty(decided),
             mode=c.mode, insert=c.insert_rule, pass_mode=c.pass_mode, id_column=c.id_column,
             order_by=tuple(str(o) for o in c.order_by) if c.order_by else None,
-            forced_new_ingest=bool(c.force_new_ingest and self.prior is not None),
+            forced_new_ingest=bool(c.force_new_ingest and (self.prior or self.repeats) is not None),
             committed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             records={k: v for k, v in self.records.items() if k != "seconds"} if self.records else None,
             **(self.run_info or {}),
