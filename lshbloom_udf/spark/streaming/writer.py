@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from lshbloom_udf import hooks
+from lshbloom_udf.common import spark_context
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import ConfigError, DedupInputError, InternalError
 from lshbloom_udf.index.lock import waiting_for_lock
@@ -217,10 +218,8 @@ class StreamDedup:
             if not QUERY_ID.fullmatch(self.query_id):  # it names a folder in the index: no path of the caller's
                 raise DedupInputError(f"query_id {self.query_id!r}: use letters, digits, '-' and '_' only")
             return self.query_id
-        try:
-            found = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
-        except Exception:  # a Spark Connect session has no SparkContext here
-            found = None
+        sc = spark_context(batch_df.sparkSession)  # None under Spark Connect: no local properties to read
+        found = sc.getLocalProperty(QUERY_ID_PROPERTY) if sc is not None else None
         if not found or not QUERY_ID.fullmatch(found):
             raise DedupInputError("StreamDedup was called outside a streaming query's foreachBatch: give query_id= "
                                   "(the key of the stream's batches in the index)")
