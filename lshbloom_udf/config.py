@@ -68,6 +68,11 @@ INSERT_RULES = ("first", "all")
 PASSES = ("driver", "sharded")
 CHECKPOINTS = ("local", "reliable")
 KEY_TRANSFERS = ("auto", "socket", "spark")
+# The template rule's fixed values (the study's, docs/evaluation.md §0.8; template_max_df sets only its max_df): a
+# Jaccard-only match below TEMPLATE_BELOW must reach TEMPLATE_MIN_JACCARD without the template's shingles. Declared
+# here, the layer under both the rule (lshbloom_udf.spark.verify.rule.TemplateRule) and this module's help text.
+TEMPLATE_BELOW = 0.6
+TEMPLATE_MIN_JACCARD = 0.3
 
 
 def _similarity(default: Optional[float], help: str) -> Any:
@@ -182,11 +187,12 @@ class DedupConfig:
         "page inside a larger sibling (on the English tune corpus 8 of the 11 distinct pairs containment alone "
         "verified had J < 0.3; docs/evaluation.md section 0). None: no floor")
     template_max_df: int = setting(
-        5, "with verify, a match by Jaccard alone below 0.6 must also reach Jaccard 0.3 without the template "
-        "shingles: those held by at least this many of a sample of 1024 of the documents the pass kept (all of them "
-        "when fewer; ~0.5 % of them at scale). It refuses pages made from one template (a man page family, a "
-        "site's product pages) whose shared shingles are the template's; a noisy copy shares its source's own "
-        "(docs/algorithm.md section 8, templated siblings). 0: off", _max_df, "verify", cli={"type": int})
+        5, f"with verify, a match by Jaccard alone below {TEMPLATE_BELOW} must also reach Jaccard "
+        f"{TEMPLATE_MIN_JACCARD} without the template shingles: those held by at least this many of a sample of "
+        "1024 of the documents the pass kept (all of them when fewer; ~0.5 % of them at scale). It refuses pages "
+        "made from one template (a man page family, a site's product pages) whose shared shingles are the "
+        "template's; a noisy copy shares its source's own (docs/algorithm.md section 8, templated siblings). 0: off",
+        _max_df, "verify", cli={"type": int})
     verify_driver_bytes: Optional[int] = setting(
         None, "with verify, the memory the candidate pairs' texts may take on the driver (as Python strings) for it "
         "to compute their similarities itself, every core of it; past this they are joined with the pairs on the "

@@ -30,7 +30,7 @@ Points on the driver, fired with keyword arguments:
     kept index's next version is written, not committed.
 ``stream-batch``
     a stream's micro-batch starts (``query=`` the query's id, ``batch=`` the
-    batch id), before it opens the index.
+    batch id), once it opened the index, before it reads its rows.
 ``generation-added``
     a growing index added a generation of filters (``generation=`` its number,
     ``path=`` the directory it was created in: a run's staging copy).

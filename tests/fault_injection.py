@@ -26,6 +26,10 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
 ``kill-in-stream-batch=N:POINT``
     SIGKILL a stream's job at the commit point ``POINT`` (``before-commit``
     or ``mid-commit``) of its micro-batch ``N`` only.
+``remove-in-stream-batch=N:PATH``
+    Remove the file ``PATH`` when a stream's micro-batch ``N`` starts (after
+    Spark planned it, before it reads its rows): a landing file removed from
+    under the stream.
 ``kill-generation-added``
     SIGKILL it as soon as a growing index added a generation of filters.
 ``fail-task-first-attempt``
@@ -179,6 +183,8 @@ def install(on: dict) -> None:
         hooks.install("driver-pass", driver_pass)
     if on.get("kill-in-stream-batch") is not None:
         _install_stream_kill(on["kill-in-stream-batch"], log)
+    if on.get("remove-in-stream-batch") is not None:
+        _install_stream_remove(on["remove-in-stream-batch"])
     if "kill-in-output-write" in on:
         watcher: dict = {}
 
@@ -216,6 +222,17 @@ def _install_stream_kill(value: str, log: Optional[str]) -> None:
 
     hooks.install("stream-batch", stream_batch)
     hooks.install(point, at_point)
+
+
+def _install_stream_remove(value: str) -> None:
+    """Remove ``PATH`` as micro-batch ``N`` starts (``value`` = ``N:PATH``)."""
+    batch, path = value.split(":", 1)
+
+    def stream_batch(batch: int, _target=int(batch), **_):
+        if batch == _target:
+            os.remove(path)
+
+    hooks.install("stream-batch", stream_batch)
 
 
 def install_from_env(environ=None) -> dict:

@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from lshbloom_udf.config import TEMPLATE_BELOW, TEMPLATE_MIN_JACCARD
 from lshbloom_udf.minhash import text_band_keys
 
 
@@ -95,8 +96,8 @@ class Template:
     two sets without the shingles ``max_df`` documents the pass kept hold to reach ``min_jaccard``."""
 
     max_df: int
-    below: float = 0.6
-    min_jaccard: float = 0.3
+    below: float = TEMPLATE_BELOW
+    min_jaccard: float = TEMPLATE_MIN_JACCARD
 
 
 def template_shingles(sets: list[set], flags: list[bool], max_df: int) -> set:

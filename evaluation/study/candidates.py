@@ -237,11 +237,10 @@ def verify(idx: np.ndarray, result: PassResult, split: ShingledSplit, tj: float,
     template rule (:func:`evaluation.study.template_df.verify_df`, frequencies over the stream's kept documents);
     among the candidates ``bounds`` chooses (None: all of them; ``stats``: :func:`decide`'s)."""
     if template_max_df:
-        from evaluation.study.template_df import counted_df, verify_df
+        from evaluation.study.template_df import counted_df, shipped_rule, verify_df
 
-        rule = (template_max_df, 0.3, 0.6)
-        return verify_df(idx, result, split, counted_df(split, idx, result, "kept"), _Thresholds(tj, tc, floor), rule,
-                         bounds, stats)
+        return verify_df(idx, result, split, counted_df(split, idx, result, "kept"), _Thresholds(tj, tc, floor),
+                         shipped_rule(template_max_df), bounds, stats)
 
     def accepts(p, later, earlier, inter, union, kept) -> bool:
         return inter >= tj * union or (tc is not None and inter >= tc * split.sizes[later]

@@ -44,6 +44,7 @@ from evaluation.shingling import (
     DENSE_WEIGHT, Shingling, _dense_mask, _squeeze, normalize, shingle_hashes,
 )
 from evaluation.study.candidates import PassResult, ShingledSplit, verify_with
+from lshbloom_udf.config import TEMPLATE_BELOW
 
 
 def ordered_shingles(text: Optional[str], shingling: Shingling) -> list[str]:
@@ -118,7 +119,7 @@ class PositionRule:
     k: int = 8
     floor: float = 0.2
     max_run: int = 40
-    j_high: float = 0.6
+    j_high: float = TEMPLATE_BELOW  # the bound of the product's template rule, which these signals compete with
     distinct_below: float = 0.4
 
     def label(self) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 from evaluation.scoring import score
 from evaluation.shingling import shingle_hashes
 from evaluation.study.candidates import BOUNDED, PassResult, ShingledSplit, verify_with
+from lshbloom_udf.config import TEMPLATE_BELOW, TEMPLATE_MIN_JACCARD
 
 
 def document_frequencies(texts, shingling) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +86,13 @@ def counted_df(split: ShingledSplit, idx: np.ndarray, result: PassResult, df_fro
     return np.unique(np.concatenate([split.sets[i] for i in counted]), return_counts=True)
 
 
-RULES = [None] + [(m, x, 0.6) for m, x in itertools.product((3, 5, 10, 20), (0.3, 0.4))]
+# The rule's J bound is the product's; the grid varies max_df and the floor around the product's.
+RULES = [None] + [(m, x, TEMPLATE_BELOW) for m, x in itertools.product((3, 5, 10, 20), (0.3, 0.4))]
+
+
+def shipped_rule(max_df: int) -> tuple:
+    """The product's template rule at ``max_df`` (:func:`verify_df`'s ``rule``)."""
+    return max_df, TEMPLATE_MIN_JACCARD, TEMPLATE_BELOW
 
 
 def seed_rows(split, sources, cand, seeds, rule, df_from: str = "pool", scheme: str = "affine32") -> list[dict]:
@@ -120,7 +127,7 @@ def seeds_main(args, split, sources) -> int:
     ``template_df_seeds[_<df-from>_<scheme>_df<max-df>].json``."""
     from evaluation.study.multilingual import SHIPPED
 
-    rows = seed_rows(split, sources, SHIPPED, range(1, args.seeds + 1), (args.max_df, 0.3, 0.6), args.df_from,
+    rows = seed_rows(split, sources, SHIPPED, range(1, args.seeds + 1), shipped_rule(args.max_df), args.df_from,
                      args.scheme)
     for r in rows:
         print(r)
@@ -166,7 +173,7 @@ def background_main(args, splits) -> int:
                    "counts": [base.fp, base.fn, round(base.f1, 4)], "draws": []}
             for _ in range(args.draws):
                 df = sampled_df(kept, background, 1024, rng)
-                s = score(np.array(st.labels), verify_df(idx, res, sh, df, SHIPPED, (args.max_df, 0.3, 0.6)))
+                s = score(np.array(st.labels), verify_df(idx, res, sh, df, SHIPPED, shipped_rule(args.max_df)))
                 row["draws"].append([s.fp, s.fn, round(s.f1, 4)])
             print(row)
             rows.append(row)
@@ -193,7 +200,8 @@ def main(argv=None) -> int:
                     help="only the English held-out streams under this many permutation draws, then stop")
     ap.add_argument("--scheme", choices=("affine32", "poisson"), default="affine32",
                     help="with --seeds: the permutations drawn (poisson at seed 1: the product's own signatures)")
-    ap.add_argument("--max-df", type=int, default=20, help="with --seeds: the rule's max_df (J' >= 0.3 below J 0.6)")
+    ap.add_argument("--max-df", type=int, default=20,
+                    help=f"with --seeds: the rule's max_df (J' >= {TEMPLATE_MIN_JACCARD} below J {TEMPLATE_BELOW})")
     ap.add_argument("--background", type=int, default=0,
                     help="only the English streams inside a run of this many more English documents, the product's "
                          "sample of 1024 kept documents, then stop")

@@ -124,7 +124,3 @@ def _with_letters(pinned, text_col: str, among: np.ndarray) -> np.ndarray:
     table = collect_arrow(among_rows(pinned, among).where(col(text_col).rlike(HAS_SHINGLES)).select(ROW_COL))
     return np.sort(np.asarray(table.column(ROW_COL).to_numpy(), dtype=np.int64))
 
-
-def summary_count(copies: Optional[ExactCopies]) -> Optional[int]:
-    """The summary's ``exact_duplicates``: the copies' number, or None when the run did not look for them."""
-    return None if copies is None else len(copies)

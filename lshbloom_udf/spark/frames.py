@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lshbloom_udf.common import spark_context
 from lshbloom_udf.spark.keys import ROW_COL
 
 # Rows a task of a driver-made frame carries at most: Spark warns about tasks over 1,000 KiB (TaskSetManager), and
@@ -33,10 +34,7 @@ def local_frame(spark, columns: dict, schema, small: bool = False):
     n = len(arrays[0]) if arrays else 0
     if n == 0:
         return spark.createDataFrame([], schema)
-    try:
-        sc = spark.sparkContext
-    except Exception:  # Spark Connect: no SparkContext on this side
-        sc = None
+    sc = spark_context(spark)  # None under Spark Connect: Arrow is its only way in
     if sc is None or small:
         return spark.createDataFrame(pa.table(dict(zip(names, arrays))), schema)
     width = sum(a.itemsize for a in arrays) or 1

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Optional, Union
 import numpy as np
 
 from lshbloom_udf import hooks
+from lshbloom_udf.common import default_parallelism, spark_context
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.minhash import KeySpec
 
@@ -172,8 +173,6 @@ def count_pinned(pinned) -> tuple:
     :class:`TaskThreads`. Under Spark Connect (no partition count on this side) a plain count."""
     from pyspark.sql import functions as F
 
-    from lshbloom_udf.common import default_parallelism, spark_context
-
     spark = pinned.sparkSession
     cores = default_parallelism(spark)
     sc = spark_context(spark)
@@ -209,10 +208,7 @@ def ship(spark, value):
     """``value`` for the executors' functions: a broadcast variable in a classic session (a task then carries a
     reference, not a copy: large arrays in a closure make tasks over Spark's 1,000 KiB advisory size); the value
     itself under Spark Connect (no broadcast variables there). :func:`shipped_value` reads either."""
-    try:
-        sc = spark.sparkContext
-    except Exception:  # Spark Connect: no SparkContext on this side
-        sc = None
+    sc = spark_context(spark)
     return value if sc is None or value is None else sc.broadcast(value)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from lshbloom_udf.common import hadoop_jvm
 from lshbloom_udf.errors import InternalError, JobError, OutputCommitError
 from lshbloom_udf.index.paths import temporary_of
 
@@ -20,15 +21,14 @@ class Output:
     """
 
     def __init__(self, spark, path: str, hidden: bool = False):
-        try:
-            jvm = spark.sparkContext._jvm
-        except AttributeError:  # a Spark Connect session has no JVM on this side
+        classic = hadoop_jvm(spark)  # None under Spark Connect: no JVM on this side
+        if classic is None:
             raise JobError(
                 "the dedup job needs a classic Spark session: it commits its output through the driver's Hadoop "
                 "file system, which Spark Connect does not expose. Over Spark Connect (Databricks serverless or "
                 "standard access mode) call lshbloom_udf.deduplicate(df, ...) and write its result (docs/deployment.md)"
-            ) from None
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
+            )
+        jvm, conf = classic
         hpath = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") or "/")
         self._fs = hpath.getFileSystem(conf)
         self._hpath = self._fs.makeQualified(hpath)

@@ -40,10 +40,12 @@ class ReproducedPass:
 
 
 def _stored_backend(given: PassInput, txn: KeptIndex) -> str:
-    """The kept index's Bloom backend, as its manifest records it (a sharded index: always its shards' backend)."""
-    if given.config.pass_mode == "sharded":
-        from lshbloom_udf.index.shards import SHARD_BLOOM
-
-        return SHARD_BLOOM
+    """The kept index's backend, as its manifest records it (a sharded index's manifest has its own layout)."""
     manifest = txn.manifest()
-    return manifest_bloom(manifest) if manifest is not None else "?"
+    if manifest is None:
+        return "?"
+    if given.config.pass_mode == "sharded":
+        from lshbloom_udf.spark.passes.sharded.store import manifest_bloom as sharded_bloom
+
+        return sharded_bloom(manifest)
+    return manifest_bloom(manifest)

@@ -47,11 +47,6 @@ def text_hashes(text_col: str) -> list:
     return text_hash_columns(text_col, (H1, H2))
 
 
-def identity_columns(config) -> list[str]:
-    """The columns a replay joins on: the id column, or the text's hashes."""
-    return [config.id_column] if config.id_column is not None else [H1, H2]
-
-
 def flagged_table(flagged_df, config, sources: tuple):
     """The stored decisions (an Arrow table) of ``flagged_df``: the flagged rows of a streamed run, with
     ``sources`` (the ``duplicate_of`` columns, or none)."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from lshbloom_udf import hooks
+from lshbloom_udf.common import spark_context
 from lshbloom_udf.config import DedupConfig
 from lshbloom_udf.errors import ConfigError, DedupInputError, InternalError
 from lshbloom_udf.index.lock import waiting_for_lock
@@ -79,15 +80,19 @@ class StreamDedup:
     :func:`~lshbloom_udf.spark.deduplicate`. ``query_id``: the stream's key in
     the index when called outside a streaming query (default: the query's id).
     ``progress``: the last batches' summaries (each also logged and given to ``on_batch(summary)``).
+    ``before_batch(batch_id)``: called before a new batch is decided (not for a batch Spark replays); the dict it
+    returns goes into the batch's summary.
     """
 
     def __init__(self, index_dir: str, output: Optional[str] = None, *, sink: Optional[Callable] = None,
                  query_id: Optional[str] = None, lock_wait_seconds: float = LOCK_WAIT_SECONDS,
-                 on_batch: Optional[Callable] = None, config: Optional[DedupConfig] = None, **settings):
+                 on_batch: Optional[Callable] = None, before_batch: Optional[Callable[[int], dict]] = None,
+                 config: Optional[DedupConfig] = None, **settings):
         self.config = check_stream_config((config or DedupConfig()).replace(index_dir=index_dir, **settings))
         if (output is None) == (sink is None):
             raise DedupInputError("a stream needs exactly one of output (a directory) and sink (a function)")
         self.output, self.sink, self.query_id, self.on_batch = output, sink, query_id, on_batch
+        self.before_batch = before_batch
         self.lock_wait_seconds = float(lock_wait_seconds)
         # Each batch: keep-first over its rows in flag mode (the stored flags need every row), then the mode asked.
         self.run_config = self.config.replace(mode="flag", force_new_ingest=True)
@@ -114,14 +119,16 @@ class StreamDedup:
     def __call__(self, batch_df, batch_id: int) -> None:
         t0 = time.monotonic()
         key = BatchKey(self._query_id(batch_df), int(batch_id))
-        hooks.fire("stream-batch", query=key.query, batch=key.batch)
         txn = self._open_index(batch_df.sparkSession)
         try:
             committed = key.find(txn.runs())
+            # A replay's rows were decided when it was committed: what before_batch checks concerns new batches only.
+            noted = self.before_batch(key.batch) if self.before_batch is not None and committed is None else {}
+            hooks.fire("stream-batch", query=key.query, batch=key.batch)
             if committed is not None:
                 entry = self._replay(batch_df, key, committed, txn.path)
             else:
-                entry = self._decide(batch_df, key, txn)
+                entry = {**self._decide(batch_df, key, txn), **noted}
         finally:
             txn.close()
         entry["seconds"] = round(time.monotonic() - t0, 3)
@@ -219,10 +226,8 @@ class StreamDedup:
             if not QUERY_ID.fullmatch(self.query_id):  # it names a folder in the index: no path of the caller's
                 raise DedupInputError(f"query_id {self.query_id!r}: use letters, digits, '-' and '_' only")
             return self.query_id
-        try:
-            found = batch_df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
-        except Exception:  # a Spark Connect session has no SparkContext here
-            found = None
+        sc = spark_context(batch_df.sparkSession)  # None under Spark Connect: no local properties to read
+        found = sc.getLocalProperty(QUERY_ID_PROPERTY) if sc is not None else None
         if not found or not QUERY_ID.fullmatch(found):
             raise DedupInputError("StreamDedup was called outside a streaming query's foreachBatch: give query_id= "
                                   "(the key of the stream's batches in the index)")

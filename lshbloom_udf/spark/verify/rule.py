@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
+from lshbloom_udf.config import TEMPLATE_BELOW, TEMPLATE_MIN_JACCARD, DedupConfig
+
 if TYPE_CHECKING:
     from lshbloom_udf.index.params import IndexParams
     from lshbloom_udf.minhash import ShingleUnit
@@ -24,8 +26,6 @@ JACCARD, CONTAINMENT, EXACT = 0, 1, 2
 
 def _default(name: str):
     """A setting's declared default (lshbloom_udf.config: one declaration per setting)."""
-    from lshbloom_udf.config import DedupConfig
-
     return DedupConfig.__dataclass_fields__[name].default
 
 
@@ -36,8 +36,8 @@ class TemplateRule:
     the study's values)."""
 
     max_df: int
-    below: float = 0.6
-    min_jaccard: float = 0.3
+    below: float = TEMPLATE_BELOW
+    min_jaccard: float = TEMPLATE_MIN_JACCARD
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-//! Verification's native parts (lshbloom_udf/spark/verify*.py): the
+//! Verification's native parts (lshbloom_udf/spark/verify/): the
 //! candidates of flagged documents (`pair_match`: round 1, the (band, key)
 //! pairs of many documents equal to a pair of a few; `shared_pairs`: round 2,
 //! a set's documents sharing a band with an earlier one), their exact shingle

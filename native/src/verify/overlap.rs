@@ -1,5 +1,5 @@
 //! Exact overlaps of shingle sets: verification's `|S_d ∩ S_e|`, `|S_d|` and
-//! `|S_e|` of text pairs (lshbloom_udf/spark/verify.py), by the index's
+//! `|S_e|` of text pairs (lshbloom_udf/spark/verify/similarity.py), by the index's
 //! shingling.
 //!
 //! Exact means the shingles' bytes are compared, not their hashes: a hash

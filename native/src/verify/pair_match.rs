@@ -1,7 +1,8 @@
 //! Which (band, key) pairs of many documents equal a pair of a few: round 1
-//! of verification's candidates on the driver (lshbloom_udf/spark/verify.py),
-//! and the earlier runs' records sharing a band with this run's flagged
-//! documents (lshbloom_udf/spark/crossrun.py, keys from b-bit sketches).
+//! of verification's candidates on the driver
+//! (lshbloom_udf/spark/verify/sources.py), and the earlier runs' records
+//! sharing a band with this run's flagged documents
+//! (lshbloom_udf/spark/verify/crossrun.py, keys from b-bit sketches).
 //!
 //! The few (the pass's flagged documents, `F` of them) are indexed band by
 //! band: band `i`'s keys, bijectively mixed (splitmix64's finalizer, so
@@ -17,7 +18,7 @@ use crate::hash::splitmix::mix;
 
 /// Band `i`'s key of a b-bit MinHash sketch (a byte a value), from its bytes `[i·r, (i+1)·r)`: packed
 /// little-endian when they fit in 8 bytes, else folded through [`mix`] (cross-run verification's candidates,
-/// lshbloom_udf/spark/crossrun.py: every earlier document that shares a band's `r` MinHash values shares these
+/// lshbloom_udf/spark/verify/crossrun.py: every earlier document that shares a band's `r` MinHash values shares these
 /// bytes).
 #[inline]
 fn sketch_band_key(bytes: &[u8]) -> u64 {

@@ -1,6 +1,6 @@
 //! Which documents of one set share a (band, key) with an earlier one of the
 //! same set, at most a few per bucket: round 2 of verification's candidates on
-//! the driver (lshbloom_udf/spark/verify_sources.py: the documents round 1
+//! the driver (lshbloom_udf/spark/verify/sources.py: the documents round 1
 //! unflagged, which are kept now, checked against each other).
 //!
 //! Documents are the rows of an `n × b` key matrix in row order, so "later"

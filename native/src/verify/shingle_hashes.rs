@@ -1,6 +1,6 @@
 //! Each text's distinct shingles as sorted 64-bit hashes: what verification's
 //! template rule counts (a shingle's document frequency over a sample of the
-//! documents the pass kept, lshbloom_udf/spark/verify_templates.py).
+//! documents the pass kept, lshbloom_udf/spark/verify/templates.py).
 //!
 //! The hash is xxh3-64 (seed 0) of the shingle's UTF-8 bytes. Unlike the
 //! exact overlaps (`overlap`), two distinct shingles may share a hash: among

@@ -209,6 +209,18 @@ def test_kept_sharded_index_incremental_runs(spark, docs, tmp_path):
     assert len(manifests(index_dir)) == 2
 
 
+def test_a_reproduced_run_of_a_cuckoo_sharded_index_reports_cuckoo(spark, docs, tmp_path):
+    """The same input again on a sharded index of cuckoo shards reproduces its run and names the index's backend."""
+    index_dir = str(tmp_path / "cuckoo")
+    df = spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in docs[:120]], SCHEMA).repartition(3)
+    cuckoo = {**MIX, **SHARDED, "bloom": "cuckoo", "index_dir": index_dir, "return_summary": True}
+    first_df, first = deduplicate(df, **cuckoo)
+    again_df, again = deduplicate(df, **{**cuckoo, "bloom": None})  # the index keeps its backend: none given
+    assert again["pass"] == "reproduced" and again["index"]["reproduced_from"] == first["index"]["run_id"]
+    assert first["index"]["backend"] == again["index"]["backend"] == "cuckoo"
+    assert flags_by_id(again_df) == flags_by_id(first_df) and again["duplicates"] == first["duplicates"] > 0
+
+
 def test_reopening_with_the_other_pass_is_a_clear_error(spark, docs, tmp_path):
     df = spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in docs[:40]], SCHEMA)
     sharded_dir, driver_dir = str(tmp_path / "sharded"), str(tmp_path / "driver")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 from lshbloom_udf import hooks
 from lshbloom_udf.common import over_capacity_warning, unique_rows
-from lshbloom_udf.index.shards import SHARD_BLOOM, plan_shards, shard_bloom
+from lshbloom_udf.index.shards import plan_shards, shard_bloom
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.keys import ACTIVE_COL, ArrowBatchLimits
 from lshbloom_udf.spark.passes.base import Decided, KeyedPass, PassInput, PassOutcome, PassResult
@@ -76,13 +76,13 @@ class ShardedPass(KeyedPass):
         travel)."""
         from pyspark.sql import functions as F
 
-        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
+        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction, manifest_bloom
 
         c, txn = given.config, given.kept_store(ShardedTransaction)
         active = keyed.where(F.col(ACTIVE_COL)).count()
         params, manifest = _index_params(given, txn)
         # An index keeps the backend it was written with (the manifest's "bloom"); a new one takes the setting's.
-        bloom = manifest.get("bloom", SHARD_BLOOM) if manifest else shard_bloom(c.bloom)
+        bloom = manifest_bloom(manifest) if manifest else shard_bloom(c.bloom)
         plan = plan_shards(params, c.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None,
                            bloom)
         if c.progress:

@@ -75,6 +75,14 @@ def holds_sharded(path: str) -> bool:
         for n in os.listdir(path))
 
 
+def manifest_bloom(manifest: Mapping) -> str:
+    """The backend of a sharded index's filters, as its manifest records it (a manifest without "bloom" was written
+    before cuckoo shards existed: blocked)."""
+    from lshbloom_udf.index.shards import SHARD_BLOOM
+
+    return str(manifest.get("bloom", SHARD_BLOOM))
+
+
 def refuse_sharded(path: str) -> None:
     """Refuse (:class:`IndexMismatchError`) a local directory that holds a sharded index, for the driver pass."""
     if holds_sharded(path):
@@ -175,7 +183,7 @@ class ShardedTransaction:
 
     def check_compatible(self, params: IndexParams, sizing_given=True, bloom: Optional[str] = None):
         """Refuse an index these parameters cannot use (:class:`IndexMismatchError`); its parameters, or None."""
-        from lshbloom_udf.index.shards import SHARD_BLOOM, SHARD_BLOOMS
+        from lshbloom_udf.index.shards import SHARD_BLOOMS
 
         if bloom is not None and bloom not in SHARD_BLOOMS:
             raise IndexMismatchError(f"{self.path}: the sharded pass keeps {' or '.join(SHARD_BLOOMS)} filters; "
@@ -183,8 +191,8 @@ class ShardedTransaction:
         manifest = self.manifest()
         if manifest is None:
             return None
-        if bloom is not None and bloom != manifest.get("bloom", SHARD_BLOOM):
-            raise IndexMismatchError(f"{self.path}: this sharded index keeps {manifest.get('bloom', SHARD_BLOOM)} "
+        if bloom is not None and bloom != manifest_bloom(manifest):
+            raise IndexMismatchError(f"{self.path}: this sharded index keeps {manifest_bloom(manifest)} "
                                      f"filters; drop bloom={bloom!r} or use another index_dir")
         have = params_from_manifest(manifest)
         check_expected(self.path, have, expected_params(params, sizing_given))
