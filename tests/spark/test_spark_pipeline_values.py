@@ -1,5 +1,5 @@
 """DedupRun's stage values are produced once: a second assignment is refused, and runs on every path (a new index,
-a kept one, a forced new ingestion, a reproduced run, the sharded pass) assign each at most once."""
+a kept one, a reproduced run, a forced new ingestion) assign each at most once."""
 
 from __future__ import annotations
 
@@ -21,13 +21,11 @@ def test_a_stage_value_is_set_once(spark):
     assert {"checked", "measured_before", "measured_after", "copies", "records"} <= STAGE_VALUES
 
 
-@pytest.mark.parametrize("pass_mode", ["driver", "sharded"])
-def test_every_run_path_assigns_each_stage_value_once(spark, tmp_path, pass_mode):
+def test_every_run_path_assigns_each_stage_value_once(spark, tmp_path):
     docs = list(sample_docs(300))
     df = spark.createDataFrame([(d["id"], d["text"]) for d in docs], "id string, text string").localCheckpoint()
     index = str(tmp_path / "index")
-    kw = dict(id_col="id", index_dir=index, progress=False, pass_mode=pass_mode, return_summary=True,
-              duplicate_of=True)
+    kw = dict(id_col="id", index_dir=index, progress=False, return_summary=True, duplicate_of=True)
     first = deduplicate(df.limit(200), **kw)
     again = deduplicate(df.limit(200), **kw)  # reproduced
     forced = deduplicate(df, force_new_ingest=True, **kw)  # the input check after the pass finds what it repeats
