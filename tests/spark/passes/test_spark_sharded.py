@@ -69,11 +69,9 @@ def test_the_sharded_pass_equals_exact_any_earlier(spark, monkeypatch):
     assert exact.sum() > n // 4
 
 
-@pytest.mark.parametrize("format_1", [False, True])
-def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark, format_1):
+def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark):
     """Two runs through ``decided_frame``: the first's filters, emitted in 1 KiB parts and handed to the second in
-    shuffled order (or put together again, one row per filter without a part column, as index format 1 stores
-    them), give the decisions of one any-earlier stream (up to Bloom FPs)."""
+    shuffled order, give the decisions of one any-earlier stream (up to Bloom FPs)."""
     from pyspark.sql import functions as F
 
     from lshbloom_udf.common import unique_rows
@@ -91,13 +89,6 @@ def test_filters_in_many_parts_carry_a_shard_into_the_next_run(spark, format_1):
     first = first.persist()
     stored = first.where(F.col("kind") == FILTER).drop("kind", "band").orderBy(F.rand(seed=1)).repartition(3)
     assert stored.where(F.col("part") > 2).count() > 0
-    if format_1:
-        whole: dict = {}
-        for r in stored.collect():
-            whole.setdefault((r["shard"], r["generation"], r["count"]), {})[r["part"]] = r["data"]
-        stored = spark.createDataFrame(
-            [(s, g, c, b"".join(parts[p] for p in sorted(parts))) for (s, g, c), parts in whole.items()],
-            "shard int, generation int, count long, data binary")
     rest = keyed_frame(spark, keys[half:], active[half:], 3).withColumn(ROW_COL, F.col(ROW_COL) + half)
     second = decided_frame(rest, plan, stored=stored, keep_filters=True, part_bytes=1024)
     flagged = np.zeros(n, dtype=bool)
@@ -207,6 +198,21 @@ def test_kept_sharded_index_incremental_runs(spark, docs, tmp_path):
     again = deduplicate(frame(second), **MIX, pass_mode="sharded", index_dir=index_dir)
     assert flags_by_id(again) == flags_by_id(out2)
     assert len(manifests(index_dir)) == 2
+
+
+def test_a_sharded_index_of_format_1_is_refused(spark, docs, tmp_path):
+    """Format 1 (one row per filter, no checksums) was never released: refused with what to do, not read."""
+    index_dir = str(tmp_path / "sharded")
+    frame = spark.createDataFrame([(d["id"], d["text"], d["source"]) for d in docs[:100]], SCHEMA)
+    deduplicate(frame, **MIX, **SHARDED, index_dir=index_dir).count()
+    path = os.path.join(index_dir, "manifest-00000001.json")
+    with open(path) as f:
+        manifest = json.load(f)
+    manifest["format_version"] = 1
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+    with pytest.raises(IndexMismatchError, match="format version 1, written before the first release.*rebuild"):
+        deduplicate(frame, **MIX, **SHARDED, index_dir=index_dir)
 
 
 def test_a_reproduced_run_of_a_cuckoo_sharded_index_reports_cuckoo(spark, docs, tmp_path):

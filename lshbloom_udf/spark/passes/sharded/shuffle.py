@@ -139,10 +139,10 @@ def decided_frame(keyed, plan: ShardPlan, stored=None, keep_filters: bool = Fals
     exploded = keyed.select(ROW_COL, KEYS_COL, ACTIVE_COL).mapInArrow(
         exploder(plan.b, plan.shards_per_band, blob_keys or BLOB_KEYS), EXPLODED_SCHEMA)
     if stored is not None:
-        part = F.col("part").cast("long") if "part" in stored.columns else F.lit(0)
         exploded = exploded.unionByName(stored.select(
             F.col("shard").cast("int").alias(SHARD_COL),
-            (F.lit(-1) - (F.col("generation").cast("long") * F.lit(MAX_PARTS) + part)).alias(FIRST_COL),
+            (F.lit(-1) - (F.col("generation").cast("long") * F.lit(MAX_PARTS) + F.col("part").cast("long")))
+            .alias(FIRST_COL),
             F.col("count").cast("long").alias("count"),
             F.col("data"),
         ))
