@@ -34,17 +34,10 @@ def pytest_sessionfinish(session):
 
 
 def pytest_collection_modifyitems(items):
-    """Every test that uses a SparkSession is marked ``spark`` (``make test-fast`` runs the others). The files with
-    the most slow tests run first (each file's own order kept): ``make test`` hands whole files to its processes in
-    this order, and a long file handed out last would keep one process busy after the other is done."""
+    """Every test that uses a SparkSession is marked ``spark`` (``make test-fast`` runs the others)."""
     for item in items:
         if {"spark", "cluster"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
-    files: dict = {}
-    for item in items:
-        files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    slow = {name: sum(1 for i in group if i.get_closest_marker("slow")) for name, group in files.items()}
-    items[:] = [i for name in sorted(files, key=lambda n: -slow[n]) for i in files[name]]
 
 
 @pytest.fixture(scope="session")
