@@ -56,8 +56,6 @@ from lshbloom_udf.spark.result import DedupResult, RunReport, check_bands
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-
-
 # The values the stages produce, each once: DedupRun refuses to assign one a second time (a later stage never
 # changes an earlier one's). The class attributes below are their values before the stage (or when it is skipped).
 STAGE_VALUES = frozenset({
