@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from lshbloom_udf.errors import InternalError
 from lshbloom_udf.index import manifest_bloom
-from lshbloom_udf.index.kept import KeptIndex
 from lshbloom_udf.spark.passes.base import Decided, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.scan import ScanResult
 
@@ -34,16 +33,13 @@ class ReproducedPass:
             inserted_before=int(prior.inserted_total or 0) - prior.inserted,
             inserted_total=int(manifest["inserted"]),
             reused=True,
-            backend=_stored_backend(given, txn),
+            backend=_stored_backend(given, manifest),
         )
         return Decided(PassResult(outcome, report, given.params), ScanResult())
 
 
-def _stored_backend(given: PassInput, txn: KeptIndex) -> str:
+def _stored_backend(given: PassInput, manifest: dict) -> str:
     """The kept index's backend, as its manifest records it (a sharded index's manifest has its own layout)."""
-    manifest = txn.manifest()
-    if manifest is None:
-        return "?"
     if given.config.pass_mode == "sharded":
         from lshbloom_udf.spark.passes.sharded.store import manifest_bloom as sharded_bloom
 

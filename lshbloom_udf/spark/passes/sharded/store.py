@@ -315,7 +315,7 @@ class ShardedTransaction:
                 f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. "
                 "Restore the index from a backup, or rebuild it from its runs' inputs into a new --index-dir "
                 "(docs/reliability.md)")
-        records = len(self.verify_records_many(self.runs()))
+        records = len(self.verify_records_many(read_runs(manifest, self.dir.child(manifest_name(manifest["version"])))))
         return {"filter_parts": int(row["parts"]), "records": records}
 
     def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
