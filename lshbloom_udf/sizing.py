@@ -252,7 +252,7 @@ def plan(
         fits_in_ram=index_bytes < ram,
         growth=growth,
         growth_table=growth_table(sized, bloom, generations) if growth == "grow" else [],
-        records_bytes=docs * record_bytes(num_perm),
+        records_bytes=docs * record_bytes(num_perm, b),
     )
 
 

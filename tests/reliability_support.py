@@ -188,10 +188,14 @@ def read_flags(spark, out, fmt="parquet") -> dict:
 
 
 def records_rows(path) -> list:
-    """A run's records (lshbloom_udf.index.records) as their sorted rows."""
+    """A run's records (lshbloom_udf.index.records) as their sorted rows: the local store's layout
+    (lshbloom_udf.index.lookup) or the sharded store's Parquet."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(str(path), columns=["row", "id", "sketch", "size"])
+    from lshbloom_udf.index import lookup
+
+    table = (lookup.read_records(str(path)).select(["row", "id", "sketch", "size"]) if lookup.is_layout(str(path))
+             else pq.read_table(str(path), columns=["row", "id", "sketch", "size"]))
     return sorted(zip(*(table.column(c).to_pylist() for c in table.column_names)))
 
 
@@ -210,7 +214,7 @@ def index_state(path) -> dict:
                 state[name] = f.read()
         elif name == "runs":
             for dname in sorted(os.listdir(full)):
-                if dname.endswith(".records"):  # a run's records (Parquet parts named by Spark): their rows
+                if dname.endswith(".records"):  # a run's records (files named by Spark, or laid out for lookups): rows
                     state[f"runs/{dname}"] = records_rows(os.path.join(full, dname))
                     continue
                 with open(os.path.join(full, dname), "rb") as f:

@@ -54,11 +54,23 @@ LOCAL_ALGORITHM = "xxh3-64"
 # characters and the framing (measured: docs/algorithm.md §8), and the 16-byte text hash (incompressible).
 RECORD_FIXED_BYTES = 34
 HADOOP_ALGORITHM = "xxhash64"
+# How a run's records are laid out (its record's ``records.layout``): the local store's with a lookup by band key
+# (:mod:`lshbloom_udf.index.lookup`), or Spark's Parquet parts (the sharded store's, scanned by a Spark job).
+LOOKUP_LAYOUT = "lookup"
+PARQUET_LAYOUT = "parquet"
 
 
-def record_bytes(num_perm: int) -> int:
-    """Bytes one kept document's record takes on disk (``plan``'s figure: the sketch is incompressible)."""
-    return num_perm * SKETCH_BITS // 8 + RECORD_FIXED_BYTES
+def record_bytes(num_perm: int, b: int = 0) -> int:
+    """Bytes one kept document's record takes on disk (``plan``'s figure: the sketch is incompressible), with the
+    lookup of its ``b`` band keys where the layout has one (:func:`lookup_bytes`)."""
+    return num_perm * SKETCH_BITS // 8 + RECORD_FIXED_BYTES + lookup_bytes(b)
+
+
+def lookup_bytes(b: int) -> int:
+    """Bytes the lookup (:mod:`lshbloom_udf.index.lookup`) takes per document of ``b`` bands."""
+    from lshbloom_udf.index.lookup import FENCE_EVERY
+
+    return -(-b * (3 * FENCE_EVERY + 4) // FENCE_EVERY)
 
 
 def local_name(run_id: str) -> str:
@@ -66,10 +78,21 @@ def local_name(run_id: str) -> str:
     return f"runs/{run_id}{RECORDS_SUFFIX}"
 
 
-def entry(documents: int, size_bytes: int, algorithm: str, files: Mapping[str, str], num_perm: int) -> dict:
+def entry(documents: int, size_bytes: int, algorithm: str, files: Mapping[str, str], num_perm: int,
+          layout: str) -> dict:
     """The run record's ``records`` field (its ``path`` is set by the store's commit)."""
     return {"documents": int(documents), "bytes": int(size_bytes), "sketch_bits": SKETCH_BITS,
-            "num_perm": int(num_perm), "checksums": {"algorithm": algorithm, "files": dict(files)}}
+            "num_perm": int(num_perm), "layout": layout,
+            "checksums": {"algorithm": algorithm, "files": dict(files)}}
+
+
+def layout_of(recorded: Mapping) -> str:
+    """A run record's records layout (:data:`LOOKUP_LAYOUT` or :data:`PARQUET_LAYOUT`)."""
+    layout = recorded.get("layout")
+    if layout not in (LOOKUP_LAYOUT, PARQUET_LAYOUT):
+        raise IndexCorruptError(f"records of layout {layout!r}: this version reads {LOOKUP_LAYOUT!r} and "
+                                f"{PARQUET_LAYOUT!r}; rebuild the index from its runs' inputs into a new --index-dir")
+    return str(layout)
 
 
 def of_run(run: RunRecord) -> Optional[dict]:
@@ -79,8 +102,10 @@ def of_run(run: RunRecord) -> Optional[dict]:
 
 
 def part_names(names) -> list:
-    """The part files among a records directory's file names, sorted."""
-    return sorted(n for n in names if PART_FILE.fullmatch(n))
+    """The data files among a records directory's file names (Parquet parts, or the lookup layout's), sorted."""
+    from lshbloom_udf.index.lookup import FILES
+
+    return sorted(n for n in names if PART_FILE.fullmatch(n) or n in FILES)
 
 
 @dataclass(frozen=True)
@@ -97,7 +122,11 @@ def local_staged(path: str) -> StagedRecords:
     """The records in the local directory ``path`` (:class:`StagedRecords`)."""
     import pyarrow.parquet as pq
 
+    from lshbloom_udf.index import lookup
+
     checksums, size = local_checksums(path)
+    if lookup.is_layout(path):
+        return StagedRecords(checksums, size, lookup.documents_in(path))
     documents = sum(pq.read_metadata(os.path.join(path, name)).num_rows for name in checksums)
     return StagedRecords(checksums, size, documents)
 

@@ -154,6 +154,7 @@ class IndexTransaction(LockHolder):
         return rec.local_staged(self.records_target())
 
     records_algorithm = rec.LOCAL_ALGORITHM
+    records_layout = rec.LOOKUP_LAYOUT
 
     def _ensure_staging(self) -> str:
         self._check_open()

@@ -210,10 +210,14 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
     t0 = time.monotonic()
     target = hadoop_uri(txn.records_target())
     flagged = np.unique(np.asarray(flagged_rows, np.int64))
+    lookup = txn.records_layout == rec.LOOKUP_LAYOUT
     if spool is not None:
-        spool.write(txn.records_target(), flagged)
+        spool.write(txn.records_target(), flagged, spec)
     else:
-        sketch_frame(pinned, text_col, id_col, spec, flagged, False, threads).write.mode("overwrite").parquet(target)
+        written = hadoop_uri(txn.records_target() + PARQUET_SUFFIX) if lookup else target
+        sketch_frame(pinned, text_col, id_col, spec, flagged, False, threads).write.mode("overwrite").parquet(written)
+        if lookup:
+            lookup_from_parquet(txn.records_target() + PARQUET_SUFFIX, txn.records_target(), spec)
     hooks.fire("after-records")
     staged = txn.staged_records()
     if kept is not None and staged.documents != kept:
@@ -223,35 +227,67 @@ def write_records(txn, pinned, text_col: str, id_col: Optional[str], spec, flagg
             f"{target}: the executors wrote {staged.documents:,} of the run's {kept:,} records where the driver "
             "reads them: on a cluster a local --index-dir must be on a filesystem the executors share (NFS), or use "
             "--pass sharded with an HDFS/object-store --index-dir")
-    out = rec.entry(staged.documents, staged.bytes, txn.records_algorithm, staged.checksums, spec.num_perm)
+    out = rec.entry(staged.documents, staged.bytes, txn.records_algorithm, staged.checksums, spec.num_perm,
+                    txn.records_layout)
     out["seconds"] = round(time.monotonic() - t0, 3)
     out["computed_by"] = "keys stage" if spool is not None else "records job"
     return out
 
 
+# Where the records job's Parquet goes before the driver lays it out for lookups (beside the records directory).
+PARQUET_SUFFIX = ".parquet"
+
+
+def lookup_from_parquet(parquet_dir: str, target: str, spec) -> None:
+    """Lay out the Parquet records in the local ``parquet_dir`` for lookups in ``target``
+    (:class:`~lshbloom_udf.index.lookup.LookupWriter`, in the parts' order), then delete the Parquet."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from lshbloom_udf.index.lookup import LookupWriter
+
+    writer = LookupWriter(target, spec.num_perm)
+    for name in rec.part_names(os.listdir(parquet_dir)):
+        for batch in pq.ParquetFile(os.path.join(parquet_dir, name)).iter_batches():
+            writer.add(batch)
+    writer.close(spec.b, spec.r)
+    shutil.rmtree(parquet_dir)
+
+
 @dataclass
 class PriorRuns:
-    """The committed runs a run's documents may duplicate, with their records (``(run id, Hadoop path)``, their
-    checksums verified). Documents of band files adopted from datasketch have none: they verify nothing."""
+    """The committed runs a run's documents may duplicate, with their records (their checksums verified):
+    ``looked_up`` the local store's (``(run id, directory, documents)``, :mod:`lshbloom_udf.index.lookup`),
+    ``scanned`` the sharded store's Parquet (``(run id, Hadoop path)``). Documents of band files adopted from
+    datasketch have none: they verify nothing."""
 
-    with_records: list = field(default_factory=list)
+    looked_up: list = field(default_factory=list)
+    scanned: list = field(default_factory=list)
     documents: int = 0
     bytes: int = 0
+    scanned_documents: int = 0
+    scanned_bytes: int = 0
+
+    @property
+    def with_records(self) -> list:
+        """The run ids with records, oldest first."""
+        return sorted([run for run, *_ in self.looked_up] + [run for run, _ in self.scanned])
 
     def frame(self, spark):
-        """All their records, with a column ``run`` (the run id), as one DataFrame, in as many partitions as one
-        read of their bytes would make (at least one per core): a union keeps a run's partitions apart, and a
-        stream's many small runs would otherwise pay a task each (its fixed cost: the scan's lookup index built
+        """The scanned runs' records, with a column ``run`` (the run id), as one DataFrame, in as many partitions
+        as one read of their bytes would make (at least one per core): a union keeps a run's partitions apart, and
+        a stream's many small runs would otherwise pay a task each (its fixed cost: the scan's lookup index built
         again)."""
         from pyspark.sql import functions as F
 
         frames = [spark.read.schema(RECORD_SCHEMA).parquet(path).withColumn("run", F.lit(run_id))
-                  for run_id, path in self.with_records]
+                  for run_id, path in self.scanned]
         out = frames[0]
         for f in frames[1:]:
             out = out.unionByName(f)
         split = parse_bytes(spark.conf.get("spark.sql.files.maxPartitionBytes"))
-        return out.coalesce(max(default_parallelism(spark), -(-self.bytes // split)))
+        return out.coalesce(max(default_parallelism(spark), -(-self.scanned_bytes // split)))
 
 
 def hadoop_checksums(spark, wheres: list) -> dict:
@@ -286,7 +322,13 @@ def prior_runs(txn, before: Optional[str] = None) -> PriorRuns:
                 raise IndexCorruptError(f"{txn.path}: run {run_id} inserted {run.inserted:,} documents but its record "
                                         "names no records; restore the index's manifest from a backup")
             continue
-        out.with_records.append((run_id, hadoop_uri(where)))
-        out.documents += int(recorded["documents"])
-        out.bytes += int(recorded["bytes"])
+        documents, size = int(recorded["documents"]), int(recorded["bytes"])
+        if rec.layout_of(recorded) == rec.LOOKUP_LAYOUT:
+            out.looked_up.append((run_id, where, documents))
+        else:
+            out.scanned.append((run_id, hadoop_uri(where)))
+            out.scanned_documents += documents
+            out.scanned_bytes += size
+        out.documents += documents
+        out.bytes += size
     return out

@@ -334,7 +334,8 @@ def _verify_text(v: dict, summary: dict, idx: dict) -> str:
     cross = v.get("cross_run")
     if cross:
         text += (f"\n                   across runs: {cross['looked_up']:,} flags judged against "
-                 f"{cross['records_read']:,} records of {cross['records_runs']} earlier run(s): "
+                 f"the {cross['records_held']:,} records of {cross['records_runs']} earlier run(s) "
+                 f"({cross['records_read']:,} read): "
                  f"{cross['verified']:,} name an earlier run's document, {cross['unflagged']:,} unflagged "
                  f"({cross['seconds']:.1f} s); this run's records: "
                  f"{cross['records_written']:,} ({human_bytes(cross['record_bytes'])})")

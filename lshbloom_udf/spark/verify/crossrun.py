@@ -145,10 +145,13 @@ class CrossRun:
         f_size = mine.column("size").to_numpy().astype(np.float64)
         from lshbloom_udf.spark.keys import ship
 
-        flag_keys = ship(spark, _native.sketch_band_keys(f_sketch, b, r))
-        found = self.runs.frame(spark).mapInArrow(match_mapper(flag_keys, b, r, k, CANDIDATES_PER_DOCUMENT),
-                                                  MATCH_SCHEMA)
-        cand = _best(_collect(found))
+        keys = _native.sketch_band_keys(f_sketch, b, r)
+        found = [looked_up(self.runs.looked_up, keys, self.spec)]
+        if self.runs.scanned:
+            found.append(_collect(self.runs.frame(spark).mapInArrow(
+                match_mapper(ship(spark, keys), b, r, k, CANDIDATES_PER_DOCUMENT), MATCH_SCHEMA)))
+        cand = _best(_concat(found))
+        self.stats["records_read"] = int(self.runs.scanned_documents + found[0].num_rows)
         self.stats["candidates"] = int(cand.num_rows)
         if not cand.num_rows:
             return none
@@ -180,8 +183,8 @@ class CrossRun:
 
     def summary(self, records: Optional[dict]) -> dict:
         """The summary's ``verify.cross_run`` part (docs/summary.md)."""
-        return {"records_runs": len(self.runs.with_records),
-                "records_read": self.runs.documents, "looked_up": self.stats.get("looked_up", 0),
+        return {"records_runs": len(self.runs.with_records), "records_held": self.runs.documents,
+                "records_read": self.stats.get("records_read", 0), "looked_up": self.stats.get("looked_up", 0),
                 "candidates": self.stats.get("candidates", 0), "verified": self.stats.get("verified", 0),
                 "unflagged": self.stats.get("unflagged", 0), "seconds": self.stats.get("seconds", 0.0),
                 **_written(records)}
@@ -219,6 +222,49 @@ def same_text(mine, theirs, owner: np.ndarray) -> np.ndarray:
     mine_m = binary_matrix(pc.fill_null(mine, fill), 16)[owner]
     theirs_m = binary_matrix(pc.fill_null(theirs, fill), 16)
     return known & (mine_m == theirs_m).all(axis=1)
+
+
+def looked_up(runs: list, keys: np.ndarray, spec):
+    """The candidates (:data:`MATCH_SCHEMA`) of the flags' ``(F, b)`` band keys in the local store's runs
+    (``(run id, directory, documents)``, :class:`~lshbloom_udf.index.lookup.RunLookup`): per run and flag, the
+    :data:`CANDIDATES_PER_DOCUMENT` records sharing the most bands, then the earliest."""
+    import pyarrow as pa
+
+    from lshbloom_udf.index.lookup import RunLookup
+
+    tables = []
+    for run_id, directory, documents in runs:
+        lookup = RunLookup(directory, documents, spec.num_perm, spec.b, spec.r)
+        m = lookup.matches(keys)
+        if not len(m.owner):
+            continue
+        order = np.lexsort((m.position, -m.shared, m.owner))
+        owner, position, shared = m.owner[order], m.position[order], m.shared[order]
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        keep = (np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))) < CANDIDATES_PER_DOCUMENT
+        found = lookup.records(position[keep])
+        tables.append(pa.table({
+            "owner": pa.array(owner[keep].astype(np.int32)), "shared": pa.array(shared[keep].astype(np.int32)),
+            "run": pa.array([run_id] * int(keep.sum()), pa.string()),
+            **{name: found.column(name) for name in MATCH_SCHEMA_RECORD if name != "run"}}))
+    return _concat(tables) if tables else _empty_matches()
+
+
+def _empty_matches():
+    import pyarrow as pa
+
+    return pa.table({"owner": pa.array([], pa.int32()), "shared": pa.array([], pa.int32()),
+                     "run": pa.array([], pa.string()), "row": pa.array([], pa.int64()),
+                     "id": pa.array([], pa.string()), "sketch": pa.array([], pa.binary()),
+                     "size": pa.array([], pa.float32()), "text_hash": pa.array([], pa.binary())})
+
+
+def _concat(tables: list):
+    import pyarrow as pa
+
+    tables = [t for t in tables if t.num_rows] or tables[:1]
+    schema = _empty_matches().schema
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
 
 
 def _collect(frame):

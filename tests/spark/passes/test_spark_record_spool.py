@@ -3,10 +3,9 @@ rows and values as the records job's, which computes every kept document's MinHa
 
 from __future__ import annotations
 
-import pyarrow.parquet as pq
 import pytest
 
-from lshbloom_udf.index import IndexTransaction
+from lshbloom_udf.index import IndexTransaction, lookup
 from lshbloom_udf.spark import deduplicate
 
 
@@ -32,7 +31,7 @@ def _records(spark, tmp_path, name: str, with_id: bool, **settings):
     flags = sorted(r["text"] or "" for r in out.where("is_duplicate").collect())
     with IndexTransaction(str(index)) as txn:
         run = txn.runs()[-1]
-    table = pq.read_table(str(index / run.records["path"]))
+    table = lookup.read_records(str(index / run.records["path"]))
     records = sorted(zip(*(table.column(c).to_pylist() for c in ("row", "id", "sketch", "size", "text_hash"))))
     return records, flags, run.records
 

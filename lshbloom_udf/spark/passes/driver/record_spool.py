@@ -6,7 +6,7 @@ Computed by their own Spark job after verification, they cost a second MinHash o
 into a local index, the keys stage sends each row's record fields with its keys instead
 (:class:`~lshbloom_udf.spark.passes.driver.sender.RecordFields`), the driver spools those of the rows with
 shingles here as the pass reads them (an Arrow stream file in the run's temporary directory: each row once, in
-row order, whatever the task attempts), and after verification writes the kept ones' records as Parquet where the
+row order, whatever the task attempts), and after verification writes the kept ones' records where the
 index's transaction stages them (:meth:`RecordSpool.write`). The files hold the same rows and values the records
 job writes (``tests/spark/passes/test_spark_record_spool.py``).
 
@@ -25,9 +25,6 @@ import numpy as np
 
 from lshbloom_udf.litter import make_temp_dir
 
-# Rows per Parquet row group of the records the driver writes (Spark's writer groups by bytes; any grouping reads
-# the same).
-ROW_GROUP_ROWS = 1 << 17
 # The fixed bytes of one row's record fields on the wire and in the spool: has shingles 1, size 4, text hash 16
 # (and 4 for an id's length).
 FIXED_BYTES = 21
@@ -85,17 +82,15 @@ class RecordSpool:
         self._writer.write_batch(batch.filter(pa.array(has)))
         self.rows += int(np.count_nonzero(has))
 
-    def write(self, target: str, flagged_rows: np.ndarray) -> None:
-        """Write the records of the spooled rows not in ``flagged_rows`` as one Parquet file in the local directory
-        ``target`` (made if missing)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    def write(self, target: str, flagged_rows: np.ndarray, spec) -> None:
+        """Write the records of the spooled rows not in ``flagged_rows`` in the local directory ``target`` (made if
+        missing), laid out for lookups (:class:`~lshbloom_udf.index.lookup.LookupWriter`) of ``spec``'s bands."""
+        from lshbloom_udf.index.lookup import LookupWriter
 
-        os.makedirs(target, exist_ok=True)
-        out = os.path.join(target, f"part-00000-{uuid.uuid4()}-c000.snappy.parquet")
-        with pq.ParquetWriter(out, record_schema(), compression="snappy") as w:
-            for kept in self._batches(flagged_rows, inside=False):
-                w.write_table(pa.Table.from_batches([kept]), row_group_size=ROW_GROUP_ROWS)
+        writer = LookupWriter(target, self.num_perm)
+        for kept in self._batches(flagged_rows, inside=False):
+            writer.add(kept)
+        writer.close(spec.b, spec.r)
 
     def among(self, rows: np.ndarray):
         """The spooled rows among ``rows`` (those with shingles) as a table of the records' columns, in row order:

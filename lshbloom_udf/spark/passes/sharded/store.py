@@ -255,6 +255,7 @@ class ShardedTransaction:
     # -- this run -----------------------------------------------------------------
 
     records_algorithm = "xxhash64"
+    records_layout = rec.PARQUET_LAYOUT
 
     def records_target(self) -> str:
         """Where this run's records are written: ``records`` in the version directory this run wrote."""

@@ -1,0 +1,282 @@
+"""A run's records with a lookup by band key: verification across runs reads what a flag's band keys point at.
+
+A flag no document of its own run verifies must find the earlier kept document that shares a band with it,
+from any one of that document's ``b`` band keys (docs/algorithm.md §8b). Scanning every earlier record per run
+costs ``O(N)``; this layout answers each key in ``O(log N)`` reads of a few bytes, whatever ``N``.
+
+A run's records directory in a local index (``runs/<run id>.records``, :mod:`lshbloom_udf.index.records`):
+
+    records.arrow   Arrow IPC file of ``row`` (long), ``id`` (string), ``size`` (float), ``text_hash`` (16 bytes),
+                    one row per kept document, at positions ``0 .. N-1``
+    sketch.u8       ``(N, k)`` uint8: the b-bit sketches, in the same positions (memory-mapped, read by row)
+    fence.u32       ``(b, ⌈N/F⌉)`` uint32: every ``F``-th of each band's folded keys, sorted
+    fragment.u8     ``(b, N)`` uint8: the low 8 bits of each band's folded keys, sorted
+    group.u16       ``(b, N)`` uint16: the group (``position // G``) of each sorted key
+
+Band ``i``'s key of a record is its sketch bytes ``[i·r, (i+1)·r)`` packed
+(:func:`~lshbloom_udf._native.sketch_band_keys`), folded to 32 bits. Its entries are sorted by (key, position).
+A lookup of key ``x``: the fences bound the blocks of ``F`` entries that may hold ``x``; the fragments pick those
+entries; each names a group of ``G = ⌈N / 2^16⌉`` consecutive positions, whose ``G`` sketches are read and
+compared on the band's ``r`` bytes (exact). So a key costs a binary search of ``N/F`` fences, ``F`` fragments
+and ``G`` sketch rows per entry that matches its fragment (one in 256 of the others): bounded by the run's size,
+never by the index's. The lookup takes ``64 · (2 + 1 + 4/F)`` bits = 208 bytes per document at ``b = 64``,
+``F = 16``. A key many records share (a template's band) reads at most :data:`ENTRIES_PER_KEY` of them, the
+earliest positions first.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+RECORDS_FILE = "records.arrow"
+SKETCH_FILE = "sketch.u8"
+FENCE_FILE = "fence.u32"
+FRAGMENT_FILE = "fragment.u8"
+GROUP_FILE = "group.u16"
+FILES = (RECORDS_FILE, SKETCH_FILE, FENCE_FILE, FRAGMENT_FILE, GROUP_FILE)
+# Sorted keys per fence: a lookup reads this many fragments per block (and a fence array a sixteenth of the keys).
+FENCE_EVERY = 16
+# Groups per band at most: a group is a uint16.
+GROUPS_MAX = 1 << 16
+# Entries of one key a lookup follows at most, the earliest positions first: a key a template's thousand pages
+# share would otherwise read them all for each flag (verification keeps 4 candidates per flag, ranked by shared
+# bands: a true source shares many, docs/algorithm.md §8).
+ENTRIES_PER_KEY = 64
+# The share of this process's available memory that building a run's lookup may take (a band's keys, order and
+# sorted copy at a time, as many bands as fit).
+BUILD_SHARE = 0.25
+# What one record costs the build per band: its folded key, its int64 order and the sorted copies.
+BUILD_BYTES_PER_KEY = 24
+SCHEMA_FIELDS = (("row", "int64"), ("id", "string"), ("size", "float32"), ("text_hash", "binary"))
+
+
+def group_rows(documents: int) -> int:
+    """``G``: consecutive positions per group, so that a run's groups fit a uint16."""
+    return max(1, -(-int(documents) // GROUPS_MAX))
+
+
+def fold(keys: np.ndarray) -> np.ndarray:
+    """64-bit band keys folded to the 32 bits the lookup sorts by."""
+    keys = np.asarray(keys, np.uint64)
+    return ((keys >> np.uint64(32)) ^ (keys & np.uint64(0xFFFFFFFF))).astype(np.uint32)
+
+
+def meta_schema():
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in SCHEMA_FIELDS])
+
+
+class LookupWriter:
+    """Writes a run's records in this layout: :meth:`add` batches of the records' columns (``row``, ``id``,
+    ``sketch``, ``size``, ``text_hash``) in position order, then :meth:`close` builds the lookup."""
+
+    def __init__(self, directory: str, num_perm: int):
+        import pyarrow as pa
+
+        os.makedirs(directory, exist_ok=True)
+        self.directory, self.num_perm, self.documents = directory, int(num_perm), 0
+        self._sink = pa.OSFile(os.path.join(directory, RECORDS_FILE), "wb")
+        self._meta = pa.ipc.new_file(self._sink, meta_schema())
+        self._sketch = open(os.path.join(directory, SKETCH_FILE), "wb")
+
+    def add(self, batch) -> None:
+        """One Arrow batch (or table) of records."""
+        import pyarrow as pa
+
+        from lshbloom_udf.spark.records import binary_matrix
+
+        if batch.num_rows == 0:
+            return
+        self._sketch.write(np.ascontiguousarray(binary_matrix(batch.column("sketch"), self.num_perm)).tobytes())
+        columns = [batch.column(name) for name, _ in SCHEMA_FIELDS]
+        self._meta.write(pa.Table.from_arrays(columns, schema=meta_schema()))
+        self.documents += batch.num_rows
+
+    def close(self, b: int, r: int) -> int:
+        """Finish the files and build the lookup of ``b`` bands of ``r`` sketch bytes; the records written."""
+        self._meta.close()
+        self._sink.close()
+        self._sketch.flush()
+        os.fsync(self._sketch.fileno())
+        self._sketch.close()
+        build(self.directory, self.documents, self.num_perm, b, r)
+        return self.documents
+
+
+def build(directory: str, documents: int, num_perm: int, b: int, r: int, budget: Optional[int] = None) -> None:
+    """Write the fences, fragments and groups of the ``documents`` sketches in ``directory`` (see the module
+    docs), as many bands at a time as ``budget`` bytes hold (default: :data:`BUILD_SHARE` of what this process
+    may take)."""
+    from lshbloom_udf import _native
+    from lshbloom_udf.memory import machine_available
+
+    n = int(documents)
+    sketch = _sketch_map(directory, n, num_perm)
+    fences = -(-n // FENCE_EVERY)
+    out = {name: _raw_map(directory, name, dtype, (b, width)) for name, dtype, width in
+           ((FENCE_FILE, np.uint32, fences), (FRAGMENT_FILE, np.uint8, n), (GROUP_FILE, np.uint16, n))}
+    room = budget if budget is not None else int(BUILD_SHARE * (machine_available() or (1 << 30)))
+    per_pass = max(1, min(b, room // max(1, n * BUILD_BYTES_PER_KEY)))
+    g = group_rows(n)
+    chunk = 1 << 16
+    for first in range(0, b, per_pass):
+        bands = range(first, min(b, first + per_pass))
+        keys = np.empty((len(bands), n), np.uint32)
+        for start in range(0, n, chunk):  # one read of the sketches per pass
+            part = _native.sketch_band_keys(np.ascontiguousarray(sketch[start:start + chunk]), b, r)
+            keys[:, start:start + len(part)] = fold(part[:, bands.start:bands.stop]).T
+        for j, band in enumerate(bands):
+            order = np.argsort(keys[j], kind="stable")
+            ordered = keys[j][order]
+            out[FENCE_FILE][band] = ordered[::FENCE_EVERY]
+            out[FRAGMENT_FILE][band] = (ordered & 0xFF).astype(np.uint8)
+            out[GROUP_FILE][band] = (order // g).astype(np.uint16)
+        del keys
+    for array in out.values():
+        if isinstance(array, np.memmap):
+            array.flush()
+    del sketch, out
+    for name in (FENCE_FILE, FRAGMENT_FILE, GROUP_FILE):
+        _fsync(os.path.join(directory, name))
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _raw_map(directory: str, name: str, dtype, shape, mode: str = "w+"):
+    if 0 in shape:  # numpy cannot map an empty file
+        if mode == "w+":
+            open(os.path.join(directory, name), "wb").close()
+        return np.zeros(shape, dtype)
+    return np.memmap(os.path.join(directory, name), dtype=dtype, mode=mode, shape=shape)
+
+
+def _sketch_map(directory: str, documents: int, num_perm: int):
+    return _raw_map(directory, SKETCH_FILE, np.uint8, (documents, num_perm), mode="r")
+
+
+@dataclass
+class Matches:
+    """What a lookup found: per (flag, record) pair sharing a band, the flag (``owner``), the record's position
+    and how many of the flag's bands it shares (``shared``)."""
+
+    owner: np.ndarray
+    position: np.ndarray
+    shared: np.ndarray
+
+
+class RunLookup:
+    """One committed run's records, opened for lookups (memory-mapped, read only)."""
+
+    def __init__(self, directory: str, documents: int, num_perm: int, b: int, r: int):
+        self._init_records(directory, documents, num_perm)
+        self.b, self.r = int(b), int(r)
+        self.g = group_rows(self.n)
+        fences = -(-self.n // FENCE_EVERY)
+        self.fence = _raw_map(directory, FENCE_FILE, np.uint32, (self.b, fences), "r")
+        self.fragment = _raw_map(directory, FRAGMENT_FILE, np.uint8, (self.b, self.n), "r")
+        self.group = _raw_map(directory, GROUP_FILE, np.uint16, (self.b, self.n), "r")
+
+    def _init_records(self, directory: str, documents: int, num_perm: int) -> RunLookup:
+        self.directory, self.n, self.k = directory, int(documents), int(num_perm)
+        self.sketch = _sketch_map(directory, self.n, self.k)
+        return self
+
+    def matches(self, flag_keys: np.ndarray) -> Matches:
+        """The records sharing a band with each of the flags' ``(F, b)`` band keys (see the module docs)."""
+        owners, positions = [], []
+        if self.n:
+            for band in range(self.b):
+                owner, position = self._band(band, np.asarray(flag_keys[:, band], np.uint64))
+                owners.append(owner)
+                positions.append(position)
+        if not owners or not sum(len(o) for o in owners):
+            empty = np.zeros(0, np.int64)
+            return Matches(empty, empty, empty)
+        pair, shared = np.unique((np.concatenate(owners) << 32) | np.concatenate(positions), return_counts=True)
+        return Matches(pair >> 32, pair & 0xFFFFFFFF, shared.astype(np.int64))
+
+    def _band(self, band: int, keys: np.ndarray) -> tuple:
+        """``(owner, position)`` of the records whose band ``band`` equals each flag's key (exact)."""
+        folded = fold(keys)
+        fence = self.fence[band]
+        lo = np.maximum(np.searchsorted(fence, folded, "left") - 1, 0) * FENCE_EVERY
+        hi = np.minimum(np.searchsorted(fence, folded, "right") * FENCE_EVERY, self.n)
+        span = np.minimum(hi - lo, ENTRIES_PER_KEY + 2 * FENCE_EVERY)  # a shared key: its earliest entries
+        owner = np.repeat(np.arange(len(keys)), span)
+        entry = np.repeat(lo, span) + (np.arange(int(span.sum())) - np.repeat(np.cumsum(span) - span, span))
+        hit = self.fragment[band][entry] == (folded[owner] & 0xFF)
+        owner, entry = owner[hit], entry[hit]
+        pair = np.unique((owner.astype(np.int64) << 16) | self.group[band][entry].astype(np.int64))
+        owner, group = pair >> 16, pair & 0xFFFF
+        width = np.minimum(self.g, self.n - group * self.g)
+        owner = np.repeat(owner, width)
+        position = (np.repeat(group * self.g, width)
+                    + (np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)))
+        equal = self._band_keys(position, band) == keys[owner]
+        owner, position = owner[equal], position[equal]
+        return _earliest_per_owner(owner, position, ENTRIES_PER_KEY)
+
+    def _band_keys(self, positions: np.ndarray, band: int) -> np.ndarray:
+        from lshbloom_udf import _native
+
+        if not len(positions):
+            return np.zeros(0, np.uint64)
+        rows = np.ascontiguousarray(self.sketch[positions])
+        return _native.sketch_band_keys(rows, self.b, self.r)[:, band]
+
+    def records(self, positions: np.ndarray):
+        """The records at ``positions`` (an Arrow table: ``row``, ``id``, ``sketch``, ``size``, ``text_hash``)."""
+        import pyarrow as pa
+
+        from lshbloom_udf.spark.records import fixed_binary
+
+        with pa.memory_map(os.path.join(self.directory, RECORDS_FILE)) as source:
+            meta = pa.ipc.open_file(source).read_all().take(pa.array(positions, pa.int64()))
+        sketch = np.ascontiguousarray(self.sketch[positions]) if len(positions) else np.zeros((0, self.k), np.uint8)
+        return meta.append_column("sketch", fixed_binary(sketch))
+
+
+def _earliest_per_owner(owner: np.ndarray, position: np.ndarray, cap: int) -> tuple:
+    """At most ``cap`` positions per owner, the lowest, as int64 arrays."""
+    order = np.lexsort((position, owner))
+    owner, position = owner[order].astype(np.int64), position[order].astype(np.int64)
+    if not len(owner):
+        return owner, position
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    rank = np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
+    keep = rank < cap
+    return owner[keep], position[keep]
+
+
+def read_records(directory: str):
+    """All the records of a directory of this layout, in position order (an Arrow table: ``row``, ``id``,
+    ``size``, ``text_hash``, ``sketch``): for tools and tests, not for a run (it reads them all)."""
+    n = documents_in(directory)
+    num_perm = os.path.getsize(os.path.join(directory, SKETCH_FILE)) // max(n, 1)
+    # the lookup's own files are not read: b and r only matter to a lookup
+    return RunLookup.__new__(RunLookup)._init_records(directory, n, num_perm).records(np.arange(n))
+
+
+def documents_in(directory: str) -> int:
+    """The records in a directory of this layout (from the Arrow file's batches: no data is read)."""
+    import pyarrow as pa
+
+    with pa.memory_map(os.path.join(directory, RECORDS_FILE)) as source:
+        reader = pa.ipc.open_file(source)
+        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+
+
+def is_layout(directory: str) -> bool:
+    """Whether a records directory holds this layout (else Spark's Parquet parts: the sharded store's)."""
+    return os.path.exists(os.path.join(directory, RECORDS_FILE))
