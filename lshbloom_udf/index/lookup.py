@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Literal, Optional
 
 import numpy as np
 
@@ -153,7 +153,7 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _raw_map(directory: str, name: str, dtype, shape, mode: str = "w+"):
+def _raw_map(directory: str, name: str, dtype, shape, mode: Literal["r", "w+"] = "w+"):
     if 0 in shape:  # numpy cannot map an empty file
         if mode == "w+":
             open(os.path.join(directory, name), "wb").close()

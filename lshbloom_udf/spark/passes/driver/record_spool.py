@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 
 import numpy as np
 
