@@ -27,6 +27,7 @@ earliest positions first.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -46,11 +47,12 @@ GROUPS_MAX = 1 << 16
 # share would otherwise read them all for each flag (verification keeps 4 candidates per flag, ranked by shared
 # bands: a true source shares many, docs/algorithm.md §8).
 ENTRIES_PER_KEY = 64
-# The share of this process's available memory that building a run's lookup may take (a band's keys, order and
-# sorted copy at a time, as many bands as fit).
+# The share of this process's available memory that building a run's lookup may take: the folded keys of as many
+# bands as fit (KEY_BYTES a record and band), and one band's sort per core (SORT_BYTES_PER_KEY: the (key, position)
+# pairs, sorted, and the sorted keys).
 BUILD_SHARE = 0.25
-# What one record costs the build per band: its folded key, its int64 order and the sorted copies.
-BUILD_BYTES_PER_KEY = 24
+KEY_BYTES = 4
+SORT_BYTES_PER_KEY = 28
 SCHEMA_FIELDS = (("row", "int64"), ("id", "string"), ("size", "float32"), ("text_hash", "binary"))
 
 
@@ -121,22 +123,28 @@ def build(directory: str, documents: int, num_perm: int, b: int, r: int, budget:
     out = {name: _raw_map(directory, name, dtype, (b, width)) for name, dtype, width in
            ((FENCE_FILE, np.uint32, fences), (FRAGMENT_FILE, np.uint8, n), (GROUP_FILE, np.uint16, n))}
     room = budget if budget is not None else int(BUILD_SHARE * (machine_available() or (1 << 30)))
-    per_pass = max(1, min(b, room // max(1, n * BUILD_BYTES_PER_KEY)))
+    threads = max(1, min(b, os.cpu_count() or 1))
+    per_pass = max(1, min(b, (room - threads * n * SORT_BYTES_PER_KEY) // max(1, n * KEY_BYTES)))
     g = group_rows(n)
     chunk = 1 << 16
-    for first in range(0, b, per_pass):
-        bands = range(first, min(b, first + per_pass))
-        keys = np.empty((len(bands), n), np.uint32)
-        for start in range(0, n, chunk):  # one read of the sketches per pass
-            part = _native.sketch_band_keys(np.ascontiguousarray(sketch[start:start + chunk]), b, r)
-            keys[:, start:start + len(part)] = fold(part[:, bands.start:bands.stop]).T
-        for j, band in enumerate(bands):
-            order = np.argsort(keys[j], kind="stable")
-            ordered = keys[j][order]
-            out[FENCE_FILE][band] = ordered[::FENCE_EVERY]
-            out[FRAGMENT_FILE][band] = (ordered & 0xFF).astype(np.uint8)
-            out[GROUP_FILE][band] = (order // g).astype(np.uint16)
-        del keys
+
+    def sort_band(band: int, keys: np.ndarray) -> None:
+        # One sort of (key, position) pairs: the order, ties by position, and the sorted keys at once.
+        pairs = np.sort((keys.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64))
+        ordered = (pairs >> np.uint64(32)).astype(np.uint32)
+        out[FENCE_FILE][band] = ordered[::FENCE_EVERY]
+        out[FRAGMENT_FILE][band] = (ordered & 0xFF).astype(np.uint8)
+        out[GROUP_FILE][band] = ((pairs & np.uint64(0xFFFFFFFF)) // np.uint64(g)).astype(np.uint16)
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="lshbloom-lookup") as pool:  # numpy sorts without the GIL
+        for first in range(0, b, per_pass):
+            bands = range(first, min(b, first + per_pass))
+            keys = np.empty((len(bands), n), np.uint32)
+            for start in range(0, n, chunk):  # one read of the sketches per pass
+                part = _native.sketch_band_keys(np.ascontiguousarray(sketch[start:start + chunk]), b, r)
+                keys[:, start:start + len(part)] = fold(part[:, bands.start:bands.stop]).T
+            list(pool.map(sort_band, bands, keys))
+            del keys
     for array in out.values():
         if isinstance(array, np.memmap):
             array.flush()
