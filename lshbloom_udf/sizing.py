@@ -50,7 +50,7 @@ from lshbloom_udf.compat import COMPAT_DEFAULTS as _D
 from lshbloom_udf.index.backends import BLOOM_PREAMBLE_BYTES, DEFAULT_BLOOM, backend
 from lshbloom_udf.index.fs import human_bytes
 from lshbloom_udf.index.params import IndexParams, effective_p, per_band_p, validate_capacity, validate_p_effective
-from lshbloom_udf.index.records import record_bytes
+from lshbloom_udf.index.records import lookup_bytes, record_bytes
 from lshbloom_udf.lsh import (
     false_negative_probability,
     false_positive_probability,
@@ -116,6 +116,8 @@ class Plan:
     growth_table: list = field(default_factory=list)
     # A kept index's records beside its filters (lshbloom_udf.index.records): at most one per document.
     records_bytes: int = 0
+    # Of the records: the lookup by band key that bounds a run's reads (lshbloom_udf.index.lookup).
+    lookup_bytes: int = 0
 
     @property
     def kept_index_bytes(self) -> int:
@@ -147,7 +149,9 @@ class Plan:
                 f" bytes per kept document); with the filters {human_bytes(self.kept_index_bytes)}",
                 "  = what --index-dir keeps beside the filters so later runs verify against this run's documents",
                 f"bytes per document       filters {self.index_bytes / max(self.docs, 1):.0f} + records "
-                f"{self.records_bytes / max(self.docs, 1):.0f} = {self.kept_index_bytes / max(self.docs, 1):.0f}",
+                f"{self.records_bytes / max(self.docs, 1):.0f} (of which lookup "
+                f"{self.lookup_bytes / max(self.docs, 1):.0f}) = {self.kept_index_bytes / max(self.docs, 1):.0f}",
+                "  = the lookup lets a later run read only the records its flags' band keys name, not all of them",
                 f"false flags to verify    <= {self.p_effective * self.docs:,.0f} ({self.p_effective:.3g} of the "
                 "documents)",
                 "  = the pass's Bloom false positives up to capacity; verification unflags each (no candidate "
@@ -253,6 +257,7 @@ def plan(
         growth=growth,
         growth_table=growth_table(sized, bloom, generations) if growth == "grow" else [],
         records_bytes=docs * record_bytes(num_perm, b),
+        lookup_bytes=docs * lookup_bytes(b),
     )
 
 

@@ -2,7 +2,7 @@
 
 The Bloom filters forget which document made a key, so a document flagged only by an earlier run's
 documents could not be verified. Each committed run therefore keeps, beside the index, one record per
-document it kept (not flagged, with shingles), as a Parquet dataset that Spark writes (any Hadoop path):
+document it kept (not flagged, with shingles):
 
     row     long    the document's row id in that run
     id      string  its ``id_column`` value as a string (null: the run had no id column)
@@ -11,15 +11,20 @@ document it kept (not flagged, with shingles), as a Parquet dataset that Spark w
     text_hash binary  the 128-bit hash of its text (docs/algorithm.md §9): a later byte-identical copy is
                     verified exact (similarity 1) by it
 
-(about 290 bytes per document). The run's band keys are not stored: band ``i``'s candidates are the records
-whose sketch bytes ``[i·r, (i+1)·r)`` equal the flagged document's, which every document sharing the band's
-``r`` MinHash values does (:mod:`lshbloom_udf.spark.verify.crossrun`).
+Two layouts (the run record's ``records.layout``):
+
+- ``lookup``, the local store's (:mod:`lshbloom_udf.index.lookup`): the records in position order with a
+  lookup by band key, so that a run reads only the records its flags' band keys name (512 bytes per document
+  at ``num_perm`` 256, ``b`` 64: 256 of sketch, 208 of lookup, 48 of the rest).
+- ``parquet``, the sharded store's: a Parquet dataset that Spark writes on any Hadoop path (about 290 bytes
+  per document), scanned whole by a Spark job; band ``i``'s candidates are the records whose sketch bytes
+  ``[i·r, (i+1)·r)`` equal the flagged document's (:mod:`lshbloom_udf.spark.verify.crossrun`).
 
 Where the records are, committed with the run, and what the run record in the manifest says of them
 (``records``: ``path``, ``documents``, ``bytes``, ``checksums`` {``algorithm``, ``files``: part name -> hex}):
 
 - the local store (:class:`~lshbloom_udf.index.IndexTransaction`): written to ``.staging-*/records`` and
-  renamed by the commit's journal onto ``runs/<run id>.records`` with the band files and the manifest; part
+  renamed by the commit's journal onto ``runs/<run id>.records`` with the band files and the manifest; its
   files checksummed with xxh3-64 (as the band files). A crash before the journal leaves them in the staging
   copy, which the next writer deletes.
 - the sharded store (:class:`~lshbloom_udf.spark.passes.sharded.store.ShardedTransaction`): written to
@@ -53,6 +58,9 @@ LOCAL_ALGORITHM = "xxh3-64"
 # A record's bytes besides its sketch, as Parquet stores it: the row id, the estimated size, an id of up to ~12
 # characters and the framing (measured: docs/algorithm.md §8), and the 16-byte text hash (incompressible).
 RECORD_FIXED_BYTES = 34
+# The same in the lookup layout's Arrow file (uncompressed): row 8, size 4, text hash 16 and its offset 4, an id
+# of ~12 characters and its offset 4 (measured: 512 bytes a record with the sketch and the lookup at k 256, b 64).
+LOOKUP_FIXED_BYTES = 48
 HADOOP_ALGORITHM = "xxhash64"
 # How a run's records are laid out (its record's ``records.layout``): the local store's with a lookup by band key
 # (:mod:`lshbloom_udf.index.lookup`), or Spark's Parquet parts (the sharded store's, scanned by a Spark job).
@@ -60,14 +68,16 @@ LOOKUP_LAYOUT = "lookup"
 PARQUET_LAYOUT = "parquet"
 
 
-def record_bytes(num_perm: int, b: int = 0) -> int:
-    """Bytes one kept document's record takes on disk (``plan``'s figure: the sketch is incompressible), with the
-    lookup of its ``b`` band keys where the layout has one (:func:`lookup_bytes`)."""
-    return num_perm * SKETCH_BITS // 8 + RECORD_FIXED_BYTES + lookup_bytes(b)
+def record_bytes(num_perm: int, b: Optional[int] = None) -> int:
+    """Bytes one kept document's record takes on disk (``plan``'s figure: the sketch is incompressible): in the
+    lookup layout with ``b`` bands (:func:`lookup_bytes`), or as Parquet (``b`` None)."""
+    sketch = num_perm * SKETCH_BITS // 8
+    return sketch + (RECORD_FIXED_BYTES if b is None else LOOKUP_FIXED_BYTES + lookup_bytes(b))
 
 
 def lookup_bytes(b: int) -> int:
-    """Bytes the lookup (:mod:`lshbloom_udf.index.lookup`) takes per document of ``b`` bands."""
+    """Bytes the lookup (:mod:`lshbloom_udf.index.lookup`) takes per document of ``b`` bands: a group (2 bytes)
+    and a fragment (1) per band key, and a fence (4) per ``FENCE_EVERY`` keys."""
     from lshbloom_udf.index.lookup import FENCE_EVERY
 
     return -(-b * (3 * FENCE_EVERY + 4) // FENCE_EVERY)
@@ -131,13 +141,30 @@ def local_staged(path: str) -> StagedRecords:
     return StagedRecords(checksums, size, documents)
 
 
+# The checksums this process computed of records files, by the file's identity (device, inode, size, modification
+# and change times: a commit's rename of the records' directory keeps it): a run's records are never written again once staged, so a later run in
+# the same process (a stream's next batch) does not read them all again to check them. Any write changes the
+# change time, which no user call can set back (tests/spark/verify/test_spark_crossrun.py damages a file).
+_SUMS: dict = {}
+
+
+def _identity(path: str) -> tuple:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def local_checksums(path: str) -> tuple[dict, int]:
     """``({part name: xxh3-64 hex}, bytes)`` of the part files in the local directory ``path``."""
     from lshbloom_udf.index.checksums import file_checksums
 
     names = part_names(os.listdir(path))
     paths = [os.path.join(path, n) for n in names]
-    return dict(zip(names, file_checksums(paths))), sum(os.path.getsize(p) for p in paths)
+    identities = {p: _identity(p) for p in paths}
+    known = {p: _SUMS[identities[p]] for p in paths if identities[p] in _SUMS}
+    todo = [p for p in paths if p not in known]
+    for p, checksum in zip(todo, file_checksums(todo)):
+        known[p] = _SUMS[identities[p]] = checksum
+    return {n: known[p] for n, p in zip(names, paths)}, sum(os.path.getsize(p) for p in paths)
 
 
 def check_files(where: str, run: RunRecord, got: Mapping[str, str]) -> None:
