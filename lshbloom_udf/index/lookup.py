@@ -148,7 +148,7 @@ def build(directory: str, documents: int, num_perm: int, b: int, r: int, budget:
     for array in out.values():
         if isinstance(array, np.memmap):
             array.flush()
-    del sketch, out
+    out.clear()  # unmapped before the files are synced
     for name in (FENCE_FILE, FRAGMENT_FILE, GROUP_FILE):
         _fsync(os.path.join(directory, name))
 

@@ -142,9 +142,10 @@ def local_staged(path: str) -> StagedRecords:
 
 
 # The checksums this process computed of records files, by the file's identity (device, inode, size, modification
-# and change times: a commit's rename of the records' directory keeps it): a run's records are never written again once staged, so a later run in
-# the same process (a stream's next batch) does not read them all again to check them. Any write changes the
-# change time, which no user call can set back (tests/spark/verify/test_spark_crossrun.py damages a file).
+# and change times: a commit's rename of the records' directory keeps it). A run's records are never written again
+# once staged, so a later run in the same process (a stream's next batch) does not read them all again to check
+# them. Any write changes the change time, which no user call can set back (tests/spark/verify/
+# test_spark_crossrun.py damages a file).
 _SUMS: dict = {}
 
 
