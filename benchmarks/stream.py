@@ -1,6 +1,7 @@
 """A stream against a growing kept index vs one batch job on the same documents (issue 36).
 
     PYTHONPATH=. .venv/bin/python benchmarks/stream.py --batches 10 --per-batch 100000 --planted 1000
+    PYTHONPATH=. .venv/bin/python benchmarks/stream.py --batches 100 --per-batch 100000 --no-batch  # issue 48
 
 The documents are ``crossrun.py``'s (``scale_data``: distinct windows of 350-450 corpus words with 30 % of their
 words replaced, ~2.4 kB; the last batch followed by ``--planted`` near-copies of first-batch documents, Jaccard
@@ -15,7 +16,8 @@ words replaced, ~2.4 kB; the last batch followed by ``--planted`` near-copies of
 Both after a warm-up (a 10,000-document batch run and stream), so that neither pays the JVM's first-use costs
 alone. Reported: wall seconds of each and their ratio (the same cores: docs/s per core), distinct documents flagged,
 planted recall (flagged with ``duplicate_of`` naming the source), and the grown index's false-positive rate
-against ``p_effective``.
+against ``p_effective``; ``late_over_early``: the mean seconds of the last ten micro-batches over that of batches
+2-11.
 """
 
 from __future__ import annotations
@@ -72,6 +74,19 @@ def run_batch(spark, paths: list, work: str) -> dict:
     return {"seconds": time.monotonic() - t0, "stages": summary["seconds"], "index": summary["index"]}
 
 
+def batch_growth(batches: list) -> dict:
+    """The mean seconds of the last ten micro-batches over that of batches 2-11 (issue 48: <= 1.2), and the
+    cross-run step's in each (does a batch's cost grow with the index it joins?)."""
+    seconds = [float(b["seconds"]) for b in batches]
+    cross = [float((b.get("cross_run") or {}).get("seconds", 0.0)) for b in batches]
+    if len(seconds) < 12:
+        return {"ratio": None, "seconds": seconds}
+    early, late = seconds[1:11], seconds[-10:]
+    return {"early_mean": sum(early) / 10, "late_mean": sum(late) / 10, "ratio": sum(late) / sum(early),
+            "cross_run_early_mean": sum(cross[1:11]) / 10, "cross_run_late_mean": sum(cross[-10:]) / 10,
+            "seconds": seconds}
+
+
 def warm_up(spark, first: str, work: str, documents: int = 10000) -> None:
     """One small batch run and one small stream before the measured ones, so that neither pays the JVM's and
     the Python workers' first-use costs the other does not."""
@@ -100,6 +115,7 @@ def main() -> None:
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
     p.add_argument("--json", help="write the figures here too")
+    p.add_argument("--no-batch", action="store_true", help="the stream only (no one-job run to compare with)")
     args = p.parse_args()
     args.work = tempfile.mkdtemp(prefix="lshbloom-stream-", dir=os.environ.get("STREAM_DIR"))
     try:
@@ -117,14 +133,16 @@ def main() -> None:
         warm_up(spark, paths[0], args.work)
         stream = run_stream(spark, landing, args.work)
         stream.update(quality(spark, os.path.join(args.work, "stream-out"), sources))
-        batch = run_batch(spark, paths, args.work)
-        batch.update(quality(spark, os.path.join(args.work, "batch-out"), sources))
+        batch = None if args.no_batch else run_batch(spark, paths, args.work)
+        if batch is not None:
+            batch.update(quality(spark, os.path.join(args.work, "batch-out"), sources))
         spark.stop()
     finally:
         shutil.rmtree(args.work, ignore_errors=True)
     documents = args.batches * args.per_batch + args.planted
     out = {"documents": documents, "batches": args.batches, "cores": 2, "load": os.getloadavg(),
-           "stream_over_batch": stream["seconds"] / batch["seconds"],
+           "stream_over_batch": stream["seconds"] / batch["seconds"] if batch else None,
+           "late_over_early": batch_growth(stream["batches"]),
            "stream": stream, "batch": batch,
            "distinct_flagged_share": stream["distinct_flagged"] / (args.batches * args.per_batch),
            "planted_recall": stream["planted_found"] / max(1, args.planted),

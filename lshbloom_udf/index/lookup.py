@@ -236,12 +236,13 @@ class RunLookup:
         return _earliest_per_owner(owner, position, ENTRIES_PER_KEY)
 
     def _band_keys(self, positions: np.ndarray, band: int) -> np.ndarray:
+        """Band ``band``'s keys of the records at ``positions``, from its ``r`` sketch bytes only."""
         from lshbloom_udf import _native
 
         if not len(positions):
             return np.zeros(0, np.uint64)
-        rows = np.ascontiguousarray(self.sketch[positions])
-        return _native.sketch_band_keys(rows, self.b, self.r)[:, band]
+        cells = self.sketch[positions[:, None], np.arange(band * self.r, (band + 1) * self.r)]
+        return _native.sketch_band_keys(np.ascontiguousarray(cells), 1, self.r)[:, 0]
 
     def records(self, positions: np.ndarray):
         """The records at ``positions`` (an Arrow table: ``row``, ``id``, ``sketch``, ``size``, ``text_hash``)."""
