@@ -159,7 +159,7 @@ def pairs(args) -> dict:
                                   spec.shingle, 2)
     # b is the later document d (the truncation), a the earlier e.
     exact, _, _ = rule.judge(ov[:, 0], ov[:, 2], ov[:, 1])
-    j = estimated_jaccard(sk_b == sk_a, spec.b, spec.r)
+    j = estimated_jaccard(sk_b == sk_a, spec.b, spec.r, 8)
     n_b64, n_a64 = n_b.astype(np.float64), n_a.astype(np.float64)
     est, _, _ = rule.judge(j * (n_b64 + n_a64) / (1 + j), n_b64, n_a64)
     jx = ov[:, 0] / (ov[:, 1] + ov[:, 2] - ov[:, 0])

@@ -8,20 +8,23 @@ A run's records directory in a local index (``runs/<run id>.records``, :mod:`lsh
 
     records.arrow   Arrow IPC file of ``row`` (long), ``id`` (string), ``size`` (float), ``text_hash`` (16 bytes),
                     one row per kept document, at positions ``0 .. N-1``
-    sketch.u8       ``(N, k)`` uint8: the b-bit sketches, in the same positions (memory-mapped, read by row)
+    sketch.u4       ``(N, ⌈k/2⌉)`` uint8: the 4-bit sketches (the low 4 bits of each MinHash value, two a byte,
+                    the even value low), in the same positions (memory-mapped, read by row)
     fence.u32       ``(b, ⌈N/F⌉)`` uint32: every ``F``-th of each band's folded keys, sorted
     fragment.u8     ``(b, N)`` uint8: the low 8 bits of each band's folded keys, sorted
     group.u16       ``(b, N)`` uint16: the group (``position // G``) of each sorted key
 
-Band ``i``'s key of a record is its sketch bytes ``[i·r, (i+1)·r)`` packed
-(:func:`~lshbloom_udf._native.sketch_band_keys`), folded to 32 bits. Its entries are sorted by (key, position).
-A lookup of key ``x``: the fences bound the blocks of ``F`` entries that may hold ``x``; the fragments pick those
-entries; each names a group of ``G = ⌈N / 2^16⌉`` consecutive positions, whose ``G`` sketches are read and
-compared on the band's ``r`` bytes (exact). So a key costs a binary search of ``N/F`` fences, ``F`` fragments
-and ``G`` sketch rows per entry that matches its fragment (one in 256 of the others): bounded by the run's size,
-never by the index's. The lookup takes ``64 · (2 + 1 + 4/F)`` bits = 208 bytes per document at ``b = 64``,
-``F = 16``. A key many records share (a template's band) reads at most :data:`ENTRIES_PER_KEY` of them, the
-earliest positions first.
+Band ``i``'s key of a record is its 8-bit sketch bytes ``[i·r, (i+1)·r)`` packed
+(:func:`~lshbloom_udf._native.sketch_band_keys`), hashed to 32 bits (:func:`fold`): the lookup is built from the
+8-bit sketches the run wrote, which are then kept at 4 bits (the estimates' spread at J 0.4, k 256: 0.033 against 0.031 at 8 bits;
+docs/algorithm.md §8b). Its entries are sorted by (key, position). A lookup of key ``x``: the fences bound the
+blocks of ``F`` entries that may hold ``x``; the fragments pick those entries; each names a group of
+``G = ⌈N / 2^16⌉`` consecutive positions, whose ``G`` sketches are read and compared on the band's ``r`` values
+(4 bits each: another record of the group matches by chance ``G · 2^-4r``, and is only a candidate). So a key
+costs a binary search of ``N/F`` fences, ``F`` fragments and ``G`` sketch values per entry that matches its
+fragment (one in 256 of the others): bounded by the run's size, never by the index's. The lookup takes
+``b · (2 + 1 + 4/F)`` bytes per document: 208 at ``b = 64``, ``F = 16``. A key many records share (a template's
+band) reads at most :data:`ENTRIES_PER_KEY` of them, the earliest positions first.
 """
 
 from __future__ import annotations
@@ -34,13 +37,19 @@ from typing import Literal, Optional
 import numpy as np
 
 RECORDS_FILE = "records.arrow"
-SKETCH_FILE = "sketch.u8"
+SKETCH_FILE = "sketch.u4"
+# The 8-bit sketches while the lookup is built from them (removed before the commit; never checksummed).
+SKETCH8_FILE = "sketch8.tmp"
+# Bits kept of each MinHash value.
+SKETCH_BITS = 4
 FENCE_FILE = "fence.u32"
 FRAGMENT_FILE = "fragment.u8"
 GROUP_FILE = "group.u16"
 FILES = (RECORDS_FILE, SKETCH_FILE, FENCE_FILE, FRAGMENT_FILE, GROUP_FILE)
 # Sorted keys per fence: a lookup reads this many fragments per block (and a fence array a sixteenth of the keys).
 FENCE_EVERY = 16
+# Fibonacci hashing's multiplier (2^64 / φ, odd): band keys to the lookup's 32-bit keys.
+FOLD_MULTIPLIER = 0x9E3779B97F4A7C15
 # Groups per band at most: a group is a uint16.
 GROUPS_MAX = 1 << 16
 # Entries of one key a lookup follows at most, the earliest positions first: a key a template's thousand pages
@@ -62,15 +71,17 @@ def group_rows(documents: int) -> int:
 
 
 def fold(keys: np.ndarray) -> np.ndarray:
-    """64-bit band keys folded to the 32 bits the lookup sorts by."""
+    """64-bit band keys hashed to the 32 bits the lookup sorts by: the high half of a multiplicative hash, so that
+    neither the fragments nor the keys near one in the sorted order follow the sketch values the groups compare."""
     keys = np.asarray(keys, np.uint64)
-    return ((keys >> np.uint64(32)) ^ (keys & np.uint64(0xFFFFFFFF))).astype(np.uint32)
+    return ((keys * np.uint64(FOLD_MULTIPLIER)) >> np.uint64(32)).astype(np.uint32)
 
 
-def meta_schema():
+def meta_schema(num_perm: int):
     import pyarrow as pa
 
-    return pa.schema([(name, getattr(pa, kind)()) for name, kind in SCHEMA_FIELDS])
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in SCHEMA_FIELDS],
+                     metadata={"num_perm": str(int(num_perm))})
 
 
 class LookupWriter:
@@ -83,8 +94,8 @@ class LookupWriter:
         os.makedirs(directory, exist_ok=True)
         self.directory, self.num_perm, self.documents = directory, int(num_perm), 0
         self._sink = pa.OSFile(os.path.join(directory, RECORDS_FILE), "wb")
-        self._meta = pa.ipc.new_file(self._sink, meta_schema())
-        self._sketch = open(os.path.join(directory, SKETCH_FILE), "wb")
+        self._meta = pa.ipc.new_file(self._sink, meta_schema(num_perm))
+        self._sketch = open(os.path.join(directory, SKETCH8_FILE), "wb")
 
     def add(self, batch) -> None:
         """One Arrow batch (or table) of records."""
@@ -96,29 +107,57 @@ class LookupWriter:
             return
         self._sketch.write(np.ascontiguousarray(binary_matrix(batch.column("sketch"), self.num_perm)).tobytes())
         columns = [batch.column(name) for name, _ in SCHEMA_FIELDS]
-        self._meta.write(pa.Table.from_arrays(columns, schema=meta_schema()))
+        self._meta.write(pa.Table.from_arrays(columns, schema=meta_schema(self.num_perm)))
         self.documents += batch.num_rows
 
     def close(self, b: int, r: int) -> int:
         """Finish the files and build the lookup of ``b`` bands of ``r`` sketch bytes; the records written."""
         self._meta.close()
         self._sink.close()
-        self._sketch.flush()
-        os.fsync(self._sketch.fileno())
         self._sketch.close()
-        build(self.directory, self.documents, self.num_perm, b, r)
+        n, k = self.documents, self.num_perm
+        wide = os.path.join(self.directory, SKETCH8_FILE)
+        sketch8 = _raw_map(self.directory, SKETCH8_FILE, np.uint8, (n, k), "r")
+        build(self.directory, sketch8, b, r)
+        packed = _raw_map(self.directory, SKETCH_FILE, np.uint8, (n, packed_width(k)))
+        for start in range(0, n, 1 << 16):
+            packed[start:start + (1 << 16)] = pack(np.asarray(sketch8[start:start + (1 << 16)]))
+        if isinstance(packed, np.memmap):
+            packed.flush()
+        del packed, sketch8
+        _fsync(os.path.join(self.directory, SKETCH_FILE))
+        os.remove(wide)
         return self.documents
 
 
-def build(directory: str, documents: int, num_perm: int, b: int, r: int, budget: Optional[int] = None) -> None:
-    """Write the fences, fragments and groups of the ``documents`` sketches in ``directory`` (see the module
-    docs), as many bands at a time as ``budget`` bytes hold (default: :data:`BUILD_SHARE` of what this process
-    may take)."""
+def packed_width(num_perm: int) -> int:
+    return -(-int(num_perm) // 2)
+
+
+def pack(sketch8: np.ndarray) -> np.ndarray:
+    """``(n, k)`` 8-bit sketches as ``(n, ⌈k/2⌉)`` bytes of two 4-bit values (the even value low)."""
+    n, k = sketch8.shape
+    low = np.zeros((n, packed_width(k) * 2), np.uint8)
+    low[:, :k] = sketch8 & 0x0F
+    return low[:, 0::2] | (low[:, 1::2] << 4)
+
+
+def unpack(packed: np.ndarray, num_perm: int) -> np.ndarray:
+    """The ``(n, k)`` 4-bit values (0-15) of packed sketches."""
+    out = np.empty((len(packed), packed.shape[1] * 2), np.uint8)
+    out[:, 0::2] = packed & 0x0F
+    out[:, 1::2] = packed >> 4
+    return out[:, :num_perm]
+
+
+def build(directory: str, sketch: np.ndarray, b: int, r: int, budget: Optional[int] = None) -> None:
+    """Write the fences, fragments and groups of the ``(n, k)`` 8-bit ``sketch`` matrix in ``directory`` (see the
+    module docs), as many bands at a time as ``budget`` bytes hold (default: :data:`BUILD_SHARE` of what this
+    process may take)."""
     from lshbloom_udf import _native
     from lshbloom_udf.memory import machine_available
 
-    n = int(documents)
-    sketch = _sketch_map(directory, n, num_perm)
+    n = len(sketch)
     fences = -(-n // FENCE_EVERY)
     out = {name: _raw_map(directory, name, dtype, (b, width)) for name, dtype, width in
            ((FENCE_FILE, np.uint32, fences), (FRAGMENT_FILE, np.uint8, n), (GROUP_FILE, np.uint16, n))}
@@ -170,7 +209,7 @@ def _raw_map(directory: str, name: str, dtype, shape, mode: Literal["r", "w+"] =
 
 
 def _sketch_map(directory: str, documents: int, num_perm: int):
-    return _raw_map(directory, SKETCH_FILE, np.uint8, (documents, num_perm), mode="r")
+    return _raw_map(directory, SKETCH_FILE, np.uint8, (documents, packed_width(num_perm)), mode="r")
 
 
 @dataclass
@@ -200,12 +239,17 @@ class RunLookup:
         self.sketch = _sketch_map(directory, self.n, self.k)
         return self
 
-    def matches(self, flag_keys: np.ndarray) -> Matches:
-        """The records sharing a band with each of the flags' ``(F, b)`` band keys (see the module docs)."""
+    def matches(self, flags: np.ndarray) -> Matches:
+        """The records sharing a band with each of the flags' ``(F, k)`` 8-bit sketches (see the module docs)."""
+        from lshbloom_udf import _native
+
         owners, positions = [], []
-        if self.n:
+        if self.n and len(flags):
+            flags = np.ascontiguousarray(flags, np.uint8)
+            keys = _native.sketch_band_keys(flags, self.b, self.r)
             for band in range(self.b):
-                owner, position = self._band(band, np.asarray(flag_keys[:, band], np.uint64))
+                values = flags[:, band * self.r:(band + 1) * self.r] & 0x0F
+                owner, position = self._band(band, keys[:, band], values)
                 owners.append(owner)
                 positions.append(position)
         if not owners or not sum(len(o) for o in owners):
@@ -214,8 +258,9 @@ class RunLookup:
         pair, shared = np.unique((np.concatenate(owners) << 32) | np.concatenate(positions), return_counts=True)
         return Matches(pair >> 32, pair & 0xFFFFFFFF, shared.astype(np.int64))
 
-    def _band(self, band: int, keys: np.ndarray) -> tuple:
-        """``(owner, position)`` of the records whose band ``band`` equals each flag's key (exact)."""
+    def _band(self, band: int, keys: np.ndarray, values: np.ndarray) -> tuple:
+        """``(owner, position)`` of the records whose band ``band`` has each flag's key (its 4-bit ``values``
+        compared in the groups its key names)."""
         folded = fold(keys)
         fence = self.fence[band]
         lo = np.maximum(np.searchsorted(fence, folded, "left") - 1, 0) * FENCE_EVERY
@@ -231,18 +276,17 @@ class RunLookup:
         owner = np.repeat(owner, width)
         position = (np.repeat(group * self.g, width)
                     + (np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)))
-        equal = self._band_keys(position, band) == keys[owner]
+        equal = (self._band_values(position, band) == values[owner]).all(axis=1)
         owner, position = owner[equal], position[equal]
         return _earliest_per_owner(owner, position, ENTRIES_PER_KEY)
 
-    def _band_keys(self, positions: np.ndarray, band: int) -> np.ndarray:
-        """Band ``band``'s keys of the records at ``positions``, from its ``r`` sketch bytes only."""
-        from lshbloom_udf import _native
-
+    def _band_values(self, positions: np.ndarray, band: int) -> np.ndarray:
+        """Band ``band``'s ``r`` 4-bit values of the records at ``positions`` (their bytes only are read)."""
+        columns = np.arange(band * self.r, (band + 1) * self.r)
         if not len(positions):
-            return np.zeros(0, np.uint64)
-        cells = self.sketch[positions[:, None], np.arange(band * self.r, (band + 1) * self.r)]
-        return _native.sketch_band_keys(np.ascontiguousarray(cells), 1, self.r)[:, 0]
+            return np.zeros((0, self.r), np.uint8)
+        cells = self.sketch[positions[:, None], columns // 2]
+        return (cells >> ((columns % 2) * 4).astype(np.uint8)) & 0x0F
 
     def records(self, positions: np.ndarray):
         """The records at ``positions`` (an Arrow table: ``row``, ``id``, ``sketch``, ``size``, ``text_hash``)."""
@@ -252,8 +296,8 @@ class RunLookup:
 
         with pa.memory_map(os.path.join(self.directory, RECORDS_FILE)) as source:
             meta = pa.ipc.open_file(source).read_all().take(pa.array(positions, pa.int64()))
-        sketch = np.ascontiguousarray(self.sketch[positions]) if len(positions) else np.zeros((0, self.k), np.uint8)
-        return meta.append_column("sketch", fixed_binary(sketch))
+        rows = np.asarray(self.sketch[positions]) if len(positions) else np.zeros((0, packed_width(self.k)), np.uint8)
+        return meta.append_column("sketch", fixed_binary(np.ascontiguousarray(unpack(rows, self.k))))
 
 
 def _earliest_per_owner(owner: np.ndarray, position: np.ndarray, cap: int) -> tuple:
@@ -270,9 +314,12 @@ def _earliest_per_owner(owner: np.ndarray, position: np.ndarray, cap: int) -> tu
 
 def read_records(directory: str):
     """All the records of a directory of this layout, in position order (an Arrow table: ``row``, ``id``,
-    ``size``, ``text_hash``, ``sketch``): for tools and tests, not for a run (it reads them all)."""
+    ``size``, ``text_hash``, ``sketch`` its 4-bit values): for tools and tests, not for a run (it reads them all)."""
+    import pyarrow as pa
+
     n = documents_in(directory)
-    num_perm = os.path.getsize(os.path.join(directory, SKETCH_FILE)) // max(n, 1)
+    with pa.memory_map(os.path.join(directory, RECORDS_FILE)) as source:
+        num_perm = int(pa.ipc.open_file(source).schema.metadata[b"num_perm"])
     # the lookup's own files are not read: b and r only matter to a lookup
     return RunLookup.__new__(RunLookup)._init_records(directory, n, num_perm).records(np.arange(n))
 

@@ -14,8 +14,8 @@ document it kept (not flagged, with shingles):
 Two layouts (the run record's ``records.layout``):
 
 - ``lookup``, the local store's (:mod:`lshbloom_udf.index.lookup`): the records in position order with a
-  lookup by band key, so that a run reads only the records its flags' band keys name (512 bytes per document
-  at ``num_perm`` 256, ``b`` 64: 256 of sketch, 208 of lookup, 48 of the rest).
+  lookup by band key, so that a run reads only the records its flags' band keys name; the sketch kept at 4 bits
+  (384 bytes per document at ``num_perm`` 256, ``b`` 64: 128 of sketch, 208 of lookup, 48 of the rest).
 - ``parquet``, the sharded store's: a Parquet dataset that Spark writes on any Hadoop path (about 290 bytes
   per document), scanned whole by a Spark job; band ``i``'s candidates are the records whose sketch bytes
   ``[i·r, (i+1)·r)`` equal the flagged document's (:mod:`lshbloom_udf.spark.verify.crossrun`).
@@ -71,8 +71,11 @@ PARQUET_LAYOUT = "parquet"
 def record_bytes(num_perm: int, b: Optional[int] = None) -> int:
     """Bytes one kept document's record takes on disk (``plan``'s figure: the sketch is incompressible): in the
     lookup layout with ``b`` bands (:func:`lookup_bytes`), or as Parquet (``b`` None)."""
-    sketch = num_perm * SKETCH_BITS // 8
-    return sketch + (RECORD_FIXED_BYTES if b is None else LOOKUP_FIXED_BYTES + lookup_bytes(b))
+    if b is None:
+        return num_perm * SKETCH_BITS // 8 + RECORD_FIXED_BYTES
+    from lshbloom_udf.index.lookup import packed_width
+
+    return packed_width(num_perm) + LOOKUP_FIXED_BYTES + lookup_bytes(b)
 
 
 def lookup_bytes(b: int) -> int:
@@ -91,7 +94,10 @@ def local_name(run_id: str) -> str:
 def entry(documents: int, size_bytes: int, algorithm: str, files: Mapping[str, str], num_perm: int,
           layout: str) -> dict:
     """The run record's ``records`` field (its ``path`` is set by the store's commit)."""
-    return {"documents": int(documents), "bytes": int(size_bytes), "sketch_bits": SKETCH_BITS,
+    from lshbloom_udf.index import lookup
+
+    bits = lookup.SKETCH_BITS if layout == LOOKUP_LAYOUT else SKETCH_BITS
+    return {"documents": int(documents), "bytes": int(size_bytes), "sketch_bits": bits,
             "num_perm": int(num_perm), "layout": layout,
             "checksums": {"algorithm": algorithm, "files": dict(files)}}
 

@@ -29,7 +29,9 @@ B, R = 8, 4
 
 
 def _reference(sketches, flags) -> set:
-    """(flag, position, shared bands) of every record sharing a band, a key's first ENTRIES_PER_KEY records only."""
+    """(flag, position, shared bands) of every record sharing a band (its 8-bit values), a key's first
+    ENTRIES_PER_KEY records only. (The lookup keeps 4 bits of each value: another record of a matching record's
+    group with the same 4-bit band values would be found too; in these sketches there is none.)"""
     keys = _native.sketch_band_keys(sketches, B, R) if len(sketches) else np.zeros((0, B), np.uint64)
     fkeys = _native.sketch_band_keys(flags, B, R)
     shared: Counter = Counter()
@@ -55,16 +57,37 @@ def test_lookup_finds_what_a_scan_finds(tmp_path, n):
         flags[:, 2 * R:] = rng.integers(0, 256, (60, k - 2 * R))  # each shares bands 0 and 1 with its pick
         flags[:5, R:] = sketches[:5, R:]  # shares more bands with another record
     opened = lookup.RunLookup(str(tmp_path), n, k, B, R)
-    found = opened.matches(_native.sketch_band_keys(flags, B, R))
+    found = opened.matches(flags)
     assert set(zip(found.owner.tolist(), found.position.tolist(), found.shared.tolist())) == _reference(sketches, flags)
     if n:
         assert lookup.group_rows(n) == (3 if n == 140_000 else 1)
         got = opened.records(np.array([0, n - 1]))
         assert got.column("row").to_pylist() == [0, n - 1] and got.column("id").to_pylist() == ["d0", f"d{n - 1}"]
-        assert got.column("sketch").to_pylist() == [sketches[0].tobytes(), sketches[n - 1].tobytes()]
+        assert got.column("sketch").to_pylist() == [(sketches[i] & 0x0F).tobytes() for i in (0, n - 1)]
     table = lookup.read_records(str(tmp_path))
     assert table.column("row").to_pylist() == list(range(n))
     assert lookup.documents_in(str(tmp_path)) == n
+
+
+def test_the_sketches_are_kept_at_four_bits(tmp_path):
+    rng = np.random.default_rng(4)
+    for k in (7, 8):
+        sketches = rng.integers(0, 256, (300, k), dtype=np.uint8)
+        assert np.array_equal(lookup.unpack(lookup.pack(sketches), k), sketches & 0x0F)
+    directory = tmp_path / "k7"
+    writer = lookup.LookupWriter(str(directory), 7)
+    rows = np.arange(300)
+    writer.add(pa.table({"row": pa.array(rows), "id": pa.nulls(300, pa.string()), "sketch": fixed_binary(sketches[:, :7]),
+                         "size": pa.array(np.ones(300, np.float32)),
+                         "text_hash": fixed_binary(np.zeros((300, 16), np.uint8))}))
+    writer.close(1, 7)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(lookup.FILES)  # the 8-bit copy is gone
+    assert (directory / lookup.SKETCH_FILE).stat().st_size == 300 * 4
+    assert binary_rows(lookup.read_records(str(directory)), 7) == (sketches[:, :7] & 0x0F).tolist()
+
+
+def binary_rows(table, k):
+    return [list(v) for v in table.column("sketch").to_pylist()]
 
 
 def test_a_build_in_several_passes_writes_the_same_files(tmp_path):
@@ -73,6 +96,6 @@ def test_a_build_in_several_passes_writes_the_same_files(tmp_path):
     sketches = rng.integers(0, 256, (5000, B * R), dtype=np.uint8)
     for name in ("one", "many"):
         _write(tmp_path / name, sketches)
-    lookup.build(str(tmp_path / "one"), 5000, B * R, B, R, budget=1)
+    lookup.build(str(tmp_path / "one"), sketches, B, R, budget=1)
     for name in (lookup.FENCE_FILE, lookup.FRAGMENT_FILE, lookup.GROUP_FILE):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from lshbloom_udf import _native
-from lshbloom_udf.index import records as rec
 from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
 from lshbloom_udf.spark.verify.rule import EXACT, VerifyRule
 from lshbloom_udf.spark.verify.sources import CANDIDATES_PER_DOCUMENT
@@ -50,18 +49,21 @@ log = logging.getLogger(__name__)
 # Records a flagged document is compared with at most (verification's bound, one declaration): its candidates ranked
 # by shared bands, then by age.
 MATCH_SCHEMA = "owner int, shared int, run string, row long, id string, sketch binary, size float, text_hash binary"
+# The bits of each sketch value a candidate's record keeps: Parquet records (scanned) 8, the lookup layout's 4.
+SCANNED_BITS = 8
 MATCH_SCHEMA_RECORD = ("run", "row", "id", "sketch", "size", "text_hash")
 # of_rows codes (rule.Verified): -1 unverifiable; -2 - j: the j-th earlier-run source of CrossRun.sources.
 UNVERIFIABLE = -1
 
 
-def estimated_jaccard(equal: np.ndarray, b: int, r: int) -> np.ndarray:
-    """``Ĵ`` of pairs from their sketches' per-byte equality ``(P, k)``, one fully matching band left out."""
+def estimated_jaccard(equal: np.ndarray, b: int, r: int, bits) -> np.ndarray:
+    """``Ĵ`` of pairs from their sketches' per-value equality ``(P, k)`` at ``bits`` bits a value (per pair, or one
+    for all), one fully matching band left out."""
     k = equal.shape[1]
     full = np.all(equal[:, : b * r].reshape(len(equal), b, r), axis=2).any(axis=1)
     matches = equal.sum(axis=1) - r * full
     p = matches / (k - r * full)
-    chance = 2.0 ** -rec.SKETCH_BITS
+    chance = 2.0 ** -np.asarray(bits, np.float64)
     return np.clip((p - chance) / (1 - chance), 0.0, 1.0)
 
 
@@ -132,6 +134,8 @@ class CrossRun:
         return rows, of, sim, measure
 
     def _judge(self, flagged: np.ndarray) -> tuple:
+        import pyarrow as pa
+
         none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int8))
         self.stats["candidates"] = 0
         if not len(flagged) or not self.runs.with_records:
@@ -145,11 +149,12 @@ class CrossRun:
         f_size = mine.column("size").to_numpy().astype(np.float64)
         from lshbloom_udf.spark.keys import ship
 
-        keys = _native.sketch_band_keys(f_sketch, b, r)
-        found = [looked_up(self.runs.looked_up, keys, self.spec)]
+        found = [looked_up(self.runs.looked_up, f_sketch, self.spec)]
         if self.runs.scanned:
-            found.append(_collect(self.runs.frame(spark).mapInArrow(
-                match_mapper(ship(spark, keys), b, r, k, CANDIDATES_PER_DOCUMENT), MATCH_SCHEMA)))
+            keys = _native.sketch_band_keys(f_sketch, b, r)
+            scanned = _collect(self.runs.frame(spark).mapInArrow(
+                match_mapper(ship(spark, keys), b, r, k, CANDIDATES_PER_DOCUMENT), MATCH_SCHEMA))
+            found.append(scanned.append_column("bits", pa.array(np.full(scanned.num_rows, SCANNED_BITS, np.int8))))
         cand = _best(_concat(found))
         self.stats["records_read"] = int(self.runs.scanned_documents + found[0].num_rows)
         self.stats["candidates"] = int(cand.num_rows)
@@ -158,7 +163,9 @@ class CrossRun:
         owner = cand.column("owner").to_numpy().astype(np.int64)
         e_sketch = binary_matrix(cand.column("sketch"), k)
         e_size = cand.column("size").to_numpy().astype(np.float64)
-        j = estimated_jaccard(f_sketch[owner] == e_sketch, b, r)
+        bits = cand.column("bits").to_numpy().astype(np.int64)
+        mask = ((1 << bits) - 1).astype(np.uint8)[:, None]
+        j = estimated_jaccard((f_sketch[owner] & mask) == e_sketch, b, r, bits)
         d_size = f_size[owner]
         common = j * (d_size + e_size) / (1.0 + j)
         ok, sim, measure = self.rule.judge(common, d_size, e_size)
@@ -224,18 +231,18 @@ def same_text(mine, theirs, owner: np.ndarray) -> np.ndarray:
     return known & (mine_m == theirs_m).all(axis=1)
 
 
-def looked_up(runs: list, keys: np.ndarray, spec):
-    """The candidates (:data:`MATCH_SCHEMA`) of the flags' ``(F, b)`` band keys in the local store's runs
+def looked_up(runs: list, sketches: np.ndarray, spec):
+    """The candidates (:data:`MATCH_SCHEMA` and ``bits``) of the flags' ``(F, k)`` sketches in the local store's runs
     (``(run id, directory, documents)``, :class:`~lshbloom_udf.index.lookup.RunLookup`): per run and flag, the
     :data:`CANDIDATES_PER_DOCUMENT` records sharing the most bands, then the earliest."""
     import pyarrow as pa
 
-    from lshbloom_udf.index.lookup import RunLookup
+    from lshbloom_udf.index.lookup import SKETCH_BITS, RunLookup
 
     tables = []
     for run_id, directory, documents in runs:
         lookup = RunLookup(directory, documents, spec.num_perm, spec.b, spec.r)
-        m = lookup.matches(keys)
+        m = lookup.matches(sketches)
         if not len(m.owner):
             continue
         order = np.lexsort((m.position, -m.shared, m.owner))
@@ -246,7 +253,8 @@ def looked_up(runs: list, keys: np.ndarray, spec):
         tables.append(pa.table({
             "owner": pa.array(owner[keep].astype(np.int32)), "shared": pa.array(shared[keep].astype(np.int32)),
             "run": pa.array([run_id] * int(keep.sum()), pa.string()),
-            **{name: found.column(name) for name in MATCH_SCHEMA_RECORD if name != "run"}}))
+            **{name: found.column(name) for name in MATCH_SCHEMA_RECORD if name != "run"},
+            "bits": pa.array(np.full(int(keep.sum()), SKETCH_BITS, np.int8))}))
     return _concat(tables) if tables else _empty_matches()
 
 
@@ -256,7 +264,8 @@ def _empty_matches():
     return pa.table({"owner": pa.array([], pa.int32()), "shared": pa.array([], pa.int32()),
                      "run": pa.array([], pa.string()), "row": pa.array([], pa.int64()),
                      "id": pa.array([], pa.string()), "sketch": pa.array([], pa.binary()),
-                     "size": pa.array([], pa.float32()), "text_hash": pa.array([], pa.binary())})
+                     "size": pa.array([], pa.float32()), "text_hash": pa.array([], pa.binary()),
+                     "bits": pa.array([], pa.int8())})
 
 
 def _concat(tables: list):

@@ -85,7 +85,7 @@ def test_records_are_committed_with_the_run_and_checksummed(spark, tmp_path):
     runs = json.loads((index / "manifest.json").read_text())["runs"]
     for run, rows in zip(runs, outputs):
         entry = run["records"]
-        assert entry["path"] == f"runs/{run['run_id']}.records" and entry["sketch_bits"] == 8
+        assert entry["path"] == f"runs/{run['run_id']}.records" and entry["sketch_bits"] == 4
         # One record per document the run kept (the pass's flags that verification removed included).
         ids = {r[1] for r in records_rows(index / entry["path"])}
         assert entry["documents"] == len(ids) and ids == {i for i, r in rows.items() if not r["is_duplicate"]}
@@ -98,12 +98,12 @@ def test_records_are_committed_with_the_run_and_checksummed(spark, tmp_path):
     damaged = bytearray(part.read_bytes())
     damaged[len(damaged) // 2] ^= 0x10
     part.write_bytes(bytes(damaged))
-    with pytest.raises(IndexCorruptError, match=r"000001\.records/sketch.u8: corrupt records file"):
+    with pytest.raises(IndexCorruptError, match=r"000001\.records/sketch.u4: corrupt records file"):
         _run(spark, batches(3, 30, 0)[2], index)
     with IndexTransaction(str(index)) as txn, pytest.raises(IndexCorruptError, match="corrupt records file"):
         txn.verify()
     part.unlink()
-    with pytest.raises(IndexCorruptError, match=r"sketch.u8: missing: run 000001's records are incomplete"):
+    with pytest.raises(IndexCorruptError, match=r"sketch.u4: missing: run 000001's records are incomplete"):
         _run(spark, batches(3, 30, 0)[2], index)
 
 
