@@ -16,15 +16,15 @@ A run's records directory in a local index (``runs/<run id>.records``, :mod:`lsh
 
 Band ``i``'s key of a record is its 8-bit sketch bytes ``[i·r, (i+1)·r)`` packed
 (:func:`~lshbloom_udf._native.sketch_band_keys`), hashed to 32 bits (:func:`fold`): the lookup is built from the
-8-bit sketches the run wrote, which are then kept at 4 bits (the estimates' spread at J 0.4, k 256: 0.033
-against 0.031 at 8 bits; docs/algorithm.md §8b). Its entries are sorted by (key, position). A lookup of key ``x``: the fences bound the
-blocks of ``F`` entries that may hold ``x``; the fragments pick those entries; each names a group of
-``G = ⌈N / 2^16⌉`` consecutive positions, whose ``G`` sketches are read and compared on the band's ``r`` values
-(4 bits each: another record of the group matches by chance ``G · 2^-4r``, and is only a candidate). So a key
-costs a binary search of ``N/F`` fences, ``F`` fragments and ``G`` sketch values per entry that matches its
-fragment (one in 256 of the others): bounded by the run's size, never by the index's. The lookup takes
-``b · (2 + 1 + 4/F)`` bytes per document: 208 at ``b = 64``, ``F = 16``. A key many records share (a template's
-band) reads at most :data:`ENTRIES_PER_KEY` of them, the earliest positions first.
+8-bit sketches the run wrote, which are then kept at 4 bits (the estimates' spread at J 0.4, k 256: 0.033 against
+0.031 at 8 bits; docs/algorithm.md §8b). Its entries are sorted by (key, position). A lookup of key ``x``: the
+fences bound the blocks of ``F`` entries that may hold ``x``; the fragments pick those entries; each names a group
+of ``G = ⌈N / 2^16⌉`` consecutive positions, whose ``G`` sketches are read and compared on the band's ``r`` values
+(4 bits each: another record of the group matches by chance ``G · 2^-4r``, and is only a candidate). So a key costs
+a binary search of ``N/F`` fences, ``F`` fragments and ``G`` sketch values per entry that matches its fragment (one
+in 256 of the others): bounded by the run's size, never by the index's. The lookup takes ``b · (2 + 1 + 4/F)`` bytes
+per document: 208 at ``b = 64``, ``F = 16``. A key many records share (a template's band) reads at most
+:data:`ENTRIES_PER_KEY` of them, the earliest positions first.
 """
 
 from __future__ import annotations
