@@ -77,17 +77,15 @@ def test_the_sketches_are_kept_at_four_bits(tmp_path):
     directory = tmp_path / "k7"
     writer = lookup.LookupWriter(str(directory), 7)
     rows = np.arange(300)
-    writer.add(pa.table({"row": pa.array(rows), "id": pa.nulls(300, pa.string()), "sketch": fixed_binary(sketches[:, :7]),
+    writer.add(pa.table({"row": pa.array(rows), "id": pa.nulls(300, pa.string()),
+                         "sketch": fixed_binary(sketches[:, :7]),
                          "size": pa.array(np.ones(300, np.float32)),
                          "text_hash": fixed_binary(np.zeros((300, 16), np.uint8))}))
     writer.close(1, 7)
     assert sorted(p.name for p in directory.iterdir()) == sorted(lookup.FILES)  # the 8-bit copy is gone
     assert (directory / lookup.SKETCH_FILE).stat().st_size == 300 * 4
-    assert binary_rows(lookup.read_records(str(directory)), 7) == (sketches[:, :7] & 0x0F).tolist()
-
-
-def binary_rows(table, k):
-    return [list(v) for v in table.column("sketch").to_pylist()]
+    kept = [list(v) for v in lookup.read_records(str(directory)).column("sketch").to_pylist()]
+    assert kept == (sketches[:, :7] & 0x0F).tolist()
 
 
 def test_a_build_in_several_passes_writes_the_same_files(tmp_path):
@@ -99,3 +97,39 @@ def test_a_build_in_several_passes_writes_the_same_files(tmp_path):
     lookup.build(str(tmp_path / "one"), sketches, B, R, budget=1)
     for name in (lookup.FENCE_FILE, lookup.FRAGMENT_FILE, lookup.GROUP_FILE):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
+
+
+def test_candidates_of_many_runs_in_chunks_of_flags_are_the_best_of_all(tmp_path, monkeypatch):
+    """Verification's candidates from the lookup: per flag the 4 records sharing the most bands across all runs
+    (ties to the earliest run and row), the same whether the flags are looked up at once or a few at a time."""
+    from types import SimpleNamespace
+
+    from lshbloom_udf.spark.verify import crossrun
+
+    rng = np.random.default_rng(9)
+    k = B * R
+    runs, all_sketches = [], []
+    for t in range(3):
+        sketches = rng.integers(0, 256, (400, k), dtype=np.uint8)
+        directory = tmp_path / f"run{t}"
+        _write(directory, sketches)
+        runs.append((f"00000{t}", str(directory), 400))
+        all_sketches.append(sketches)
+    flags = np.concatenate([s[:30] for s in all_sketches]).copy()
+    flags[:, 3 * R:] = rng.integers(0, 256, (len(flags), k - 3 * R))  # 3 bands shared with a record of each run
+    flags[::7, :R] = all_sketches[2][0, :R]  # and a band shared with a later run's record
+    spec = SimpleNamespace(num_perm=k, b=B, r=R)
+    whole = crossrun.looked_up(runs, flags, spec)
+    monkeypatch.setattr(crossrun, "FLAGS_PER_LOOKUP", 7)
+    chunked = crossrun.looked_up(runs, flags, spec)
+    assert whole.to_pylist() == chunked.to_pylist()
+    record_keys = [_native.sketch_band_keys(s, B, R) for s in all_sketches]
+    flag_keys = _native.sketch_band_keys(flags, B, R)
+    expected = []
+    for f in range(len(flags)):
+        shared = [(-int((keys[i] == flag_keys[f]).sum()), t, i) for t, keys in enumerate(record_keys)
+                  for i in range(len(keys))]
+        best = sorted(x for x in shared if x[0] < 0)[:4]  # most bands, then the earliest run and row
+        expected += [(f, runs[t][0], i) for _, t, i in sorted(best, key=lambda x: (x[1], x[2]))]
+    got = list(zip(whole.column("owner").to_pylist(), whole.column("run").to_pylist(), whole.column("row").to_pylist()))
+    assert got == expected

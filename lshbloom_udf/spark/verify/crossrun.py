@@ -225,37 +225,60 @@ def same_text(mine, theirs, owner: np.ndarray) -> np.ndarray:
     import pyarrow.compute as pc
 
     known = pc.is_valid(theirs).to_numpy(zero_copy_only=False).astype(bool)
-    fill = pa.scalar(bytes(16), pa.binary())
-    mine_m = binary_matrix(pc.fill_null(mine, fill), 16)[owner]
-    theirs_m = binary_matrix(pc.fill_null(theirs, fill), 16)
+    def filled(array):
+        return pc.fill_null(array, pa.scalar(bytes(16), array.type))
+
+    mine_m = binary_matrix(filled(mine), 16)[owner]
+    theirs_m = binary_matrix(filled(theirs), 16)
     return known & (mine_m == theirs_m).all(axis=1)
+
+
+# Flags looked up together: their candidates (at most CANDIDATES_PER_DOCUMENT per run, then per flag) are held
+# at once, a few hundred bytes each.
+FLAGS_PER_LOOKUP = 1 << 16
 
 
 def looked_up(runs: list, sketches: np.ndarray, spec):
     """The candidates (:data:`MATCH_SCHEMA` and ``bits``) of the flags' ``(F, k)`` sketches in the local store's runs
-    (``(run id, directory, documents)``, :class:`~lshbloom_udf.index.lookup.RunLookup`): per run and flag, the
-    :data:`CANDIDATES_PER_DOCUMENT` records sharing the most bands, then the earliest."""
+    (``(run id, directory, documents)``, :class:`~lshbloom_udf.index.lookup.RunLookup`): per flag, the
+    :data:`CANDIDATES_PER_DOCUMENT` records sharing the most bands, then the earliest, of all runs (:func:`_best`,
+    run by run: never more than twice that many per flag are held), :data:`FLAGS_PER_LOOKUP` flags at a time."""
+    from lshbloom_udf.index.lookup import RunLookup
+
+    opened = [(run_id, RunLookup(directory, documents, spec.num_perm, spec.b, spec.r))
+              for run_id, directory, documents in runs]
+    chunks = []
+    for start in range(0, len(sketches), FLAGS_PER_LOOKUP):
+        best = _empty_matches()
+        for run_id, lookup in opened:
+            found = _run_candidates(run_id, lookup, sketches[start:start + FLAGS_PER_LOOKUP], start)
+            if found.num_rows:
+                best = _best(_concat([best, found]))
+        chunks.append(best)
+    return _concat(chunks) if chunks else _empty_matches()
+
+
+def _run_candidates(run_id: str, lookup, sketches: np.ndarray, first_owner: int):
+    """One run's candidates of the flags ``first_owner ..`` (their ``sketches``): at most
+    :data:`CANDIDATES_PER_DOCUMENT` per flag."""
     import pyarrow as pa
 
-    from lshbloom_udf.index.lookup import SKETCH_BITS, RunLookup
+    from lshbloom_udf.index.lookup import SKETCH_BITS
 
-    tables = []
-    for run_id, directory, documents in runs:
-        lookup = RunLookup(directory, documents, spec.num_perm, spec.b, spec.r)
-        m = lookup.matches(sketches)
-        if not len(m.owner):
-            continue
-        order = np.lexsort((m.position, -m.shared, m.owner))
-        owner, position, shared = m.owner[order], m.position[order], m.shared[order]
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        keep = (np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))) < CANDIDATES_PER_DOCUMENT
-        found = lookup.records(position[keep])
-        tables.append(pa.table({
-            "owner": pa.array(owner[keep].astype(np.int32)), "shared": pa.array(shared[keep].astype(np.int32)),
-            "run": pa.array([run_id] * int(keep.sum()), pa.string()),
-            **{name: found.column(name) for name in MATCH_SCHEMA_RECORD if name != "run"},
-            "bits": pa.array(np.full(int(keep.sum()), SKETCH_BITS, np.int8))}))
-    return _concat(tables) if tables else _empty_matches()
+    m = lookup.matches(sketches)
+    if not len(m.owner):
+        return _empty_matches()
+    order = np.lexsort((m.position, -m.shared, m.owner))
+    owner, position, shared = m.owner[order], m.position[order], m.shared[order]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    keep = (np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))) < CANDIDATES_PER_DOCUMENT
+    found = lookup.records(position[keep])
+    n = int(keep.sum())
+    return pa.table({
+        "owner": pa.array((owner[keep] + first_owner).astype(np.int32)),
+        "shared": pa.array(shared[keep].astype(np.int32)), "run": pa.array([run_id] * n, pa.string()),
+        **{name: found.column(name) for name in MATCH_SCHEMA_RECORD if name != "run"},
+        "bits": pa.array(np.full(n, SKETCH_BITS, np.int8))})
 
 
 def _empty_matches():
@@ -263,8 +286,8 @@ def _empty_matches():
 
     return pa.table({"owner": pa.array([], pa.int32()), "shared": pa.array([], pa.int32()),
                      "run": pa.array([], pa.string()), "row": pa.array([], pa.int64()),
-                     "id": pa.array([], pa.string()), "sketch": pa.array([], pa.binary()),
-                     "size": pa.array([], pa.float32()), "text_hash": pa.array([], pa.binary()),
+                     "id": pa.array([], pa.string()), "sketch": pa.array([], pa.large_binary()),
+                     "size": pa.array([], pa.float32()), "text_hash": pa.array([], pa.large_binary()),
                      "bits": pa.array([], pa.int8())})
 
 
