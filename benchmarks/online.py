@@ -129,8 +129,12 @@ def build(args, spark, tok, base_pl, base_p, b: int) -> tuple[str, dict]:
         hi = min(b, lo + args.max_run)
         path = write(os.path.join(args.work, f"base-{lo}.parquet"), base_parts(base_pl, base_p, lo, hi, tok))
         sizing = {"expected_docs": b + args.run_docs + args.planted} if lo == 0 else {}
-        rows, _, _, _ = dedup(spark, path, index, **sizing)
+        rows, summary, _, wall = dedup(spark, path, index, **sizing)
         flagged, runs = flagged + len(rows), runs + 1
+        cross = summary["verify"]["cross_run"] or {}
+        print(f"  build run {runs}: {hi - lo:,} documents in {wall:.1f} s ({wall / (hi - lo) * 1e6:.1f} µs each), "
+              f"{len(rows):,} flagged, {cross.get('looked_up', 0):,} looked up across runs "
+              f"({cross.get('seconds', 0.0):.2f} s)", flush=True)
         os.remove(path)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(index) for f in fs)
     return index, {"build_seconds": round(time.monotonic() - t0, 1), "build_runs": runs,
