@@ -263,13 +263,12 @@ class RunLookup:
         compared in the groups its key names)."""
         folded = fold(keys)
         fence = self.fence[band]
-        lo = np.maximum(np.searchsorted(fence, folded, "left") - 1, 0) * FENCE_EVERY
-        hi = np.minimum(np.searchsorted(fence, folded, "right") * FENCE_EVERY, self.n)
+        order = np.argsort(folded)  # sorted queries: each binary search starts where the last one ended
+        lo, hi = np.empty(len(folded), np.int64), np.empty(len(folded), np.int64)
+        lo[order] = np.maximum(np.searchsorted(fence, folded[order], "left") - 1, 0) * FENCE_EVERY
+        hi[order] = np.minimum(np.searchsorted(fence, folded[order], "right") * FENCE_EVERY, self.n)
         span = np.minimum(hi - lo, ENTRIES_PER_KEY + 2 * FENCE_EVERY)  # a shared key: its earliest entries
-        owner = np.repeat(np.arange(len(keys)), span)
-        entry = np.repeat(lo, span) + (np.arange(int(span.sum())) - np.repeat(np.cumsum(span) - span, span))
-        hit = self.fragment[band][entry] == (folded[owner] & 0xFF)
-        owner, entry = owner[hit], entry[hit]
+        owner, entry = self._fragment_hits(band, folded, lo, span)
         pair = np.unique((owner.astype(np.int64) << 16) | self.group[band][entry].astype(np.int64))
         owner, group = pair >> 16, pair & 0xFFFF
         width = np.minimum(self.g, self.n - group * self.g)
@@ -279,6 +278,24 @@ class RunLookup:
         equal = (self._band_values(position, band) == values[owner]).all(axis=1)
         owner, position = owner[equal], position[equal]
         return _earliest_per_owner(owner, position, ENTRIES_PER_KEY)
+
+    def _fragment_hits(self, band: int, folded: np.ndarray, lo: np.ndarray, span: np.ndarray) -> tuple:
+        """``(owner, entry)`` of the entries ``[lo, lo + span)`` of each query whose fragment is its key's low byte:
+        most spans are one block, read as one ``(Q, F)`` window; longer ones (a key at a fence, a shared key) one by one."""
+        fragment = self.fragment[band]
+        width = FENCE_EVERY
+        short = np.flatnonzero(span <= width)
+        window = lo[short, None] + np.arange(width)
+        inside = window < (lo[short] + span[short])[:, None]
+        values = fragment[np.minimum(window, self.n - 1)]
+        hit = inside & (values == (folded[short] & 0xFF)[:, None])
+        rows, cols = np.nonzero(hit)
+        owner, entry = [short[rows]], [window[rows, cols]]
+        for q in np.flatnonzero(span > width).tolist():
+            at = lo[q] + np.flatnonzero(fragment[lo[q]:lo[q] + span[q]] == (folded[q] & 0xFF))
+            owner.append(np.full(len(at), q))
+            entry.append(at)
+        return np.concatenate(owner).astype(np.int64), np.concatenate(entry).astype(np.int64)
 
     def _band_values(self, positions: np.ndarray, band: int) -> np.ndarray:
         """Band ``band``'s ``r`` 4-bit values of the records at ``positions`` (their bytes only are read)."""
