@@ -280,8 +280,9 @@ class RunLookup:
         return _earliest_per_owner(owner, position, ENTRIES_PER_KEY)
 
     def _fragment_hits(self, band: int, folded: np.ndarray, lo: np.ndarray, span: np.ndarray) -> tuple:
-        """``(owner, entry)`` of the entries ``[lo, lo + span)`` of each query whose fragment is its key's low byte:
-        most spans are one block, read as one ``(Q, F)`` window; longer ones (a key at a fence, a shared key) one by one."""
+        """``(owner, entry)`` of the entries ``[lo, lo + span)`` of each query whose fragment is its key's low
+        byte: most spans are one block, read as one ``(Q, F)`` window; longer ones (a key at a fence, a shared key)
+        one by one."""
         fragment = self.fragment[band]
         width = FENCE_EVERY
         short = np.flatnonzero(span <= width)
