@@ -237,6 +237,20 @@ def shared_band_pairs(
     once, sorted, with the number of such bands and the fewest documents in one of those buckets; on up to
     ``threads`` threads (verification's round-2 candidates on the driver)."""
 
+
+def lookup_records(
+    arrays: tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8], npt.NDArray[np.uint16], npt.NDArray[np.uint8]],
+    keys: npt.NDArray[np.uint32],
+    values: npt.NDArray[np.uint8],
+    group_rows: int,
+    fence_every: int,
+    cap: int,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+    """``(query, position)`` of the records of one run sharing a band with each query, once per band shared:
+    ``arrays`` ``(fence, fragment, group, sketch)`` (:mod:`lshbloom_udf.index.lookup`), ``keys`` the queries'
+    ``(q, b)`` 32-bit keys, ``values`` their bands' ``(q, b, r)`` 4-bit values; at most ``cap`` records per query
+    and band, the earliest."""
+
 def file_checksum(path: _StrPath) -> int:
     """xxh3-64 of the whole file at ``path``, read through a memory map (the GIL released)."""
 

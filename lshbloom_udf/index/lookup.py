@@ -240,71 +240,23 @@ class RunLookup:
         return self
 
     def matches(self, flags: np.ndarray) -> Matches:
-        """The records sharing a band with each of the flags' ``(F, k)`` 8-bit sketches (see the module docs)."""
+        """The records sharing a band with each of the flags' ``(F, k)`` 8-bit sketches (see the module docs):
+        native, :func:`~lshbloom_udf._native.lookup_records`."""
         from lshbloom_udf import _native
 
-        owners, positions = [], []
-        if self.n and len(flags):
-            flags = np.ascontiguousarray(flags, np.uint8)
-            keys = _native.sketch_band_keys(flags, self.b, self.r)
-            for band in range(self.b):
-                values = flags[:, band * self.r:(band + 1) * self.r] & 0x0F
-                owner, position = self._band(band, keys[:, band], values)
-                owners.append(owner)
-                positions.append(position)
-        if not owners or not sum(len(o) for o in owners):
+        if not self.n or not len(flags):
             empty = np.zeros(0, np.int64)
             return Matches(empty, empty, empty)
-        pair, shared = np.unique((np.concatenate(owners) << 32) | np.concatenate(positions), return_counts=True)
+        flags = np.ascontiguousarray(flags, np.uint8)
+        keys = np.ascontiguousarray(fold(_native.sketch_band_keys(flags, self.b, self.r)))
+        values = np.ascontiguousarray((flags[:, :self.b * self.r] & 0x0F).reshape(len(flags), self.b, self.r))
+        owner, position = _native.lookup_records((self.fence, self.fragment, self.group, self.sketch), keys, values,
+                                                 self.g, FENCE_EVERY, ENTRIES_PER_KEY)
+        if not len(owner):
+            empty = np.zeros(0, np.int64)
+            return Matches(empty, empty, empty)
+        pair, shared = np.unique((owner.astype(np.int64) << 32) | position.astype(np.int64), return_counts=True)
         return Matches(pair >> 32, pair & 0xFFFFFFFF, shared.astype(np.int64))
-
-    def _band(self, band: int, keys: np.ndarray, values: np.ndarray) -> tuple:
-        """``(owner, position)`` of the records whose band ``band`` has each flag's key (its 4-bit ``values``
-        compared in the groups its key names)."""
-        folded = fold(keys)
-        fence = self.fence[band]
-        order = np.argsort(folded)  # sorted queries: each binary search starts where the last one ended
-        lo, hi = np.empty(len(folded), np.int64), np.empty(len(folded), np.int64)
-        lo[order] = np.maximum(np.searchsorted(fence, folded[order], "left") - 1, 0) * FENCE_EVERY
-        hi[order] = np.minimum(np.searchsorted(fence, folded[order], "right") * FENCE_EVERY, self.n)
-        span = np.minimum(hi - lo, ENTRIES_PER_KEY + 2 * FENCE_EVERY)  # a shared key: its earliest entries
-        owner, entry = self._fragment_hits(band, folded, lo, span)
-        pair = np.unique((owner.astype(np.int64) << 16) | self.group[band][entry].astype(np.int64))
-        owner, group = pair >> 16, pair & 0xFFFF
-        width = np.minimum(self.g, self.n - group * self.g)
-        owner = np.repeat(owner, width)
-        position = (np.repeat(group * self.g, width)
-                    + (np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)))
-        equal = (self._band_values(position, band) == values[owner]).all(axis=1)
-        owner, position = owner[equal], position[equal]
-        return _earliest_per_owner(owner, position, ENTRIES_PER_KEY)
-
-    def _fragment_hits(self, band: int, folded: np.ndarray, lo: np.ndarray, span: np.ndarray) -> tuple:
-        """``(owner, entry)`` of the entries ``[lo, lo + span)`` of each query whose fragment is its key's low
-        byte: most spans are one block, read as one ``(Q, F)`` window; longer ones (a key at a fence, a shared key)
-        one by one."""
-        fragment = self.fragment[band]
-        width = FENCE_EVERY
-        short = np.flatnonzero(span <= width)
-        window = lo[short, None] + np.arange(width)
-        inside = window < (lo[short] + span[short])[:, None]
-        values = fragment[np.minimum(window, self.n - 1)]
-        hit = inside & (values == (folded[short] & 0xFF)[:, None])
-        rows, cols = np.nonzero(hit)
-        owner, entry = [short[rows]], [window[rows, cols]]
-        for q in np.flatnonzero(span > width).tolist():
-            at = lo[q] + np.flatnonzero(fragment[lo[q]:lo[q] + span[q]] == (folded[q] & 0xFF))
-            owner.append(np.full(len(at), q))
-            entry.append(at)
-        return np.concatenate(owner).astype(np.int64), np.concatenate(entry).astype(np.int64)
-
-    def _band_values(self, positions: np.ndarray, band: int) -> np.ndarray:
-        """Band ``band``'s ``r`` 4-bit values of the records at ``positions`` (their bytes only are read)."""
-        columns = np.arange(band * self.r, (band + 1) * self.r)
-        if not len(positions):
-            return np.zeros((0, self.r), np.uint8)
-        cells = self.sketch[positions[:, None], columns // 2]
-        return (cells >> ((columns % 2) * 4).astype(np.uint8)) & 0x0F
 
     def records(self, positions: np.ndarray):
         """The records at ``positions`` (an Arrow table: ``row``, ``id``, ``sketch``, ``size``, ``text_hash``)."""
@@ -316,18 +268,6 @@ class RunLookup:
             meta = pa.ipc.open_file(source).read_all().take(pa.array(positions, pa.int64()))
         rows = np.asarray(self.sketch[positions]) if len(positions) else np.zeros((0, packed_width(self.k)), np.uint8)
         return meta.append_column("sketch", fixed_binary(np.ascontiguousarray(unpack(rows, self.k))))
-
-
-def _earliest_per_owner(owner: np.ndarray, position: np.ndarray, cap: int) -> tuple:
-    """At most ``cap`` positions per owner, the lowest, as int64 arrays."""
-    order = np.lexsort((position, owner))
-    owner, position = owner[order].astype(np.int64), position[order].astype(np.int64)
-    if not len(owner):
-        return owner, position
-    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-    rank = np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
-    keep = rank < cap
-    return owner[keep], position[keep]
 
 
 def read_records(directory: str):

@@ -2,7 +2,9 @@
 //! the driver's round-1 and round-2 candidate matching (the GIL released while they work).
 
 use numpy::ndarray::{Array1, Array2};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 use super::errors::value_err;
@@ -11,6 +13,7 @@ use super::settings::{positive, shingle_settings};
 use crate::verify::overlap;
 use crate::verify::pair_match;
 use crate::verify::pair_overlap;
+use crate::verify::record_lookup;
 use crate::verify::shared_pairs;
 use crate::verify::shingle_hashes;
 
@@ -276,6 +279,71 @@ type SharedPairs<'py> = (
     Bound<'py, PyArray1<u32>>,
 );
 
+/// The lookup's arrays of one run (`lshbloom_udf/index/lookup.py`).
+#[derive(FromPyObject)]
+struct LookupArrays<'py>(
+    PyReadonlyArray2<'py, u32>,
+    PyReadonlyArray2<'py, u8>,
+    PyReadonlyArray2<'py, u16>,
+    PyReadonlyArray2<'py, u8>,
+);
+
+/// `(query, position)` (uint32) of the records of one run sharing a band with each query, once per band shared:
+/// `arrays` `(fence, fragment, group, sketch)`, `keys` the queries' `(q, b)` 32-bit keys, `values` their bands'
+/// `(q, b, r)` 4-bit values; at most `cap` records per query and band, the earliest.
+#[pyfunction]
+#[pyo3(signature = (arrays, keys, values, group_rows, fence_every, cap))]
+fn lookup_records<'py>(
+    py: Python<'py>,
+    arrays: LookupArrays<'py>,
+    keys: PyReadonlyArray2<'py, u32>,
+    values: PyReadonlyArray3<'py, u8>,
+    group_rows: i64,
+    fence_every: i64,
+    cap: i64,
+) -> PyResult<Matches<'py>> {
+    let LookupArrays(fence, fragment, group, sketch) = arrays;
+    let (b, n) = (fragment.shape()[0], fragment.shape()[1]);
+    let r = values.shape()[2];
+    let group_rows = positive("group_rows", group_rows)?;
+    let fence_every = positive("fence_every", fence_every)?;
+    let cap = positive("cap", cap)?;
+    let fences = n.div_ceil(fence_every);
+    let shapes_agree = group.shape() == [b, n]
+        && fence.shape() == [b, fences]
+        && sketch.shape()[0] == n
+        && (n == 0 || sketch.shape()[1] * 2 >= b * r)
+        && keys.shape()[1] == b
+        && values.shape()[..2] == [keys.shape()[0], b]
+        && (n == 0 || (n - 1) / group_rows < 1 << 16);
+    if !shapes_agree {
+        return Err(value_err(
+            "lookup arrays of shapes that do not agree (records of other parameters, or damaged)",
+        ));
+    }
+    let run = record_lookup::RunLookup {
+        fence: fence.as_slice()?,
+        fragment: fragment.as_slice()?,
+        group: group.as_slice()?,
+        sketch: sketch.as_slice()?,
+        n,
+        b,
+        r,
+        group_rows,
+        fence_every,
+    };
+    let queries = record_lookup::Queries {
+        keys: keys.as_slice()?,
+        values: values.as_slice()?,
+        cap,
+    };
+    let (owner, position) = py.detach(|| run.matches(&queries));
+    Ok((
+        Array1::from(owner).into_pyarray(py),
+        Array1::from(position).into_pyarray(py),
+    ))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shingle_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(indexed_overlaps, m)?)?;
@@ -283,5 +351,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PairIndex>()?;
     m.add_function(wrap_pyfunction!(sketch_band_keys, m)?)?;
     m.add_function(wrap_pyfunction!(shared_band_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(lookup_records, m)?)?;
     Ok(())
 }

@@ -9,5 +9,6 @@
 pub(crate) mod overlap;
 pub(crate) mod pair_match;
 pub(crate) mod pair_overlap;
+pub(crate) mod record_lookup;
 pub(crate) mod shared_pairs;
 pub(crate) mod shingle_hashes;
