@@ -159,7 +159,8 @@ def pairs(args) -> dict:
                                   spec.shingle, 2)
     # b is the later document d (the truncation), a the earlier e.
     exact, _, _ = rule.judge(ov[:, 0], ov[:, 2], ov[:, 1])
-    j = estimated_jaccard(sk_b == sk_a, spec.b, spec.r, 8)
+    mask = np.uint8((1 << args.bits) - 1)  # the records' bits: 4 in a local index's lookup layout, 8 scanned
+    j = estimated_jaccard((sk_b & mask) == (sk_a & mask), spec.b, spec.r, args.bits)
     n_b64, n_a64 = n_b.astype(np.float64), n_a.astype(np.float64)
     est, _, _ = rule.judge(j * (n_b64 + n_a64) / (1 + j), n_b64, n_a64)
     jx = ov[:, 0] / (ov[:, 1] + ov[:, 2] - ov[:, 0])
@@ -192,6 +193,7 @@ def main() -> None:
     p.add_argument("--per-batch", type=int, default=20000)
     p.add_argument("--planted", type=int, default=1000)
     p.add_argument("--pairs", type=int, default=20000)
+    p.add_argument("--bits", type=int, default=4, choices=[4, 8], help="pairs: the bits kept of each sketch value")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--p-effective", type=float, help="size the new index at this rate (default: the job's)")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
