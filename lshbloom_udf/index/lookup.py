@@ -125,7 +125,6 @@ class LookupWriter:
         if isinstance(packed, np.memmap):
             packed.flush()
         del packed, sketch8
-        _fsync(os.path.join(self.directory, SKETCH_FILE))
         os.remove(wide)
         return self.documents
 
@@ -187,17 +186,7 @@ def build(directory: str, sketch: np.ndarray, b: int, r: int, budget: Optional[i
     for array in out.values():
         if isinstance(array, np.memmap):
             array.flush()
-    out.clear()  # unmapped before the files are synced
-    for name in (FENCE_FILE, FRAGMENT_FILE, GROUP_FILE):
-        _fsync(os.path.join(directory, name))
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    out.clear()  # unmapped: the commit syncs the records' directory (IndexTransaction, fsync_tree)
 
 
 def _raw_map(directory: str, name: str, dtype, shape, mode: Literal["r", "w+"] = "w+"):
