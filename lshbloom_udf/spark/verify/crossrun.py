@@ -27,7 +27,9 @@ would judge it, on estimates:
 from __future__ import annotations
 
 import logging
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -247,14 +249,18 @@ def looked_up(runs: list, sketches: np.ndarray, spec):
 
     opened = [(run_id, RunLookup(directory, documents, spec.num_perm, spec.b, spec.r))
               for run_id, directory, documents in runs]
+    threads = max(1, min(len(opened), os.cpu_count() or 1))
     chunks = []
-    for start in range(0, len(sketches), FLAGS_PER_LOOKUP):
-        best = _empty_matches()
-        for run_id, lookup in opened:
-            found = _run_candidates(run_id, lookup, sketches[start:start + FLAGS_PER_LOOKUP], start)
-            if found.num_rows:
-                best = _best(_concat([best, found]))
-        chunks.append(best)
+    with ThreadPoolExecutor(threads, thread_name_prefix="lshbloom-lookup") as pool:  # the native lookup drops the GIL
+        for start in range(0, len(sketches), FLAGS_PER_LOOKUP):
+            flags = sketches[start:start + FLAGS_PER_LOOKUP]
+            best = _empty_matches()
+            for first in range(0, len(opened), threads):  # a core's worth of runs at a time, reduced in run order
+                for found in pool.map(lambda run: _run_candidates(run[0], run[1], flags, start),
+                                      opened[first:first + threads]):
+                    if found.num_rows:
+                        best = _best(_concat([best, found]))
+            chunks.append(best)
     return _concat(chunks) if chunks else _empty_matches()
 
 
