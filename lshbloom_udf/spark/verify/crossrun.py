@@ -7,17 +7,19 @@ would judge it, on estimates:
 1. **Candidates.** Its sketch is computed as the records' were (:func:`~lshbloom_udf.spark.records.sketch_batch`).
    Band ``i`` of a document is its sketch bytes ``[i·r, (i+1)·r)``; every earlier document that shares the
    band's ``r`` MinHash values (what made the pass flag it) shares these bytes, so the records sharing a band
-   with it are a superset of its band-key candidates. One scan of the records on the executors (the flagged
-   documents' band keys shipped and indexed band by band, :class:`~lshbloom_udf._native.PairIndex`, where each
-   record's are looked up) keeps, per flagged document,
-   the records sharing the most bands: at most :data:`CANDIDATES_PER_DOCUMENT` (a true source shares many
-   bands, ``b·J^r`` expected: 14.8 of 64 at J 0.69; a distinct neighbour at J 0.3 shares 0.5), ties to the
+   with it are a superset of its band-key candidates. A local index's runs are looked up by band key
+   (:mod:`lshbloom_udf.index.lookup`, :func:`looked_up`); a sharded index's Parquet records are scanned on the
+   executors (the flagged documents' band keys shipped and indexed band by band,
+   :class:`~lshbloom_udf._native.PairIndex`, where each record's are looked up). Either keeps, per flagged
+   document, the records sharing the most bands: at most :data:`CANDIDATES_PER_DOCUMENT` (a true source shares
+   many bands, ``b·J^r`` expected: 14.8 of 64 at J 0.69; a distinct neighbour at J 0.3 shares 0.5), ties to the
    earliest (run, row).
-2. **Estimates.** Matching sketch bytes ``m`` of ``k`` give ``p̂ = m / k`` and
-   ``Ĵ = (p̂ - 2^-8) / (1 - 2^-8)``, except that the ``r`` bytes of one fully matching band are left out
-   (``p̂ = (m - r) / (k - r)``): a candidate was chosen *because* a band matched, so counting it biases ``Ĵ``
-   up (docs/algorithm.md §8). Standard deviation ``√(J(1-J)/(k-r))``: 0.031 at J = 0.4, k = 256. Containment
-   from ``Ĵ`` and the two estimated sizes: ``|S_d ∩ S_e| = Ĵ (|S_d| + |S_e|) / (1 + Ĵ)``, ``Ĉ = |S_d ∩ S_e| / |S_d|``.
+2. **Estimates.** Matching sketch values ``m`` of ``k`` give ``p̂ = m / k`` and ``Ĵ = (p̂ - 2^-β) / (1 - 2^-β)`` at
+   the record's ``β`` bits a value (4 looked up, 8 scanned), except that the ``r`` bytes of one fully matching band
+   are left out (``p̂ = (m - r) / (k - r)``): a candidate was chosen *because* a band matched, so counting it biases
+   ``Ĵ`` up (docs/algorithm.md §8). Standard deviation about ``√(J(1-J)/(k-r))``: 0.031 at J = 0.4, k = 256 (0.033
+   at 4 bits). Containment from ``Ĵ`` and the two estimated sizes: ``|S_d ∩ S_e| = Ĵ (|S_d| + |S_e|) / (1 + Ĵ)``,
+   ``Ĉ = |S_d ∩ S_e| / |S_d|``.
 3. **Decision.** The run's rule on the estimates (:class:`~lshbloom_udf.spark.verify.rule.VerifyRule.judge`: ``Ĵ >=
    T_v``, or ``Ĉ >= T_c`` and ``Ĵ >= J_c``); the template rule does not apply (it needs texts). A verified
    document names the earliest verified record (``duplicate_of`` its id, ``similarity`` the estimate). One
@@ -227,6 +229,7 @@ def same_text(mine, theirs, owner: np.ndarray) -> np.ndarray:
     import pyarrow.compute as pc
 
     known = pc.is_valid(theirs).to_numpy(zero_copy_only=False).astype(bool)
+
     def filled(array):
         return pc.fill_null(array, pa.scalar(bytes(16), array.type))
 
