@@ -88,11 +88,13 @@ class LookupWriter:
     """Writes a run's records in this layout: :meth:`add` batches of the records' columns (``row``, ``id``,
     ``sketch``, ``size``, ``text_hash``) in position order, then :meth:`close` builds the lookup."""
 
-    def __init__(self, directory: str, num_perm: int):
+    def __init__(self, directory: str, num_perm: int, available: Optional[int] = None):
         import pyarrow as pa
 
         os.makedirs(directory, exist_ok=True)
         self.directory, self.num_perm, self.documents = directory, int(num_perm), 0
+        # what this process may take (lshbloom_udf.memory.machine_available): the build takes BUILD_SHARE of it
+        self.available = available
         self._sink = pa.OSFile(os.path.join(directory, RECORDS_FILE), "wb")
         self._meta = pa.ipc.new_file(self._sink, meta_schema(num_perm))
         self._sketch = open(os.path.join(directory, SKETCH8_FILE), "wb")
@@ -101,7 +103,7 @@ class LookupWriter:
         """One Arrow batch (or table) of records."""
         import pyarrow as pa
 
-        from lshbloom_udf.spark.records import binary_matrix
+        from lshbloom_udf.index.binary import binary_matrix
 
         if batch.num_rows == 0:
             return
@@ -118,7 +120,7 @@ class LookupWriter:
         n, k = self.documents, self.num_perm
         wide = os.path.join(self.directory, SKETCH8_FILE)
         sketch8 = _raw_map(self.directory, SKETCH8_FILE, np.uint8, (n, k), "r")
-        build(self.directory, sketch8, b, r)
+        build(self.directory, sketch8, b, r, None if self.available is None else int(BUILD_SHARE * self.available))
         packed = _raw_map(self.directory, SKETCH_FILE, np.uint8, (n, packed_width(k)))
         for start in range(0, n, 1 << 16):
             packed[start:start + (1 << 16)] = pack(np.asarray(sketch8[start:start + (1 << 16)]))
@@ -151,16 +153,14 @@ def unpack(packed: np.ndarray, num_perm: int) -> np.ndarray:
 
 def build(directory: str, sketch: np.ndarray, b: int, r: int, budget: Optional[int] = None) -> None:
     """Write the fences, fragments and groups of the ``(n, k)`` 8-bit ``sketch`` matrix in ``directory`` (see the
-    module docs), as many bands at a time as ``budget`` bytes hold (default: :data:`BUILD_SHARE` of what this
-    process may take)."""
+    module docs), as many bands at a time as ``budget`` bytes hold (None: :data:`BUILD_SHARE` of 1 GiB)."""
     from lshbloom_udf import _native
-    from lshbloom_udf.memory import machine_available
 
     n = len(sketch)
     fences = -(-n // FENCE_EVERY)
     out = {name: _raw_map(directory, name, dtype, (b, width)) for name, dtype, width in
            ((FENCE_FILE, np.uint32, fences), (FRAGMENT_FILE, np.uint8, n), (GROUP_FILE, np.uint16, n))}
-    room = budget if budget is not None else int(BUILD_SHARE * (machine_available() or (1 << 30)))
+    room = budget if budget is not None else int(BUILD_SHARE * (1 << 30))
     threads = max(1, min(b, os.cpu_count() or 1))
     per_pass = max(1, min(b, (room - threads * n * SORT_BYTES_PER_KEY) // max(1, n * KEY_BYTES)))
     g = group_rows(n)
@@ -251,7 +251,7 @@ class RunLookup:
         """The records at ``positions`` (an Arrow table: ``row``, ``id``, ``sketch``, ``size``, ``text_hash``)."""
         import pyarrow as pa
 
-        from lshbloom_udf.spark.records import fixed_binary
+        from lshbloom_udf.index.binary import fixed_binary
 
         with pa.memory_map(os.path.join(self.directory, RECORDS_FILE)) as source:
             meta = pa.ipc.open_file(source).read_all().take(pa.array(positions, pa.int64()))

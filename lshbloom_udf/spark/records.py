@@ -28,6 +28,7 @@ from lshbloom_udf import hooks
 from lshbloom_udf.common import col, default_parallelism
 from lshbloom_udf.errors import IndexCorruptError
 from lshbloom_udf.index import records as rec
+from lshbloom_udf.index.binary import fixed_binary
 from lshbloom_udf.sizing import parse_bytes
 from lshbloom_udf.spark.frames import among_rows
 from lshbloom_udf.spark.keys import ROW_COL, TaskThreads, _replace_invalid_utf8, _selected, ship, task_start
@@ -113,35 +114,6 @@ def record_columns(text_col: str, id_col: Optional[str]) -> list:
 
     cols = [*text_hash_columns(text_col, HASH_COLS)]
     return cols + ([col(id_col).cast("string").alias(ID_COL)] if id_col else [])
-
-
-def fixed_binary(matrix: np.ndarray):
-    """An Arrow binary array of the rows of a 2-D uint8 matrix (zero copy)."""
-    import pyarrow as pa
-
-    n, width = matrix.shape
-    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
-    return pa.Array.from_buffers(pa.binary(), n,
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(matrix))])
-
-
-def binary_matrix(array, width: int) -> np.ndarray:
-    """The ``(n, width)`` uint8 matrix of an Arrow binary array of values of ``width`` bytes."""
-    import pyarrow as pa
-
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    n = len(array)
-    if n == 0:
-        return np.zeros((0, width), np.uint8)
-    off_type = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-    bufs = array.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=off_type, count=n + 1, offset=array.offset * np.dtype(off_type).itemsize)
-    if array.null_count or not np.all(np.diff(offsets) == width):
-        from lshbloom_udf.errors import IndexCorruptError
-
-        raise IndexCorruptError(f"records: a sketch is not {width} bytes (records of other parameters, or damaged)")
-    return np.frombuffer(bufs[2], np.uint8, count=n * width, offset=int(offsets[0])).reshape(n, width)
 
 
 def sketch_mapper(text_col: str, spec, among, inside: bool, with_id: bool, threads: TaskThreads = TaskThreads()):
@@ -246,8 +218,9 @@ def lookup_from_parquet(parquet_dir: str, target: str, spec) -> None:
     import pyarrow.parquet as pq
 
     from lshbloom_udf.index.lookup import LookupWriter
+    from lshbloom_udf.memory import machine_available
 
-    writer = LookupWriter(target, spec.num_perm)
+    writer = LookupWriter(target, spec.num_perm, machine_available())
     for name in rec.part_names(os.listdir(parquet_dir)):
         for batch in pq.ParquetFile(os.path.join(parquet_dir, name)).iter_batches():
             writer.add(batch)

@@ -11,7 +11,7 @@ import pytest
 
 from lshbloom_udf import _native
 from lshbloom_udf.index import lookup
-from lshbloom_udf.spark.records import fixed_binary
+from lshbloom_udf.index.binary import fixed_binary
 
 
 def _write(directory, sketches, chunk=777):

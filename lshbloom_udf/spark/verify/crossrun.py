@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from lshbloom_udf import _native
-from lshbloom_udf.spark.records import PriorRuns, binary_matrix, sketch_frame
+from lshbloom_udf.index.binary import binary_matrix
+from lshbloom_udf.spark.records import PriorRuns, sketch_frame
 from lshbloom_udf.spark.verify.rule import EXACT, VerifyRule
 from lshbloom_udf.spark.verify.sources import CANDIDATES_PER_DOCUMENT
 

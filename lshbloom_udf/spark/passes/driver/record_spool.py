@@ -70,7 +70,7 @@ class RecordSpool:
         """A chunk of rows ``start ..`` (the wire's arrays, :mod:`~lshbloom_udf.spark.passes.driver.sender`)."""
         import pyarrow as pa
 
-        from lshbloom_udf.spark.records import fixed_binary
+        from lshbloom_udf.index.binary import fixed_binary
 
         n = len(has)
         rows = start + np.arange(n, dtype=np.int64)
@@ -85,8 +85,9 @@ class RecordSpool:
         """Write the records of the spooled rows not in ``flagged_rows`` in the local directory ``target`` (made if
         missing), laid out for lookups (:class:`~lshbloom_udf.index.lookup.LookupWriter`) of ``spec``'s bands."""
         from lshbloom_udf.index.lookup import LookupWriter
+        from lshbloom_udf.memory import machine_available
 
-        writer = LookupWriter(target, self.num_perm)
+        writer = LookupWriter(target, self.num_perm, machine_available())
         for kept in self._batches(flagged_rows, inside=False):
             writer.add(kept)
         writer.close(spec.b, spec.r)
