@@ -70,3 +70,12 @@ def test_readme_quickstart_runs_as_written(tmp_path, spark):
     pairs = flagged.filter("similarity_measure = 'exact' OR (similarity_measure = 'jaccard' AND similarity >= 0.6)")
     pairs = pairs.select("id", "duplicate_of").collect()
     assert pairs and not [p for p in pairs if p.id in kept and p.duplicate_of in kept]
+
+
+def test_docs_stay_reference_sized():
+    """docs/ is reference, not a lab log: 3,000 lines in all, benchmarks.md 300 (the history is benchmarks/log.md)."""
+    docs = os.path.join(ROOT, "docs")
+    lines = {name: sum(1 for _ in open(os.path.join(docs, name), encoding="utf-8"))
+             for name in os.listdir(docs) if name.endswith(".md")}
+    assert sum(lines.values()) <= 3000, lines
+    assert lines["benchmarks.md"] <= 300, lines["benchmarks.md"]
