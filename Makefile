@@ -11,7 +11,7 @@ CARGO_MANIFEST := native/Cargo.toml
 DEMO_DIR  := build/demo
 DIST      := dist
 
-.PHONY: readme venv build wheel test test-builds browser release-builds spark-classes test-fast test-rust test-python lint demo bench clean
+.PHONY: readme venv build wheel test test-slow test-python-slow test-builds browser release-builds spark-classes test-fast test-rust test-python lint demo bench clean
 
 venv:
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -41,24 +41,33 @@ test-rust: venv
 # One pytest process per core (pytest-xdist), each with its own SparkSession; a test file stays in one process
 # (--dist loadfile: its module fixtures, a standalone cluster or a Connect server, are started once). Most of the
 # slow tests wait on a JVM starting or a child job, so a second process keeps the cores busy meanwhile.
+# `make test` runs every test not marked slow; `make test-slow` the slow ones (end-to-end jobs, crash runs, clusters,
+# deployment). CI runs both (.ci/run).
 test-python:
-	$(PY) -m pytest -q -n auto --dist loadfile --durations=40
+	$(PY) -m pytest -q -n auto --dist loadfile --durations=40 -m "not slow"
+
+test-python-slow:
+	$(PY) -m pytest -q -n auto --dist loadfile --durations=40 -m slow
 
 # The inner loop: the Rust unit tests and the core and index tests that need no Spark, a couple of minutes.
 test-fast: build
 	cargo test --manifest-path $(CARGO_MANIFEST) -q
 	$(PY) -m pytest -q -m "not slow and not spark" tests/core tests/index
 
-# The builds first (a zig or glibc problem fails fast); the deployment tests install the wheel from
-# LSHBLOOM_WHEEL_DIR (tests/deploy_support.py), or run `make wheel` themselves without it.
-# The Rust tests compile beside the two release builds: those end on one core (fat LTO, one codegen
-# unit) and share .venv's pip, so they run one after the other; the test build uses the other core.
-test: export LSHBLOOM_WHEEL_DIR := $(abspath $(DIST))
+# The builds first: the Rust tests compile beside the JVM class archive and the browser. `make test-slow` builds
+# the wheel (a zig or glibc problem fails fast) that the deployment tests install from LSHBLOOM_WHEEL_DIR
+# (tests/deploy_support.py; without it they run `make wheel` themselves).
 test:
 	$(MAKE) -j2 test-builds
 	$(MAKE) test-python
 
-test-builds: release-builds test-rust spark-classes browser
+# The wheel for the deployment tests first, then the slow tests.
+test-slow: export LSHBLOOM_WHEEL_DIR := $(abspath $(DIST))
+test-slow:
+	$(MAKE) -j2 release-builds spark-classes browser
+	$(MAKE) test-python-slow
+
+test-builds: test-rust spark-classes browser
 
 # The report test opens the run report in a real browser: Debian's chromium, installed when missing (CI runs as root).
 browser:
