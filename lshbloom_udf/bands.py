@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lshbloom_udf.errors import IndexMismatchError
 
@@ -76,15 +76,12 @@ def _decision(config: DedupConfig) -> float:
     return config.verify_threshold if config.verify_threshold is not None else config.threshold
 
 
-def check_kept_bands(path: str, manifest: Optional[Mapping], config: DedupConfig, params: IndexParams) -> None:
-    """Refuse a kept index whose bands (threshold, b, r in its ``manifest``) differ from the run's ``params`` when
-    the run did not give ``threshold`` or ``bands`` itself, saying what each set of bands is for and what to give.
+def check_kept_bands(path: str, have: Optional[IndexParams], config: DedupConfig, params: IndexParams) -> None:
+    """Refuse a kept index whose bands (threshold, b, r in its parameters ``have``) differ from the run's ``params``
+    when the run did not give ``threshold`` or ``bands`` itself, saying what each set of bands is for and what to give.
     (Given settings that differ get the general parameter mismatch.)"""
-    if manifest is None or config.is_given("threshold") or config.is_given("bands"):
+    if have is None or config.is_given("threshold") or config.is_given("bands"):
         return
-    from lshbloom_udf.index.manifest import params_from_manifest
-
-    have = params_from_manifest(manifest)
     if have.threshold is None or params.threshold is None:
         return  # no threshold recorded (an index made with explicit IndexParams): the general check compares (b, r)
     if (have.b, have.r) == (params.b, params.r) and math.isclose(have.threshold, params.threshold):
@@ -104,16 +101,15 @@ def check_kept_bands(path: str, manifest: Optional[Mapping], config: DedupConfig
                              "index's bands, or use a new --index-dir.")
 
 
-def check_kept_rate(path: str, manifest: Optional[Mapping], config: DedupConfig) -> None:
+def check_kept_rate(path: str, kept: Optional[IndexParams], config: DedupConfig) -> None:
     """Refuse a run whose flags are final (no verification, or ``insert`` first) on a kept index sized for the higher
     rate verification absorbs (:data:`~lshbloom_udf.index.params.P_VERIFIED`): its Bloom false positives would remove
     that share of the run's new documents. A run that gives ``p_effective`` itself accepts the index's rate."""
-    if manifest is None or config.is_given("p_effective"):
+    if kept is None or config.is_given("p_effective"):
         return
-    from lshbloom_udf.index.manifest import params_from_manifest
     from lshbloom_udf.index.params import default_p_effective
 
-    have = params_from_manifest(manifest).p_effective
+    have = kept.p_effective
     final = config.new_index_p_effective
     if final != default_p_effective(False) or have <= final:
         return

@@ -24,7 +24,7 @@ Modules: :mod:`~.params` (:class:`IndexParams`, what "minus sizing" means),
 :mod:`~.growth` (the rules of a growing index), :mod:`~.generations` (the
 open filters of every generation and the decisions over them),
 :mod:`~.backends` (the two Bloom backends behind one interface),
-:mod:`~.manifest` (read, validate, write, compatibility checks),
+:mod:`~.manifest` (:class:`Manifest`: read and validated, written), :mod:`~.compat` (compatibility checks),
 :mod:`~.run_record` (:class:`RunRecord`: a committed run as the manifest keeps it),
 :mod:`~.lock` (the directory's OS lock), :mod:`~.store`
 (:class:`LSHBloomIndex`), :mod:`~.journal` (commit journal, recovery),
@@ -48,7 +48,7 @@ from lshbloom_udf.index.fs import commit_rename
 from lshbloom_udf.index.growth import GROWTH_FACTOR, GROWTH_MODES, TIGHTENING
 from lshbloom_udf.index.journal import JOURNAL_NAME, RUNS_DIR, STAGING_PREFIX, recover
 from lshbloom_udf.index.lock import LOCK_NAME, IndexLock
-from lshbloom_udf.index.manifest import MANIFEST_NAME, manifest_bloom, read_manifest
+from lshbloom_udf.index.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lshbloom_udf.index.params import SIZING_FIELDS, IndexParams, expected_params, run_params, without_sizing
 from lshbloom_udf.index.run_record import RunRecord, StreamBatch
 from lshbloom_udf.index.store import CAPACITY_WARNING_FRACTION, LSHBloomIndex
@@ -85,7 +85,7 @@ __all__ = [
     "backend",
     "commit_rename",
     "expected_params",
-    "manifest_bloom",
+    "Manifest",
     "read_manifest",
     "recover",
     "run_params",

@@ -40,28 +40,22 @@ def file_checksums(paths: Sequence[str]) -> list:
         return list(pool.map(file_checksum, paths))
 
 
-def record(manifest: dict, paths: Sequence[str]) -> None:
-    """Write the checksums of the band files ``paths`` into ``manifest``."""
-    sums = file_checksums(paths)
-    manifest[CHECKSUMS] = {"algorithm": ALGORITHM, "files": {os.path.basename(p): c for p, c in zip(paths, sums)}}
+def of_files(paths: Sequence[str]) -> dict[str, str]:
+    """The checksums of the band files ``paths``, by file name (what the manifest records)."""
+    return {os.path.basename(p): c for p, c in zip(paths, file_checksums(paths))}
 
 
-def verify(manifest: Mapping, paths: Sequence[str], label: str) -> int:  # label: the index directory
-    """Check every band file of ``paths`` against the checksums ``manifest`` records; how many were checked.
+def verify(recorded: Mapping[str, str], paths: Sequence[str], label: str) -> int:  # label: the index directory
+    """Check every band file of ``paths`` against the checksums the manifest ``recorded``; how many were checked.
 
     Raises :class:`IndexCorruptError` naming the first band file whose bytes
-    differ, or for a manifest without checksums.
+    differ, or that has no checksum.
     """
-    recorded = manifest[CHECKSUMS] if CHECKSUMS in manifest else {}
-    files = recorded.get("files") if isinstance(recorded, dict) else None
-    if not isinstance(files, dict) or recorded.get("algorithm") != ALGORITHM:
-        raise IndexCorruptError(
-            f"{label}: corrupt manifest (its {CHECKSUMS} entry is not {ALGORITHM} of each band file)")
     for path in paths:
-        if files.get(os.path.basename(path)) is None:
+        if os.path.basename(path) not in recorded:
             raise IndexCorruptError(f"{path}: the manifest records no checksum for this band file")
     for path, got in zip(paths, file_checksums(paths)):
-        want = files[os.path.basename(path)]
+        want = recorded[os.path.basename(path)]
         if got != want and _written_by_datasketch(path, label):
             log.warning("%s: written since the index's last commit (datasketch continuing it?): not verified; the "
                         "next commit records its checksum", path)

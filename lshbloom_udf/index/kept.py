@@ -24,7 +24,25 @@ from typing import Mapping, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from lshbloom_udf.index.params import IndexParams
 from lshbloom_udf.index.run_record import RunRecord
+
+
+class KeptManifest(Protocol):
+    """What either store's manifest says of the committed index (:class:`~lshbloom_udf.index.manifest.Manifest`,
+    :class:`~lshbloom_udf.spark.passes.sharded.manifest.ShardedManifest`)."""
+
+    @property
+    def params(self) -> IndexParams: ...
+
+    @property
+    def bloom(self) -> str: ...
+
+    @property
+    def inserted(self) -> int: ...
+
+    @property
+    def runs(self) -> tuple[RunRecord, ...]: ...
 
 
 @runtime_checkable
@@ -39,7 +57,7 @@ class KeptIndex(Protocol):
         ...
 
     # -- report ------------------------------------------------------------------
-    def manifest(self) -> Optional[dict]:
+    def manifest(self) -> Optional[KeptManifest]:
         ...
 
     def runs(self) -> list[RunRecord]:

@@ -1,10 +1,12 @@
-"""The index manifest (``manifest.json``): read and validated, written, and checked against what a caller asks for.
+"""The index manifest (``manifest.json``): :class:`Manifest`, its one reader and one writer.
 
 The manifest records every parameter that decides whether two runs' band keys
 are comparable (scheme, seed, num_perm, b, r, ngram, normalization, threshold,
 band key, shingle unit) and how the filters were sized (capacity, p_effective, per-band p,
 growth), the backend (its ``format`` name and ``bloom_format``), the format
-version, the documents inserted, and the committed runs. It is plain JSON.
+version, the band files' checksums, the documents inserted, and the committed
+runs. It is plain JSON; :meth:`Manifest.to_json` writes it and
+:meth:`Manifest.from_json` reads it back equal, refusing anything else.
 
 Format version 1 is an index of one generation of filters: a
 ``growth="fixed"`` index (its ``params`` have no ``growth`` entry).
@@ -17,20 +19,21 @@ refuses it instead of reading generation 0 alone.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import os
 import re
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional
 
 from lshbloom_udf.errors import IndexCorruptError, IndexFilesMissingError, IndexMismatchError
-from lshbloom_udf.index.backends import MANIFEST_FORMATS, BloomBackend, backend, backend_for_format
+from lshbloom_udf.index.backends import MANIFEST_FORMATS, BloomBackend, backend_for_format
+from lshbloom_udf.index.checksums import ALGORITHM, CHECKSUMS
 from lshbloom_udf.index.fs import write_json_atomically
 from lshbloom_udf.index.generations import Generation
 from lshbloom_udf.index.growth import GROWTH_MODES
 from lshbloom_udf.index.params import IndexParams
-from lshbloom_udf.minhash import normalization_name
+from lshbloom_udf.index.run_record import RunRecord, read_runs, run_id
 
 MANIFEST_NAME = "manifest.json"
 # growth -> the manifest format version that records it
@@ -77,33 +80,146 @@ def check_directory(path: str) -> None:
         )
 
 
-def read_manifest(path: str) -> dict:
+@dataclass(frozen=True)
+class Manifest:
+    """A local index's manifest (see the module docs): written by :meth:`to_json`, read by :meth:`from_json`."""
+
+    backend: BloomBackend
+    params: IndexParams
+    # Each generation's sizing and fill, generation 0 first (one for a fixed index). A filter stack fills copies
+    # (:meth:`fresh_generations`): a manifest never changes.
+    generations: tuple[Generation, ...]
+    # The backend's fields of generation 0's filters as recorded when the index was made (its geometry).
+    geometry: Mapping[str, Any]
+    # Band file name -> its xxh3-64 checksum at the last commit (:mod:`~.checksums`).
+    checksums: Mapping[str, str] = field(default_factory=dict)
+    runs: tuple[RunRecord, ...] = ()
+    adopted: bool = False  # band files datasketch wrote, taken over (LSHBloomIndex.adopt)
+
+    @property
+    def format_version(self) -> int:
+        return FORMAT_VERSIONS[self.params.growth]
+
+    @property
+    def bloom(self) -> str:
+        """The name of the index's Bloom backend."""
+        return self.backend.name
+
+    @property
+    def inserted(self) -> int:
+        return sum(g.inserted for g in self.generations)
+
+    @property
+    def p_band(self) -> float:
+        """Generation 0's per-band rate."""
+        return self.generations[0].p_band
+
+    def replace(self, **changes: Any) -> "Manifest":
+        return dataclasses.replace(self, **changes)
+
+    def fresh_generations(self) -> list[Generation]:
+        """The generations as new values, for a filter stack to fill."""
+        return [dataclasses.replace(g) for g in self.generations]
+
+    def next_run_id(self) -> str:
+        """The id the next committed run gets."""
+        return run_id(len(self.runs) + 1)
+
+    def to_json(self) -> dict:
+        """The manifest as ``manifest.json`` stores it (the writer: :meth:`from_json` reads it back equal)."""
+        params = asdict(self.params)
+        if self.params.growth == "fixed":
+            del params["growth"]  # version 1, as before growth existed
+        out: dict = {
+            "format": self.backend.manifest_format,
+            "format_version": self.format_version,
+            "bloom_format": self.backend.bloom_format,
+            "params": params,
+            "p_band": self.p_band,
+            "inserted": self.inserted,
+            **self.geometry,
+        }
+        if self.params.growth != "fixed":
+            out["generations"] = [g.record(self.backend) for g in self.generations]
+        out[CHECKSUMS] = {"algorithm": ALGORITHM, "files": dict(self.checksums)}
+        if self.runs:
+            out["runs"] = [r.to_json() for r in self.runs]
+        if self.adopted:
+            out["adopted"] = True
+        return json.loads(json.dumps(out))
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> "Manifest":
+        """The manifest ``data`` (``manifest.json``'s JSON) of the file ``where``, validated."""
+        bloom_backend = backend_for_format(data.get("format")) if isinstance(data, dict) else None
+        if bloom_backend is None:
+            raise IndexCorruptError(
+                f"{where}: not an LSHBloom index manifest (format {' or '.join(MANIFEST_FORMATS)})")
+        version = data.get("format_version")
+        if version not in FORMAT_VERSIONS.values():
+            raise IndexMismatchError(
+                f"{where}: {data['format']} format version {version!r}, "
+                f"this version reads {' and '.join(map(str, FORMAT_VERSIONS.values()))}"
+            )
+        _check_released(where, data)
+        _check_generations(where, data)
+        geometry_names = set(bloom_backend.manifest_fields(1000, 0.01))
+        unknown = sorted(set(data) - _MANIFEST_FIELDS - geometry_names)
+        if unknown or data.get("bloom_format") != bloom_backend.bloom_format:
+            raise IndexCorruptError(f"{where}: corrupt manifest (unknown fields {', '.join(unknown) or 'none'}, "
+                                    f"bloom_format {data.get('bloom_format')!r})")
+        try:
+            stored = {**IMPLIED_PARAMS, **data["params"]}
+            params = IndexParams(**{f.name: stored[f.name] for f in dataclasses.fields(IndexParams)})
+            generations = _generations(data, params)
+        except (KeyError, TypeError, ValueError) as e:
+            raise IndexCorruptError(f"{where}: corrupt manifest ({e!r})") from None
+        return cls(bloom_backend, params, generations, {k: data[k] for k in geometry_names if k in data},
+                   _checksums(where, data[CHECKSUMS]), read_runs(data, where), data.get("adopted") is True)
+
+
+# The top-level fields of a manifest besides its backend's geometry.
+_MANIFEST_FIELDS = {"format", "format_version", "bloom_format", "params", "p_band", "inserted", "generations",
+                    CHECKSUMS, "runs", "adopted"}
+# A manifest generation's own fields; the others are its backend's (Generation.geometry).
+GENERATION_FILL = ("capacity", "p_band", "inserted")
+
+
+def _generations(data: Mapping, params: IndexParams) -> tuple[Generation, ...]:
+    if "generations" not in data:
+        return (Generation(params.capacity, float(data["p_band"]), int(data["inserted"])),)
+    return tuple(Generation(g["capacity"], g["p_band"], g["inserted"],
+                            {k: v for k, v in g.items() if k not in GENERATION_FILL})
+                 for g in data["generations"])
+
+
+def _checksums(where: str, recorded: Any) -> dict[str, str]:
+    files = recorded.get("files") if isinstance(recorded, dict) else None
+    if not isinstance(files, dict) or recorded.get("algorithm") != ALGORITHM:
+        raise IndexCorruptError(
+            f"{where}: corrupt manifest (its {CHECKSUMS} entry is not {ALGORITHM} of each band file)")
+    return {str(k): str(v) for k, v in files.items()}
+
+
+def read_manifest(path: str) -> Manifest:
     """The manifest of the index at ``path``, validated."""
     manifest_path = os.path.join(path, MANIFEST_NAME)
     try:
         with open(manifest_path, encoding="utf-8") as f:
-            manifest = json.load(f)
+            data = json.load(f)
     except FileNotFoundError:
         raise IndexFilesMissingError(f"{manifest_path}: no LSHBloom index manifest here") from None
     except json.JSONDecodeError as e:
         raise IndexCorruptError(f"{manifest_path}: corrupt manifest ({e})") from None
-    backend = backend_for_format(manifest.get("format")) if isinstance(manifest, dict) else None
-    if backend is None:
-        raise IndexCorruptError(
-            f"{manifest_path}: not an LSHBloom index manifest (format {' or '.join(MANIFEST_FORMATS)})")
-    version = manifest.get("format_version")
-    if version not in FORMAT_VERSIONS.values():
-        raise IndexMismatchError(
-            f"{manifest_path}: {manifest['format']} format version {version!r}, "
-            f"this version reads {' and '.join(map(str, FORMAT_VERSIONS.values()))}"
-        )
-    _check_released(manifest_path, manifest)
-    _check_generations(manifest_path, manifest)
-    return manifest
+    return Manifest.from_json(data, manifest_path)
+
+
+def write_manifest(path: str, manifest: Manifest) -> None:
+    write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest.to_json())
 
 
 # What every manifest of a released version records; one without them was written before the first release.
-RELEASED_FIELDS = ("checksums", "params")
+RELEASED_FIELDS = (CHECKSUMS, "params")
 RELEASED_PARAMS = ("band_key", "shingle")
 
 
@@ -139,112 +255,10 @@ def _check_generations(manifest_path: str, manifest: Mapping) -> None:
         )
 
 
-def write_manifest(path: str, manifest: Mapping) -> None:
-    write_json_atomically(os.path.join(path, MANIFEST_NAME), manifest)
-
-
-def new_manifest(backend: BloomBackend, params: IndexParams) -> dict:
-    """The manifest of a new, empty index of ``backend`` filters (one generation)."""
-    first = Generation(params.capacity, params.p_band)
-    manifest = {
-        "format": backend.manifest_format,
-        "format_version": FORMAT_VERSIONS[params.growth],
-        "bloom_format": backend.bloom_format,
-        "params": asdict(params),
-        "p_band": first.p_band,
-        "inserted": 0,
-        **backend.manifest_fields(first.capacity, first.p_band),
-    }
-    if params.growth == "fixed":
-        del manifest["params"]["growth"]  # version 1, as before growth existed
-    else:
-        manifest["generations"] = [first.record(backend)]
-    return manifest
-
-
-# A manifest generation's own fields; the others are its backend's (Generation.geometry).
-GENERATION_FILL = ("capacity", "p_band", "inserted")
-
-
-def generations_from_manifest(manifest: Mapping, params: IndexParams) -> list[Generation]:
-    """The generations a (validated) manifest records."""
-    if "generations" not in manifest:
-        return [Generation(params.capacity, manifest["p_band"], manifest["inserted"])]
-    return [Generation(g["capacity"], g["p_band"], g["inserted"],
-                       {k: v for k, v in g.items() if k not in GENERATION_FILL})
-            for g in manifest["generations"]]
-
-
-def record_generations(manifest: dict, generations: list[Generation], backend: BloomBackend) -> None:
-    """Write the generations' fill (and a growing index's list of them) into ``manifest``."""
-    manifest["inserted"] = sum(g.inserted for g in generations)
-    if "generations" in manifest:
-        manifest["generations"] = [g.record(backend) for g in generations]
-
-
-def manifest_backend(manifest: Mapping) -> BloomBackend:
-    """The Bloom backend of a (validated) manifest."""
-    found = backend_for_format(manifest["format"])
-    if found is None:  # read_manifest refuses such a manifest: one built in memory without a known format
-        raise ValueError(f"not an LSHBloom index manifest format: {manifest['format']!r} "
-                         f"(format {' or '.join(MANIFEST_FORMATS)})")
-    return found
-
-
-def manifest_bloom(manifest: Mapping) -> str:
-    """The name of the Bloom backend of a (validated) manifest."""
-    return manifest_backend(manifest).name
-
-
-def params_from_manifest(manifest: Mapping) -> IndexParams:
-    stored = {**IMPLIED_PARAMS, **manifest["params"]}
-    return IndexParams(**{f.name: stored[f.name] for f in fields(IndexParams)})
-
-
-def check_bloom(path: str, manifest: Mapping, bloom: Optional[str]) -> None:
-    """Refuse an index whose backend is not ``bloom`` (``None``: any)."""
-    if bloom is None:
-        return
-    have = manifest_bloom(manifest)
-    if have != backend(bloom).name:
-        raise IndexMismatchError(
-            f"{path}: index has {have} Bloom filters, asked for {bloom}. "
-            f"Use --bloom {have} (bloom={have!r}) with this index, or a new --index-dir."
-        )
-
-
-def check_expected(path: str, params: IndexParams, expected: Mapping[str, Any]) -> None:
-    """Refuse an index whose ``params`` differ from ``expected`` (names to values; ``None`` values are not checked)."""
-    if isinstance(expected, IndexParams):
-        expected = asdict(expected)
-    expected = dict(expected)
-    if expected.get("normalize") is not None:
-        expected["normalize"] = normalization_name(expected["normalize"])
-    have = asdict(params)
-    diffs = []
-    for name, want in expected.items():
-        if name not in have:
-            raise ValueError(f"unknown index parameter {name!r}")
-        if want is None:
-            continue
-        got = have[name]
-        floats = isinstance(got, float) and isinstance(want, float)
-        same = math.isclose(got, want, rel_tol=1e-12) if floats else got == want
-        if not same:
-            diffs.append(f"{name}: index has {got!r}, asked for {want!r}")
-    if diffs:
-        raise IndexMismatchError(
-            f"{path}: index was built with other parameters ({'; '.join(diffs)}). "
-            "Use the index's parameters, or a new --index-dir."
-        )
-
-
-def check_compatible(
-    path: str, manifest: Mapping, expected: Optional[Mapping[str, Any]] = None, bloom: Optional[str] = None
-) -> IndexParams:
-    """The index's parameters, after refusing a backend other than ``bloom`` or parameters other than ``expected``."""
-    check_bloom(path, manifest, bloom)
-    params = params_from_manifest(manifest)
-    if expected is not None:
-        check_expected(path, params, expected)
-    return params
+def new_manifest(backend: BloomBackend, params: IndexParams, p_band: Optional[float] = None) -> Manifest:
+    """The manifest of a new, empty index of ``backend`` filters (one generation; ``p_band``: params' unless
+    given)."""
+    first = Generation(params.capacity, params.p_band if p_band is None else p_band)
+    if params.growth != "fixed":
+        first = dataclasses.replace(first, geometry=backend.manifest_fields(first.capacity, first.p_band))
+    return Manifest(backend, params, (first,), backend.manifest_fields(first.capacity, params.p_band))

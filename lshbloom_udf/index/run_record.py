@@ -121,16 +121,14 @@ def read_run(data: Any, where: str) -> RunRecord:
         raise IndexCorruptError(f"{where}: corrupt manifest (run {data.get('run_id', '?')}: {e})") from None
 
 
-def read_runs(manifest: Optional[Mapping], where: str) -> list[RunRecord]:
-    """The runs a (validated) manifest records, in commit order (none without a manifest)."""
-    if manifest is None:
-        return []
+def read_runs(manifest: Mapping, where: str) -> tuple[RunRecord, ...]:
+    """The runs the manifest JSON ``manifest`` (either store's) records, in commit order."""
     runs = manifest["runs"] if "runs" in manifest else []
     if not isinstance(runs, list):
         raise IndexCorruptError(f"{where}: corrupt manifest (runs is {type(runs).__name__}, not a list)")
-    return [read_run(r, where) for r in runs]
+    return tuple(read_run(r, where) for r in runs)
 
 
-def next_run_id(manifest: Mapping) -> str:
-    """The id the next committed run of ``manifest`` gets."""
-    return f"{len(manifest['runs'] if 'runs' in manifest else []) + 1:06d}"
+def run_id(position: int) -> str:
+    """The id of a store's ``position``-th committed run (1: ``000001``)."""
+    return f"{position:06d}"

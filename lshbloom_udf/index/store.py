@@ -7,7 +7,7 @@ the open filters and the decisions over them.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import os
 import warnings
@@ -19,6 +19,7 @@ from lshbloom_udf.errors import CapacityWarning, IndexMismatchError, IndexRecove
 from lshbloom_udf.index import checksums
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index.backends import BACKENDS, DEFAULT_BLOOM, backend
+from lshbloom_udf.index.compat import check_compatible
 from lshbloom_udf.index.generations import FilterStack, Generation, create_generation
 from lshbloom_udf.index.journal import has_journal, recover
 from lshbloom_udf.index.lock import IndexLock, LockHolder
@@ -41,7 +42,7 @@ class LSHBloomIndex(LockHolder):
     (:mod:`lshbloom_udf.index.growth`).
     """
 
-    def __init__(self, path: str, manifest: dict, read_only: bool, lock: Optional[IndexLock] = None,
+    def __init__(self, path: str, manifest: mf.Manifest, read_only: bool, lock: Optional[IndexLock] = None,
                  verify: bool = True):
         """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases
         it.
@@ -50,19 +51,19 @@ class LSHBloomIndex(LockHolder):
         """
         self.path = path
         self._manifest = manifest
-        self.params = mf.params_from_manifest(manifest)
-        self.backend = mf.manifest_backend(manifest)
+        self.params = manifest.params
+        self.backend = manifest.backend
         self.bloom = self.backend.name
         self.read_only = read_only
         self._lock = lock
         self._warned_capacity = False
         self._planned_inserts: Optional[int] = None
-        generations = mf.generations_from_manifest(manifest, self.params)
-        self._filters = FilterStack(path, self.backend, self.params, generations, read_only, label=path)
+        self._filters = FilterStack(path, self.backend, self.params, manifest.fresh_generations(), read_only,
+                                    label=path)
         self.closed = False
         if verify:
             try:
-                checksums.verify(manifest, self._filters.all_paths(), path)
+                checksums.verify(manifest.checksums, self._filters.all_paths(), path)
             except BaseException:
                 self._filters.close()
                 raise
@@ -93,20 +94,20 @@ class LSHBloomIndex(LockHolder):
         bloom_backend = backend(bloom)  # an unknown name fails before the directory is made
         os.makedirs(path, exist_ok=True)
 
-        def new_files() -> dict:
+        def new_files() -> mf.Manifest:
             if cls.exists(path) or any(os.path.exists(os.path.join(path, other.file_name(0)))
                                        for other in BACKENDS.values()):
                 raise FileExistsError(f"{path}: already holds an index; open it instead")
             manifest = mf.new_manifest(bloom_backend, params)
-            paths = create_generation(path, bloom_backend, params.b, 0, Generation(params.capacity, manifest["p_band"]))
-            checksums.record(manifest, paths)
+            paths = create_generation(path, bloom_backend, params.b, 0, Generation(params.capacity, manifest.p_band))
+            manifest = manifest.replace(checksums=checksums.of_files(paths))
             mf.write_manifest(path, manifest)
             return manifest
 
         return cls._open_locked(path, False, lock, new_files)
 
     @classmethod
-    def _open_locked(cls, path: str, read_only: bool, lock: bool, manifest: Callable[[], dict],
+    def _open_locked(cls, path: str, read_only: bool, lock: bool, manifest: Callable[[], mf.Manifest],
                      verify: bool = True) -> "LSHBloomIndex":
         """Take the lock (unless ``lock`` is False), get the ``manifest()`` under it, and open the index holding it.
 
@@ -153,10 +154,10 @@ class LSHBloomIndex(LockHolder):
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{path}: no such index directory")
 
-        def checked() -> dict:
+        def checked() -> mf.Manifest:
             # Read under the lock: a writer rewrites the manifest on sync.
             manifest = mf.read_manifest(path)
-            mf.check_compatible(path, manifest, expected, bloom)
+            check_compatible(path, manifest.bloom, manifest.params, expected, bloom)
             return manifest
 
         return cls._open_locked(path, read_only, lock, checked, verify)
@@ -214,7 +215,7 @@ class LSHBloomIndex(LockHolder):
             ):
                 raise IndexMismatchError(f"{path}: band files have {name}={value}, not {params[name]}")
         params.update(capacity=capacity, p_effective=p_effective)
-        manifest = {**mf.new_manifest(pybloom, IndexParams(**params)), "p_band": p_band, "adopted": True}
+        manifest = mf.new_manifest(pybloom, IndexParams(**params), p_band).replace(adopted=True)
         index = cls._open_locked(path, False, True, lambda: manifest, verify=False)
         index.sync()  # the manifest, with the band files' checksums
         return index
@@ -313,9 +314,9 @@ class LSHBloomIndex(LockHolder):
         return [g.record(self.backend) for g in self._filters.generations]
 
     @property
-    def manifest(self) -> dict:
-        mf.record_generations(self._manifest, self._filters.generations, self.backend)
-        return json.loads(json.dumps(self._manifest))
+    def manifest(self) -> mf.Manifest:
+        """The manifest as the next sync writes it: the filters' fill now (the checksums: the last sync's)."""
+        return self._manifest.replace(generations=tuple(dataclasses.replace(g) for g in self._filters.generations))
 
     def band_paths(self) -> list[str]:
         """Every band file, generation after generation."""
@@ -332,7 +333,7 @@ class LSHBloomIndex(LockHolder):
             "capacity": p.capacity,
             "b": p.b,
             "r": p.r,
-            "p_band": self._manifest["p_band"],
+            "p_band": self._manifest.p_band,
             "expected_false_positive": self._filters.expected_false_positive(),
             "growth": p.growth,
             "generations": len(self._filters.generations),
@@ -346,8 +347,8 @@ class LSHBloomIndex(LockHolder):
         if self.read_only:
             return
         self._filters.sync()
-        checksums.record(self._manifest, self.band_paths())
-        mf.write_manifest(self.path, self.manifest)
+        self._manifest = self.manifest.replace(checksums=checksums.of_files(self.band_paths()))
+        mf.write_manifest(self.path, self._manifest)
 
     def close(self) -> None:
         """Sync (a writer) and close the filters, and release the lock."""

@@ -16,11 +16,12 @@ from lshbloom_udf.index import journal
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
-from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree, write_json_atomically
+from lshbloom_udf.index.compat import check_compatible
+from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree
 from lshbloom_udf.index.lock import IndexLock, LockHolder
 from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside, is_temporary_of
-from lshbloom_udf.index.run_record import RunRecord, next_run_id, read_runs
+from lshbloom_udf.index.run_record import RunRecord
 from lshbloom_udf.index.store import LSHBloomIndex
 
 
@@ -63,11 +64,12 @@ class IndexTransaction(LockHolder):
 
     # -- what is committed ---------------------------------------------------
 
-    def manifest(self) -> Optional[dict]:
+    def manifest(self) -> Optional[mf.Manifest]:
         return mf.read_manifest(self.path) if LSHBloomIndex.exists(self.path) else None
 
     def runs(self) -> list[RunRecord]:
-        return read_runs(self.manifest(), os.path.join(self.path, mf.MANIFEST_NAME))
+        manifest = self.manifest()
+        return list(manifest.runs) if manifest is not None else []
 
     def check_compatible(
         self, params: IndexParams, sizing_given: SizingGiven = True, bloom: Optional[str] = None
@@ -82,7 +84,8 @@ class IndexTransaction(LockHolder):
         manifest = self.manifest()
         if manifest is None:
             return None
-        return mf.check_compatible(self.path, manifest, expected_params(params, sizing_given), bloom)
+        return check_compatible(self.path, manifest.bloom, manifest.params, expected_params(params, sizing_given),
+                                bloom)
 
     def find_run(self, content_fingerprint: str, params: IndexParams) -> Optional[RunRecord]:
         """The latest committed run that ingested documents with this content fingerprint and these parameters."""
@@ -287,9 +290,10 @@ class IndexTransaction(LockHolder):
         return record, ops
 
     @staticmethod
-    def _record_run(staging: str, manifest: dict, run: RunRecord, duplicates: Optional[np.ndarray]) -> RunRecord:
+    def _record_run(staging: str, manifest: mf.Manifest, run: RunRecord,
+                    duplicates: Optional[np.ndarray]) -> RunRecord:
         """Write the run's duplicates file and its record into the staged manifest; the record."""
-        run_id = next_run_id(manifest)
+        run_id = manifest.next_run_id()
         data = np.ascontiguousarray(duplicates if duplicates is not None else [], dtype="<i8").tobytes()
         dups_name = f"{run_id}.dups.i64"
         with open(os.path.join(staging, dups_name), "wb") as f:
@@ -299,10 +303,9 @@ class IndexTransaction(LockHolder):
         recorded = rec.of_run(run)
         record = run.replace(
             run_id=run_id, duplicates_file=f"{journal.RUNS_DIR}/{dups_name}",
-            duplicates_sha256=hashlib.sha256(data).hexdigest(), inserted_total=manifest["inserted"],
+            duplicates_sha256=hashlib.sha256(data).hexdigest(), inserted_total=manifest.inserted,
             records={**recorded, "path": rec.local_name(run_id)} if recorded is not None else None)
-        manifest["runs"] = [*(manifest["runs"] if "runs" in manifest else []), record.to_json()]
-        write_json_atomically(os.path.join(staging, mf.MANIFEST_NAME), manifest)
+        mf.write_manifest(staging, manifest.replace(runs=(*manifest.runs, record)))
         return record
 
     def abort(self) -> None:

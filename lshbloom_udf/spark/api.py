@@ -142,8 +142,10 @@ def run(df, config: DedupConfig, *, transaction: Optional[IndexTransaction] = No
                                                        if index_dir is not None else None)
     try:
         if txn is not None:
-            check_kept_bands(txn.path, txn.manifest(), config, params)  # says which threshold each set of bands is for
-            check_kept_rate(txn.path, txn.manifest(), config)  # a final flag at the rate verification absorbs: refused
+            kept = txn.manifest()
+            kept_params = kept.params if kept is not None else None
+            check_kept_bands(txn.path, kept_params, config, params)  # says which threshold each set of bands is for
+            check_kept_rate(txn.path, kept_params, config)  # a final flag at the rate verification absorbs: refused
             txn.check_compatible(params, config.sizing_given, config.bloom)
         result = DedupRun(df, config, params, txn, run_info, t_start).execute()
         result.transaction, result._owns_transaction = txn, transaction is None

@@ -12,7 +12,7 @@ from lshbloom_udf.bands import check_kept_bands, check_kept_rate
 from lshbloom_udf.compat import COMPAT_DEFAULTS
 from lshbloom_udf.config import DEFAULTS, PRESETS, DedupConfig
 from lshbloom_udf.errors import IndexMismatchError
-from lshbloom_udf.index import LSHBloomIndex
+from lshbloom_udf.index import LSHBloomIndex, read_manifest
 from lshbloom_udf.lsh import optimal_params
 
 NUM_PERM = DEFAULTS["num_perm"]
@@ -61,10 +61,11 @@ def test_the_paper_preset_bands_for_its_own_threshold_as_before():
     assert (paper.index_params().b, paper.index_params().r) == (42, 6)  # datasketch's MinHashLSH(0.5, 256)
 
 
-def _index(path, threshold: float) -> dict:
+def _index(path, threshold: float):
+    """The parameters of a new kept index banded for ``threshold``, as its manifest records them."""
     config = DedupConfig().replace(threshold=threshold)
     LSHBloomIndex.create(str(path), config.index_params(capacity=100), bloom="cuckoo").close()
-    return json.loads((path / "manifest.json").read_text())
+    return read_manifest(str(path)).params
 
 
 def test_no_verify_against_an_index_banded_for_verification_is_refused_naming_the_settings(tmp_path):
@@ -127,5 +128,5 @@ def test_final_flags_against_an_index_sized_for_verification_are_refused_naming_
     check_kept_rate("ix", manifest, DedupConfig().replace(verify=False, threshold=0.3, p_effective=0.01))
     strict = DedupConfig().replace(verify=False)
     LSHBloomIndex.create(str(tmp_path / "strict"), strict.index_params(capacity=100), bloom="cuckoo").close()
-    check_kept_rate("ix", json.loads((tmp_path / "strict" / "manifest.json").read_text()), strict)
+    check_kept_rate("ix", read_manifest(str(tmp_path / "strict")).params, strict)
     check_kept_rate("ix", None, strict)

@@ -79,7 +79,7 @@ def test_killed_before_the_journal_leaves_the_old_index_and_rerun_completes(tmp_
     assert [n for n in os.listdir(path) if n.startswith(".staging-")]  # the dead run's staging copy
     assert {k: v for k, v in index_state(path).items() if v != "unexpected leftover"} == first
     with LSHBloomIndex.open(str(path), read_only=True) as ix:  # the live index is whole: readable as it was
-        assert len(ix.manifest["runs"]) == 1
+        assert len(ix.manifest.runs) == 1
     assert _run(path, 2).returncode == 0
     assert index_state(path) == clean
 

@@ -114,7 +114,7 @@ def test_second_job_fails_at_start_and_first_job_survives_failing_tasks(data, jo
     # A's result is whole and right (the same flags as without faults); the index is committed and usable.
     assert read_flags(spark, out_a) == data["expected"]
     with LSHBloomIndex.open(str(index), read_only=True) as ix:
-        assert len(ix.manifest["runs"]) == 1
+        assert len(ix.manifest.runs) == 1
         assert ix.inserted == len(data["docs"]) - sum(data["expected"].values()) - 3  # 3 empty docs
     assert not _lock_is_held(index)
 

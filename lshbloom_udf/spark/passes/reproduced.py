@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from lshbloom_udf.errors import InternalError
-from lshbloom_udf.index import manifest_bloom
 from lshbloom_udf.spark.passes.base import Decided, PassInput, PassOutcome, PassResult
 from lshbloom_udf.spark.passes.scan import ScanResult
 
@@ -31,17 +30,9 @@ class ReproducedPass:
             run_id=prior.run_id,
             reproduced_from=prior.run_id,
             inserted_before=int(prior.inserted_total or 0) - prior.inserted,
-            inserted_total=int(manifest["inserted"]),
+            inserted_total=manifest.inserted,
             reused=True,
-            backend=_stored_backend(given, manifest),
+            backend=manifest.bloom,
         )
         return Decided(PassResult(outcome, report, given.params), ScanResult())
 
-
-def _stored_backend(given: PassInput, manifest: dict) -> str:
-    """The kept index's backend, as its manifest records it (a sharded index's manifest has its own layout)."""
-    if given.config.pass_mode == "sharded":
-        from lshbloom_udf.spark.passes.sharded.store import manifest_bloom as sharded_bloom
-
-        return sharded_bloom(manifest)
-    return manifest_bloom(manifest)

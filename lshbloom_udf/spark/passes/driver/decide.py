@@ -17,7 +17,7 @@ import time
 
 from lshbloom_udf.common import col, is_connect, over_capacity_warning
 from lshbloom_udf.errors import DedupInputError, InternalError
-from lshbloom_udf.index import IndexTransaction, LSHBloomIndex, manifest_bloom
+from lshbloom_udf.index import IndexTransaction, LSHBloomIndex
 from lshbloom_udf.log import logger
 from lshbloom_udf.spark.ids import IdHashes, id_hash_column
 from lshbloom_udf.spark.keys import ROW_COL, ArrowBatchLimits
@@ -93,7 +93,7 @@ class DriverPass(KeyedPass):
             finally:
                 shutil.rmtree(path, ignore_errors=True)
         manifest = txn.manifest()
-        bloom = c.bloom or (manifest_bloom(manifest) if manifest is not None else c.new_index_bloom)
+        bloom = c.bloom or (manifest.bloom if manifest is not None else c.new_index_bloom)
         return self._run(given, lambda: txn.stage(given.params, c.sizing_given, bloom), txn.path, given.params)
 
     def _run(self, given: PassInput, make_index, path: str, params, close: bool = False) -> Decided:

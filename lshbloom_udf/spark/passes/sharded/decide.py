@@ -76,21 +76,20 @@ class ShardedPass(KeyedPass):
         travel)."""
         from pyspark.sql import functions as F
 
-        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction, manifest_bloom
+        from lshbloom_udf.spark.passes.sharded.store import ShardedTransaction
 
         c, txn = given.config, given.kept_store(ShardedTransaction)
         active = keyed.where(F.col(ACTIVE_COL)).count()
         params, manifest = _index_params(given, txn)
         # An index keeps the backend it was written with (the manifest's "bloom"); a new one takes the setting's.
-        bloom = manifest_bloom(manifest) if manifest else shard_bloom(c.bloom)
-        plan = plan_shards(params, c.shard_memory, manifest["shard_plan"]["shards_per_band"] if manifest else None,
-                           bloom)
+        bloom = manifest.bloom if manifest else shard_bloom(c.bloom)
+        plan = plan_shards(params, c.shard_memory, manifest.shards_per_band if manifest else None, bloom)
         if c.progress:
             from lshbloom_udf.sizing import human_bytes
 
             logger.info(f"sharded pass: {plan.b} bands x {plan.shards_per_band} shards, "
                         f"{human_bytes(plan.shard_bytes())} per shard filter")
-        before = int(manifest["inserted"]) if manifest else 0
+        before = manifest.inserted if manifest else 0
         with ArrowBatchLimits(keyed.sparkSession):
             if txn is None:
                 rows = unique_rows(r[0] for r in decided_frame(keyed, plan).select("data").collect())

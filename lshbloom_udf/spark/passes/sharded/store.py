@@ -30,18 +30,20 @@ import logging
 import re
 import time
 import uuid
-from dataclasses import asdict, dataclass, replace
-from typing import Mapping, Optional
+from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 
 from lshbloom_udf.common import unique_rows
 from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, InternalError, SparkSessionRequiredError
 from lshbloom_udf.index import records as rec
-from lshbloom_udf.index.manifest import check_expected, params_from_manifest
+from lshbloom_udf.index.compat import check_expected
 from lshbloom_udf.index.params import IndexParams, expected_params
-from lshbloom_udf.index.run_record import RunRecord, next_run_id, read_runs
+from lshbloom_udf.index.run_record import RunRecord
 from lshbloom_udf.spark.passes.sharded.hadoop import HadoopDir
+from lshbloom_udf.spark.passes.sharded.manifest import VERSION_DIR as _VERSION_DIR
+from lshbloom_udf.spark.passes.sharded.manifest import ShardedManifest
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +51,6 @@ MANIFEST_PREFIX, MANIFEST_SUFFIX = "manifest-", ".json"
 DRIVER_MANIFEST = "manifest.json"
 # the column of every stored part holding xxhash64 of its data
 CHECKSUM_COL = "checksum"
-FORMAT = "lshbloom-sharded"
-FORMAT_VERSION = 2  # filters stored in parts, each with its checksum (1: a pre-release format, refused)
-# The version directories a run writes (version_dir + "-" + 12 hex digits), the only ones a manifest may name.
-_VERSION_DIR = re.compile(r"v-[0-9]{8}-[0-9a-f]{12}")
 # What a sharded index's directory holds before its first commit: killed runs' versions, a manifest's temporary,
 # Hadoop's checksum files.
 _NEW_INDEX_NAMES = re.compile(r"v-[0-9]{8}-[0-9a-f]{12}|_tmp-manifest-[0-9]{8}\.json|\..*\.crc")
@@ -75,14 +73,6 @@ def holds_sharded(path: str) -> bool:
         for n in os.listdir(path))
 
 
-def manifest_bloom(manifest: Mapping) -> str:
-    """The backend of a sharded index's filters, as its manifest records it (a manifest without "bloom" was written
-    before cuckoo shards existed: blocked)."""
-    from lshbloom_udf.index.shards import SHARD_BLOOM
-
-    return str(manifest.get("bloom", SHARD_BLOOM))
-
-
 def refuse_sharded(path: str) -> None:
     """Refuse (:class:`IndexMismatchError`) a local directory that holds a sharded index, for the driver pass."""
     if holds_sharded(path):
@@ -98,7 +88,7 @@ class StagedVersion:
 
     version: int
     data: str
-    manifest: Optional[Mapping] = None
+    manifest: Optional[ShardedManifest] = None
 
 
 class ShardedTransaction:
@@ -152,34 +142,20 @@ class ShardedTransaction:
                     "manifest-<version>.json); give --index-dir a new or empty directory, or an existing index's")
         return max(versions) if versions else None
 
-    def manifest(self) -> Optional[dict]:
+    def manifest(self) -> Optional[ShardedManifest]:
         version = self.committed_version()
         if version is None:
             return None
         name = manifest_name(version)
         try:
-            manifest = json.loads(self.dir.read_text(name))
+            data = json.loads(self.dir.read_text(name))
         except ValueError as e:
             raise IndexCorruptError(f"{self.dir.child(name)}: corrupt manifest ({e})") from None
-        if manifest.get("format") != FORMAT or manifest.get("version") != version:
-            raise IndexCorruptError(f"{self.dir.child(name)}: not the manifest of version {version} of a sharded index")
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise IndexMismatchError(f"{self.dir.child(name)}: sharded index format version "
-                                     f"{manifest.get('format_version')!r}, written before the first release; this "
-                                     f"version reads {FORMAT_VERSION}: rebuild the index from its runs' inputs into a "
-                                     "new --index-dir (docs/reliability.md, 'What an operator does')")
-        runs = read_runs(manifest, self.dir.child(name))
-        data = [manifest.get("data")] + [r.data for r in runs]
-        bad = [d for d in data if not (isinstance(d, str) and _VERSION_DIR.fullmatch(d))]
-        if bad:  # only this index's own version directories are ever read (or deleted)
-            raise IndexCorruptError(f"{self.dir.child(name)}: names {bad[0]!r}, not a version directory of this index; "
-                                    "the index directory was changed by something other than lshbloom "
-                                    "(docs/reliability.md, 'threat model')")
-        return manifest
+        return ShardedManifest.from_json(data, self.dir.child(name), version)
 
     def runs(self) -> list[RunRecord]:
         manifest = self.manifest()
-        return read_runs(manifest, self.dir.child(manifest_name(manifest["version"]))) if manifest else []
+        return list(manifest.runs) if manifest else []
 
     def check_compatible(self, params: IndexParams, sizing_given=True, bloom: Optional[str] = None):
         """Refuse an index these parameters cannot use (:class:`IndexMismatchError`); its parameters, or None."""
@@ -191,10 +167,10 @@ class ShardedTransaction:
         manifest = self.manifest()
         if manifest is None:
             return None
-        if bloom is not None and bloom != manifest_bloom(manifest):
-            raise IndexMismatchError(f"{self.path}: this sharded index keeps {manifest_bloom(manifest)} "
+        if bloom is not None and bloom != manifest.bloom:
+            raise IndexMismatchError(f"{self.path}: this sharded index keeps {manifest.bloom} "
                                      f"filters; drop bloom={bloom!r} or use another index_dir")
-        have = params_from_manifest(manifest)
+        have = manifest.params
         check_expected(self.path, have, expected_params(params, sizing_given))
         return have
 
@@ -277,7 +253,7 @@ class ShardedTransaction:
         documents = spark.read.parquet(target).count()  # Parquet footers: nothing is scanned
         return rec.StagedRecords(checksums, size, documents)
 
-    def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[dict]]:
+    def index_params(self, params: IndexParams, sizing_given) -> tuple[IndexParams, Optional[ShardedManifest]]:
         """(the parameters this run uses: the index's own sizing unless given, the committed manifest or None)."""
         manifest = self.manifest()
         if manifest is None:
@@ -285,17 +261,17 @@ class ShardedTransaction:
         have = self.check_compatible(params, sizing_given)
         return have, manifest
 
-    def stored_filters(self, manifest: Optional[dict]):
+    def stored_filters(self, manifest: Optional[ShardedManifest]):
         """The committed version's filters as a DataFrame (shard, generation, [part,] count, data), or None."""
         if manifest is None:
             return None
         spark = self._spark_session()
-        stored = spark.read.parquet(self.dir.child(f"{manifest['data']}/kind=1"))
+        stored = spark.read.parquet(self.dir.child(f"{manifest.data}/kind=1"))
         if self.verify_parts:
             self.verify(manifest, stored)
         return stored.drop(CHECKSUM_COL)
 
-    def verify(self, manifest: Optional[dict] = None, stored=None) -> dict:
+    def verify(self, manifest: Optional[ShardedManifest] = None, stored=None) -> dict:
         """The full check of the committed version: every filter part's bytes against the checksum recorded when it
         was written (one Spark job over the parts). :class:`IndexCorruptError` names the first damaged part."""
         from pyspark.sql import functions as F
@@ -303,7 +279,7 @@ class ShardedTransaction:
         manifest = manifest or self.manifest()
         if manifest is None:
             return {"filter_parts": 0}
-        where = self.dir.child(f"{manifest['data']}/kind=1")
+        where = self.dir.child(f"{manifest.data}/kind=1")
         stored = stored if stored is not None else self._spark_session().read.parquet(where)
         row = stored.agg(
             F.count(F.lit(1)).alias("parts"),
@@ -316,14 +292,14 @@ class ShardedTransaction:
                 f"part {b['part']}): its bytes no longer match the checksum recorded when it was committed. "
                 "Restore the index from a backup, or rebuild it from its runs' inputs into a new --index-dir "
                 "(docs/reliability.md)")
-        records = len(self.verify_records_many(read_runs(manifest, self.dir.child(manifest_name(manifest["version"])))))
+        records = len(self.verify_records_many(manifest.runs))
         return {"filter_parts": int(row["parts"]), "records": records}
 
-    def write_version(self, decided, manifest: Optional[dict]) -> tuple[str, np.ndarray, dict]:
+    def write_version(self, decided, manifest: Optional[ShardedManifest]) -> tuple[str, np.ndarray, dict]:
         """Write ``decided`` (the sharded pass's output) as the next version; (its directory, hit rows, fill)."""
         from pyspark.sql import functions as F
 
-        version = (manifest["version"] if manifest else 0) + 1
+        version = (manifest.version if manifest else 0) + 1
         # This run's own directory: a killed or concurrent run writing the same version never shares it.
         data = f"{version_dir(version)}-{uuid.uuid4().hex[:12]}"
         self.staged = StagedVersion(version, data)
@@ -340,15 +316,12 @@ class ShardedTransaction:
                               "files": int(fill["files"]), "generations": int(fill["generation"] or 0) + 1}
 
     def stage_manifest(self, params: IndexParams, plan: dict, inserted: int, fill: dict,
-                       previous: Optional[dict]) -> None:
+                       previous: Optional[ShardedManifest]) -> None:
         """The manifest of the version this run wrote, before its run record (:meth:`commit` adds it)."""
         staged = self._written("the manifest")
-        self.staged = replace(staged, manifest={
-            "version": staged.version, "data": staged.data, "format": FORMAT,
-            "format_version": FORMAT_VERSION, "pass": "sharded", "bloom": plan.get("bloom", "blocked"),
-            "params": asdict(params), "shard_plan": plan, "inserted": inserted, "fill": fill,
-            "runs": list(previous.get("runs", [])) if previous else [],
-        })
+        self.staged = replace(staged, manifest=ShardedManifest(
+            staged.version, staged.data, str(plan["bloom"]), params, plan, inserted, fill,
+            previous.runs if previous else ()))
 
     def add_output(self, tmp_path: str) -> None:
         self._outputs.append(tmp_path)
@@ -360,20 +333,20 @@ class ShardedTransaction:
 
         record = None
         if self.staged is not None and self.staged.manifest is not None:
-            manifest = dict(self.staged.manifest)
+            manifest = self.staged.manifest
             if run is not None:
                 recorded = rec.of_run(run)
-                record = run.replace(run_id=next_run_id(manifest), data=manifest["data"],
-                                     inserted_total=manifest["inserted"],
-                                     records={**recorded, "path": f"{manifest['data']}/records"} if recorded else None)
-                manifest["runs"] = manifest["runs"] + [record.to_json()]
-            manifest["committed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                record = run.replace(run_id=manifest.next_run_id(), data=manifest.data,
+                                     inserted_total=manifest.inserted,
+                                     records={**recorded, "path": f"{manifest.data}/records"} if recorded else None)
+                manifest = manifest.replace(runs=(*manifest.runs, record))
+            manifest = manifest.replace(committed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             hooks.fire("before-commit")
-            self.dir.publish_text(manifest_name(manifest["version"]), json.dumps(manifest, indent=1) + "\n")
+            self.dir.publish_text(manifest_name(manifest.version), json.dumps(manifest.to_json(), indent=1) + "\n")
             self.staged = None
             # Committed: a crash from here on leaves the new version; its rerun reproduces the run's flags.
             hooks.fire("mid-commit")
-            self._drop_old_filters(manifest["version"], manifest["data"])
+            self._drop_old_filters(manifest.version, manifest.data)
         for tmp, final in outputs:
             commit_rename(tmp, final)
         self._outputs = []
