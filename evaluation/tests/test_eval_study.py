@@ -161,6 +161,7 @@ def test_the_studys_shipped_row_is_the_products_defaults():
     assert SHIPPED.bounds == Bounds(anchors=ANCHORS_PER_BUCKET, per_document=CANDIDATES_PER_DOCUMENT)
 
 
+@pytest.mark.slow
 def test_default_configuration_decides_as_datasketch_in_spark(spark):
     """deduplicate() with the new defaults equals datasketch MinHashLSHBloom over the contract's shingles.
 

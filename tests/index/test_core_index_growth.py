@@ -80,6 +80,7 @@ def ingest(path, keys, params, bloom, run_no):
     return flags
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bloom", BLOOMS)
 def test_five_runs_of_twice_the_capacity_stay_exact_and_within_p_effective(tmp_path, bloom):
     path = str(tmp_path / "index")

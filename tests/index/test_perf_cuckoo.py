@@ -180,6 +180,7 @@ def test_driver_pass_equals_exact_keep_first_and_a_kept_index_grows(spark, docs,
     assert all(out[d["id"]] for d in docs[:100] if d["text"] and d["text"].split())
 
 
+@pytest.mark.slow
 def test_sharded_pass_with_cuckoo_shards_equals_exact_any_earlier(spark, docs, tmp_path):
     index_dir = str(tmp_path / "sharded")
     got = {}

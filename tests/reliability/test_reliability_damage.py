@@ -158,6 +158,7 @@ def test_a_corrupt_band_file_and_duplicate_ids_are_one_error_line_in_a_real_job(
     _one_error_line(done, r"not unique.*'a' \(2 rows\)")
 
 
+@pytest.mark.slow
 def test_a_corrupt_sharded_filter_part_is_named_by_verify_index(job, capsys, tmp_path):
     docs = list(sample_docs())[:120]
     first, second = write_jsonl(tmp_path / "a.jsonl", docs[:80]), write_jsonl(tmp_path / "b.jsonl", docs[80:])

@@ -65,6 +65,7 @@ def test_invalid_parameters_are_named(spark, kwargs, message):
         deduplicate(df, progress=False, **kwargs)
 
 
+@pytest.mark.slow
 def test_threshold_one_is_valid(spark):
     df = spark.createDataFrame([("a", "one two three"), ("b", "one two three"), ("c", "one two four")], "id string, text string")
     out = deduplicate(df, threshold=1.0, num_perm=32, ngram=1, normalize="none", order_by="id", progress=False)
@@ -268,6 +269,7 @@ def test_stored_data_is_json_bloom_files_and_raw_integers_never_pickle(kept_inde
 # an internal error is not a usage error
 
 
+@pytest.mark.slow
 def test_an_internal_value_error_exits_1_with_its_traceback(small_input, tmp_path):
     """A builtin ValueError inside the run (a bug) is exit 1 with its traceback, not exit 2 with one error line."""
     from reliability_support import submit

@@ -70,6 +70,7 @@ def second_args(second_dir, out, index):
     return ["--input", str(second_dir), "--output", str(out), "--index-dir", str(index), *REF_FLAGS, *SHARDED_FLAGS]
 
 
+@pytest.mark.slow
 def test_uninterrupted_incremental_run_flags_earlier_documents(world):
     state = sharded_state(world["clean"])
     assert state["manifests"] == ["manifest-00000001.json", "manifest-00000002.json"]

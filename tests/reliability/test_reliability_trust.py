@@ -150,6 +150,7 @@ def sharded_kept(job, capsys, tmp_path):
 SHARDED = ["--pass", "sharded", "--shard-memory", "64k", "--band-key", "mix", "--id-column", "id", "--quiet"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", ["../victim", "/abs/victim", "v-00000001-aaaaaaaaaaaa/../../victim"])
 def test_a_planted_sharded_manifest_is_refused_and_deletes_nothing(job, capsys, tmp_path, sharded_kept, victim, data):
     index, second = sharded_kept
@@ -163,6 +164,7 @@ def test_a_planted_sharded_manifest_is_refused_and_deletes_nothing(job, capsys, 
     assert tree(victim) == before_victim and tree(index) == before_index
 
 
+@pytest.mark.slow
 def test_a_symlinked_sharded_version_is_not_deleted_through(job, capsys, tmp_path, sharded_kept, victim):
     index, second = sharded_kept
     os.symlink(victim, index / "v-00000001-aaaaaaaaaaaa")  # an older version's name: its kind=1 would be dropped

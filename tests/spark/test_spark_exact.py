@@ -74,6 +74,7 @@ def test_exact_copies_same_decisions_and_said(spark, corpus):
     assert slow_summary["index"]["inserted_total"] - fast_summary["index"]["inserted_total"] == len(exact)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", [dict(verify=False, duplicate_of=False), dict(pass_mode="sharded")])
 def test_exact_copies_other_paths(spark, corpus, settings):
     rows, exact = corpus

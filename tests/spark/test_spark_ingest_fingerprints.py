@@ -90,6 +90,7 @@ def test_the_keys_stages_native_sums_equal_the_aggregation(spark):
     assert facts.documents == len(ODD) + 501 and facts.max_text_bytes == 5000
 
 
+@pytest.mark.slow
 def test_a_run_measured_by_its_keys_stage_records_the_aggregations_fingerprints(spark, tmp_path):
     """A fresh kept index without an id column takes the fingerprints from the keys stage; the same run with an
     id column (which aggregates before the pass) records the same ones, and running the input again on the first

@@ -62,6 +62,7 @@ def test_params_are_typed_and_validated():
     assert t.getThreshold() == 0.8 and t.getIdCol() == "id" and t.getIndexDir() is None
 
 
+@pytest.mark.slow
 def test_in_pipeline_saved_and_loaded(spark, df, tmp_path):
     dedup = LSHBloomDeduplicator(inputCol="body", outputCol="dup", orderBy=["id"], progress=False, **REFERENCE_ML)
     pipeline = Pipeline(stages=[SQLTransformer(statement="SELECT id, body FROM __THIS__"), dedup])

@@ -29,6 +29,7 @@ def databricks_cells(path):
     return code, markdown
 
 
+@pytest.mark.slow
 def test_databricks_notebook_runs(spark, capsys):
     code, markdown = databricks_cells(os.path.join(NOTEBOOKS, "dedup_databricks.py"))
     assert markdown >= 4 and len(code) >= 6

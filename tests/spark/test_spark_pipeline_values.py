@@ -21,6 +21,7 @@ def test_a_stage_value_is_set_once(spark):
     assert {"checked", "measured_before", "measured_after", "copies", "records"} <= STAGE_VALUES
 
 
+@pytest.mark.slow
 def test_every_run_path_assigns_each_stage_value_once(spark, tmp_path):
     docs = list(sample_docs(300))
     df = spark.createDataFrame([(d["id"], d["text"]) for d in docs], "id string, text string").localCheckpoint()

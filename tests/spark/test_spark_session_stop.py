@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = r"""
 import json, threading
 from pyspark.sql import SparkSession
@@ -45,6 +47,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_stop_session_stops_the_context_and_closes_the_accumulator_server():
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

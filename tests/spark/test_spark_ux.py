@@ -57,6 +57,7 @@ def frame(spark, n=300, seed=11):
      {"pin", "exact copies", "keys + driver pass", "verify"}),
     ({"pass_mode": "sharded", "verify": False}, {"pin", "check input", "exact copies", "keys + sharded pass", "records"}),
 ])
+@pytest.mark.slow
 def test_every_job_of_a_run_carries_its_step(spark, tmp_path, settings, steps):
     df = frame(spark)
     df.count()
@@ -272,6 +273,7 @@ spark.stop()
 """
 
 
+@pytest.mark.slow
 def test_quiet_run_turns_off_sparks_console_progress_bar_and_gives_it_back(tmp_path):
     script = tmp_path / "quiet.py"
     script.write_text(QUIET_RUN)

@@ -36,6 +36,7 @@ def _records(spark, tmp_path, name: str, with_id: bool, **settings):
     return records, flags, run.records
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_id", [True, False])
 def test_the_keys_stage_records_equal_the_records_job(spark, tmp_path, with_id):
     spooled, flags, entry = _records(spark, tmp_path, "socket", with_id, key_transfer="socket")

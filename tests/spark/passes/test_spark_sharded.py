@@ -123,6 +123,7 @@ def flags_by_id(df) -> dict:
     return {r["id"]: r["is_duplicate"] for r in df.collect()}
 
 
+@pytest.mark.slow
 def test_sharded_pass_flags_what_the_driver_pass_flags_with_insert_all(docs_df, docs):
     sharded, summary = deduplicate(docs_df, **MIX, **SHARDED, return_summary=True)
     driver = deduplicate(docs_df, **MIX, insert="all")
@@ -142,6 +143,7 @@ def test_sharded_pass_flags_what_the_driver_pass_flags_with_insert_all(docs_df, 
     assert summary["index"]["backend"] == "blocked"
 
 
+@pytest.mark.slow
 def test_sharded_verification_reads_the_keys_the_pass_computed(docs_df, tmp_path):
     """Verification after the sharded pass takes its candidates from the pass's own keys: every pinned partition is
     keyed once in the whole run (keyed again, verification costs the keys stage twice), and the verified decisions
@@ -168,6 +170,7 @@ def manifests(index_dir) -> list:
     return sorted(n for n in os.listdir(index_dir) if n.startswith("manifest-") and n.endswith(".json"))
 
 
+@pytest.mark.slow
 def test_kept_sharded_index_incremental_runs(spark, docs, tmp_path):
     """Two runs into one sharded index decide as one any-earlier stream; each run commits a version."""
     index_dir = str(tmp_path / "sharded")
@@ -241,6 +244,7 @@ def test_reopening_with_the_other_pass_is_a_clear_error(spark, docs, tmp_path):
         deduplicate(df, **{**MIX, "threshold": 0.8}, pass_mode="sharded", index_dir=sharded_dir)
 
 
+@pytest.mark.slow
 def test_a_kept_sharded_index_grows_per_shard(spark, docs, tmp_path):
     """Sized for 60 documents, growing: each shard adds generations as its keys pass its capacity; still exact."""
     index_dir = str(tmp_path / "grow")
@@ -256,6 +260,7 @@ def test_a_kept_sharded_index_grows_per_shard(spark, docs, tmp_path):
     assert manifest["fill"]["generations"] >= 3 and manifest["params"]["growth"] == "grow"
 
 
+@pytest.mark.slow
 def test_a_second_commit_of_the_same_version_is_refused(spark, docs, tmp_path):
     """Two runs started from the same committed version: the one that commits second fails, the first stands."""
     from lshbloom_udf.config import DedupConfig
@@ -279,6 +284,7 @@ def test_a_second_commit_of_the_same_version_is_refused(spark, docs, tmp_path):
     assert flags_by_id(again) == {d["id"]: bool(d["text"] and d["text"].split()) for d in docs[:60]}
 
 
+@pytest.mark.slow
 def test_a_sharded_index_on_a_hadoop_filesystem_other_than_file(spark, docs, tmp_path):
     """``viewfs://``, Hadoop's mount-table filesystem, over a local directory: the index goes only through Hadoop's API."""
     real = tmp_path / "under-viewfs"

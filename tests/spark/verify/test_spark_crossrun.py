@@ -49,6 +49,7 @@ def _check_batch(rows, batch, texts) -> list:
     return copies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pass_mode", ["driver", "sharded"])
 def test_batches_flag_no_distinct_document_and_copies_name_the_first_batch(spark, tmp_path, pass_mode):
     data = batches(3 if pass_mode == "sharded" else 4, 40, 8)

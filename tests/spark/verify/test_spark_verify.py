@@ -89,6 +89,7 @@ SHARDED = dict(PERMISSIVE, pass_mode="sharded")
 
 @pytest.mark.parametrize("level,settings", [(0.1, {}), (0.5, {}), (0.9, {}), (0.1, PERMISSIVE), (0.5, PERMISSIVE),
                                             (0.5, SHARDED)])
+@pytest.mark.slow
 def test_verified_flags_and_duplicate_of_equal_the_reference(spark, pool, level, settings):
     df, rows = stream_frame(spark, pool, 240, level, seed=5)
     texts = [r[2] for r in rows]
@@ -174,6 +175,7 @@ def test_without_an_id_column_duplicate_of_is_a_row_id(spark, pool):
     assert sorted((r["pos"], r["duplicate_of"]) for r in dups) == sorted((r["pos"], r["duplicate_of"]) for r in flagged)
 
 
+@pytest.mark.slow
 def test_an_earlier_runs_duplicates_name_their_source_from_its_records(spark, pool, tmp_path):
     """An earlier run's texts are not stored, but its records are (docs/algorithm.md, "A kept index across runs"):
     a flag only an earlier run's document explains is verified on the records' estimates and names it."""

@@ -59,6 +59,7 @@ def said(texts, i: int, v) -> str:
     return "exact" if texts[i] == texts[v.of] else v.measure
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", [PERMISSIVE, dict(PERMISSIVE, pass_mode="sharded")], ids=["driver", "sharded"])
 def test_flags_and_sources_equal_the_exact_reference(spark, stream, settings):
     df, rows = frame(spark, stream)

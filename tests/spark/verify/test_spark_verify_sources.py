@@ -59,6 +59,7 @@ def test_the_spool_and_the_spark_path_verify_alike(spark, docs, settings):
         assert "round2" in s_spool["stages"]
 
 
+@pytest.mark.slow
 def test_the_spark_paths_rounds_on_the_driver_equal_its_spark_joins(spark, docs, monkeypatch):
     """The Spark path matches round 1's kept pairs and runs round 2 natively on the driver while the flagged
     documents' keys fit its arrays budget, by Spark joins past it, and without its filter or broadcast row ids past
@@ -104,6 +105,7 @@ def test_no_flag_and_no_document(spark, docs):
     assert out.count() == 0 and summary["verify"]["pass_flagged"] == 0
 
 
+@pytest.mark.slow
 def test_a_spool_too_large_for_its_disk_falls_back_to_the_spark_path(spark, docs, monkeypatch, caplog):
     want, _ = _verified(spark, docs, "spark")
     monkeypatch.setattr(verify_sources, "SPOOL_SHARE_OF_FREE", 0.0)

@@ -111,6 +111,7 @@ def test_flags_and_sources_equal_the_exact_reference(spark, stream, max_df):
 
 @pytest.mark.parametrize("settings", [dict(verify_driver_bytes=0), dict(pass_mode="sharded")],
                          ids=["similarities-on-executors", "sharded-pass"])
+@pytest.mark.slow
 def test_every_candidate_path_applies_the_rule(spark, stream, settings):
     """Texts over the driver's budget (pairs computed on the executors, the suspects' texts read apart) and the
     sharded pass (candidates by Spark joins, no spool) decide as the reference too."""
