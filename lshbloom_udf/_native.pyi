@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from types import TracebackType
-from typing import Final, Literal, final
+from typing import Final, Literal, Optional, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -250,6 +250,25 @@ def lookup_records(
     ``arrays`` ``(fence, fragment, group, sketch)`` (:mod:`lshbloom_udf.index.lookup`), ``keys`` the queries'
     ``(q, b)`` 32-bit keys, ``values`` their bands' ``(q, b, r)`` 4-bit values; at most ``cap`` records per query
     and band, the earliest."""
+
+# ---------------------------------------------------------------------------
+# Paragraphs (docs/algorithm.md §10)
+
+PARAGRAPH_SEPARATORS: Final[list[str]]
+"""The separators ``paragraph_keys_of`` cuts at: ``newline`` (every line) and ``blank`` (runs of blank lines)."""
+
+def paragraph_keys_of(
+    texts: Union[Sequence[Optional[str]], ArrowTexts],
+    separator: str,
+    min_chars: int,
+    ngram: int,
+    normalize: int,
+    seed: int,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32],
+           npt.NDArray[np.uint64]]:
+    """``(counts, starts, ends, nkeys, keys)`` of ``texts``' paragraphs, flat: paragraphs per document, each
+    paragraph's span ``[start, end)`` in code points and number of keys, and the keys in order (the GIL
+    released)."""
 
 def file_checksum(path: _StrPath) -> int:
     """xxh3-64 of the whole file at ``path``, read through a memory map (the GIL released)."""

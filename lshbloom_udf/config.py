@@ -42,6 +42,8 @@ from lshbloom_udf.errors import ConfigError
 from lshbloom_udf.index import BLOOMS, GROWTH_MODES
 from lshbloom_udf.lsh import validate_bands
 from lshbloom_udf.minhash import BAND_KEYS, SCHEMES, SHINGLE_UNITS
+from lshbloom_udf.paragraphs import MODES as PARAGRAPH_MODES
+from lshbloom_udf.paragraphs import SEPARATORS as PARAGRAPH_SEPARATORS
 
 # The checks keep their short private names here so that each declaration below reads as before.
 from lshbloom_udf.setting import Setting, setting  # noqa: F401  (Setting: importable from here)
@@ -215,6 +217,22 @@ class DedupConfig:
                                  "as copies of it (similarity_measure exact) without being shingled, keyed or verified "
                                  "(docs/algorithm.md, exact copies)", _boolean, "decision",
                                  cli={"action": argparse.BooleanOptionalAction})
+    # -- paragraphs (lshbloom_udf.paragraphs)
+    paragraphs: str = setting("off", "paragraph-level dedup of the documents kept, keep-first against a Bloom filter "
+                              "kept beside the bands: off, annotate (a column removed_paragraphs of the removed "
+                              "paragraphs' [start, end) code point spans) or remove (the text without them); both add "
+                              "paragraphs_removed, and a kept document left without text is flagged",
+                              _choice(*PARAGRAPH_MODES), "paragraphs")
+    paragraph_separator: str = setting("newline", "where paragraphs end: newline (every line, Dolma's) or blank (runs "
+                                       "of blank lines)", _choice(*PARAGRAPH_SEPARATORS), "paragraphs")
+    paragraph_min_chars: int = setting(1, "paragraphs whose normalized text is shorter (code points) are never "
+                                       "removed", _integer(1), "paragraphs", cli={"type": int})
+    paragraph_ngram: int = setting(0, "0: a paragraph is removed when its normalized text was seen (exact); N: when "
+                                   "paragraph_overlap of its word N-grams were (bff's --min-ngram-size)", _integer(0),
+                                   "paragraphs", cli={"type": int})
+    paragraph_overlap: float = setting(0.8, "with paragraph_ngram: the share of a paragraph's n-grams seen before "
+                                       "that removes it (bff's --filtering-threshold)", _open_unit, "paragraphs",
+                                       cli={"type": float})
     checkpoint: str = setting("local", "how the input rows are pinned: local (localCheckpoint) or reliable "
                               "(needs spark.checkpoint.dir)", _choice(*CHECKPOINTS), "index")
     # -- the decision
@@ -263,6 +281,22 @@ class DedupConfig:
             object.__setattr__(self, f.name, spec.check(f.name, getattr(self, f.name)))
         self._check_together()
 
+    def _check_paragraphs(self) -> None:
+        """The paragraph settings with the others."""
+        if self.paragraphs == "off":  # the paragraph_* settings then act on nothing (a config file may set them)
+            return
+        if self.mode == "duplicates":
+            raise ConfigError("paragraphs has nothing to do in mode 'duplicates' (only removed documents are output; "
+                              "their paragraphs are not decided); use mode 'flag' or 'filter'")
+        if self.pass_mode == "sharded":
+            raise ConfigError("paragraphs needs pass_mode 'driver': the paragraph filter is decided in the driver, "
+                              "in the documents' order")
+        if self.duplicate_of:
+            raise ConfigError("paragraphs does not combine with duplicate_of yet: run them as two jobs")
+        if self.index_dir is not None:
+            raise ConfigError("paragraphs decides against a filter of the run's own documents; a paragraph filter "
+                              "kept in --index-dir is not built yet: leave index_dir out, or paragraphs off")
+
     def _check_together(self) -> None:
         """The checks that involve more than one setting."""
         if self.duplicate_of and not self.verify:
@@ -287,6 +321,7 @@ class DedupConfig:
                 self.containment_threshold is None or not self.verify):
             raise ConfigError("containment_min_jaccard bounds the containment branch of verification: it needs "
                               "verify and containment_threshold")
+        self._check_paragraphs()
         if self.bands is not None:
             try:
                 validate_bands(*self.bands, self.num_perm)
@@ -388,6 +423,16 @@ class DedupConfig:
             )
         except ValueError as e:
             raise ConfigError(str(e)) from None
+
+    @property
+    def paragraph_spec(self):
+        """The :class:`~lshbloom_udf.paragraphs.ParagraphSpec` of the paragraph settings (None: ``paragraphs`` off)."""
+        from lshbloom_udf.paragraphs import ParagraphSpec
+
+        if self.paragraphs == "off":
+            return None
+        return ParagraphSpec(self.paragraph_separator, self.paragraph_min_chars, self.paragraph_ngram,
+                             self.paragraph_overlap, self.normalize, self.seed)
 
 
 def settings(scope: Optional[str] = None) -> Iterator[tuple[dataclasses.Field, Setting]]:

@@ -298,6 +298,11 @@ def _is_arrow(texts) -> bool:
     return type(texts).__module__.split(".")[0] == "pyarrow"
 
 
+def arrow_texts(array):
+    """A pyarrow string array as ``_native.ArrowTexts`` (read in place by the native functions that take texts)."""
+    return _native.ArrowTexts(*_arrow_buffers(array))
+
+
 def _arrow_buffers(array) -> tuple:
     """``(offsets, data, validity or None)`` of a pyarrow string array, as numpy views of its buffers (what
     ``_native.ArrowTexts`` holds)."""

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from lshbloom_udf.errors import IndexCorruptError, IndexFilesMissingError, IndexMismatchError
@@ -32,22 +32,24 @@ from lshbloom_udf.index.checksums import ALGORITHM, CHECKSUMS
 from lshbloom_udf.index.fs import write_json_atomically
 from lshbloom_udf.index.generations import Generation
 from lshbloom_udf.index.growth import GROWTH_MODES
-from lshbloom_udf.index.params import IndexParams
+from lshbloom_udf.index.params import DOCUMENTS, IndexParams, as_recorded
 from lshbloom_udf.index.run_record import RunRecord, read_runs, run_id
 
 MANIFEST_NAME = "manifest.json"
 # growth -> the manifest format version that records it
 FORMAT_VERSIONS = {"fixed": 1, "grow": 2}
 # What a version-1 manifest implies: a fixed index (its params have no growth entry).
-IMPLIED_PARAMS = {"growth": "fixed"}
+IMPLIED_PARAMS = {"growth": "fixed", "unit": DOCUMENTS}
 
 
 def exists(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MANIFEST_NAME))
 
 
-# What an index directory without a manifest may hold: the lock, a journal, staging copies, a manifest's temporary.
-_NO_MANIFEST_YET = re.compile(r"\.lock|\.commit\.json(\.tmp-[0-9]+)?|\.staging-.*|manifest\.json\.tmp-[0-9]+")
+# What an index directory without a manifest may hold: the lock, a journal, staging copies, a manifest's temporary,
+# the paragraph index's directory (made at the commit, before the manifest).
+_NO_MANIFEST_YET = re.compile(
+    r"\.lock|\.commit\.json(\.tmp-[0-9]+)?|\.staging-.*|manifest\.json\.tmp-[0-9]+|paragraphs")
 _INDEX_FILES = re.compile(r"(gen[0-9]+-)?band-[0-9]+\.b?bf|runs")
 
 
@@ -127,7 +129,7 @@ class Manifest:
 
     def to_json(self) -> dict:
         """The manifest as ``manifest.json`` stores it (the writer: :meth:`from_json` reads it back equal)."""
-        params = asdict(self.params)
+        params = as_recorded(self.params)
         if self.params.growth == "fixed":
             del params["growth"]  # version 1, as before growth existed
         out: dict = {

@@ -47,6 +47,16 @@ def default_p_effective(verified: bool) -> float:
     return P_VERIFIED if verified else _D["p_effective"]
 
 
+# IndexParams.unit of a document index; a paragraph index's unit starts with PARAGRAPHS_UNIT.
+DOCUMENTS = "documents"
+PARAGRAPHS_UNIT = "paragraphs/"
+
+
+def validate_unit(unit: str) -> None:
+    if not isinstance(unit, str) or not (unit == DOCUMENTS or unit.startswith(PARAGRAPHS_UNIT)):
+        raise ValueError(f"unit must be {DOCUMENTS!r} or a paragraph unit ({PARAGRAPHS_UNIT}...), got {unit!r}")
+
+
 def validate_capacity(capacity: int) -> None:
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
         raise ValueError(f"expected documents (capacity) must be a positive integer, got {capacity!r}")
@@ -90,6 +100,9 @@ class IndexParams:
     growth: str = _D["growth"]
     # the shingle unit: "words", "chars" or "mixed" (see minhash); a manifest without it is "words"
     shingle: str = _D["shingle"]
+    # what one key stands for: DOCUMENTS (b band keys a document), or a paragraph unit
+    # (lshbloom_udf.paragraphs.ParagraphSpec.unit: one key a paragraph or n-gram); a manifest without it: documents
+    unit: str = DOCUMENTS
 
     @classmethod
     def for_threshold(
@@ -118,6 +131,7 @@ class IndexParams:
         validate_band_key(self.band_key)
         growth_rules.validate_growth(self.growth)
         validate_shingle(self.shingle)
+        validate_unit(self.unit)
         object.__setattr__(self, "normalize", normalization_name(self.normalize))
 
     @property
@@ -151,9 +165,18 @@ SIZING_FIELDS = ("capacity", "p_effective", "growth")
 SizingGiven = Union[bool, Collection[str]]
 
 
+def as_recorded(params: IndexParams) -> dict:
+    """``params`` as a manifest and a run record store them: a document index's ``unit`` is implied, not written
+    (so that what was recorded before the field existed still matches)."""
+    d = asdict(params)
+    if d["unit"] == DOCUMENTS:
+        del d["unit"]
+    return d
+
+
 def without_sizing(params: IndexParams, keep: Collection[str] = ()) -> dict:
     """``params`` as a dict without the sizing fields, except those named in ``keep``."""
-    d = asdict(params)
+    d = as_recorded(params)
     for name in SIZING_FIELDS:
         if name not in keep:
             d.pop(name)

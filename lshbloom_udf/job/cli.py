@@ -19,6 +19,7 @@ GROUPS = {
     "index": "index",
     "decision": "insert rule and pass",
     "verify": "verification of the pass's flags (docs/algorithm.md, verification)",
+    "paragraphs": "paragraph-level dedup of the documents kept (docs/algorithm.md §10)",
     "run": "run",
 }
 

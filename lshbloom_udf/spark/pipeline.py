@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 # changes an earlier one's). The class attributes below are their values before the stage (or when it is skipped).
 STAGE_VALUES = frozenset({
     "_pinned", "pinned_rows", "threads", "checked", "measured_before", "measured_after", "measure_later", "ids_later",
-    "repeats", "copies", "crossrun", "verify_memory", "clusters", "records",
+    "repeats", "copies", "crossrun", "verify_memory", "clusters", "records", "paragraph_outcome",
 })
+
 
 
 class DedupRun:
@@ -82,6 +83,7 @@ class DedupRun:
     records: Optional[dict] = None
     verify_memory: Optional[dict] = None  # the driver's memory and budgets verification used (the summary)
     clusters: Optional[dict] = None  # the groups verification found (lshbloom_udf.spark.clusters; the summary)
+    paragraph_outcome = None  # the paragraph stage's (lshbloom_udf.spark.paragraphs.ParagraphOutcome)
 
     def __init__(self, df, config, params, txn, run_info: Optional[dict], t_start: float):
         self.df, self.config, self.params, self.txn = df, config, params, txn
@@ -145,6 +147,9 @@ class DedupRun:
             with self.step("verify"):
                 verified = self.verify(decided.rows(), decided.index.to_dict(), scanned)
         dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
+        if self.config.paragraph_spec is not None:
+            with self.step("paragraphs"):
+                self.paragraph_stage(verified.rows if verified is not None else dup_rows)
         if self.index_dir is not None and decided.stats is not None:  # a run the index will record
             with self.step("records"):
                 final = verified.rows if verified is not None else dup_rows
@@ -162,12 +167,16 @@ class DedupRun:
         if self.measure_later and self.measured.fingerprints is not None:  # the pass's report came before them
             index = index.replace(content_fingerprint=self.measured.fingerprints[0],
                                   sequence_fingerprint=self.measured.fingerprints[1])
+        duplicates = self.pass_duplicates(decided) if verified is None else len(verified.rows)
+        outcome, spec = self.paragraph_outcome, self.config.paragraph_spec
+        if outcome is not None:  # the emptied documents are flagged with the duplicates
+            duplicates += len(outcome.emptied_rows)
         report = RunReport(
-            self.config, decided.params, self.documents,
-            self.pass_duplicates(decided) if verified is None else len(verified.rows), self.empty(decided), index,
+            self.config, decided.params, self.documents, duplicates, self.empty(decided), index,
             {**self.seconds, **{k: v for k, v in decided.seconds.items() if v is not None}}, pass_.name,
             decided.outcome.first_keys_seconds, self.verify_summary(verified) if verified is not None else None,
             self.warnings, len(self.copies) if self.copies is not None else None,
+            outcome.summary(spec) if outcome is not None else None,
         )
         return DedupResult(result_df, report, _run=record, _duplicates=dup_rows if record is not None else None,
                            reproduced_from=decided.index.reproduced_from)
@@ -248,11 +257,37 @@ class DedupRun:
         from lshbloom_udf.spark.join import join_sources
 
         columns = self.df.columns
+        pinned = self.pinned
+        if self.paragraph_outcome is not None:  # the paragraph stage's columns, its emptied documents flagged
+            pinned, columns = self.paragraph_output(columns)
+            dup_rows = np.union1d(verified.rows if verified is not None else dup_rows,
+                                  self.paragraph_outcome.emptied_rows)
+            return join_decisions(pinned, columns, dup_rows, self.config, verified)
         if verified is None:
-            return join_decisions(self.pinned, columns, dup_rows, self.config)
+            return join_decisions(pinned, columns, dup_rows, self.config)
         if not self.config.duplicate_of:
-            return join_decisions(self.pinned, columns, verified.rows, self.config, verified)
-        return join_sources(self.pinned, columns, verified, self.config, self.crossrun)
+            return join_decisions(pinned, columns, verified.rows, self.config, verified)
+        return join_sources(pinned, columns, verified, self.config, self.crossrun)
+
+    # -- the paragraph stage (lshbloom_udf/spark/paragraphs.py) ---------------------------
+
+    def paragraph_stage(self, duplicate_rows) -> None:
+        """Decide the kept documents' paragraphs (``paragraphs`` annotate or remove)."""
+        from lshbloom_udf.spark.paragraphs import run_paragraph_stage
+
+        self.paragraph_outcome = run_paragraph_stage(self.pinned, self.config, self.documents, duplicate_rows)
+        self._lap("paragraphs")
+
+    def paragraph_output(self, columns):
+        """The pinned rows with the paragraph stage's output columns, and the columns to select."""
+        from lshbloom_udf.spark.paragraphs import COUNT_COL, REMOVED_COL, paragraph_output
+
+        c = self.config
+        if self.paragraph_outcome is None:
+            raise InternalError("internal error: the paragraph output before the paragraph stage")
+        out = paragraph_output(self.pinned, c.text_column, c.paragraph_spec, c.paragraphs,
+                               self.paragraph_outcome)
+        return out, [*columns, *([REMOVED_COL] if c.paragraphs == "annotate" else []), COUNT_COL]
 
     # -- stage 1: pin ----------------------------------------------------------------
 

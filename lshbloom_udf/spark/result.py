@@ -42,6 +42,7 @@ class RunReport:
     verify: Optional[Mapping] = None
     warnings: tuple = ()
     exact: Optional[int] = None  # the exact copies found before the pass (None: not looked for)
+    paragraphs: Optional[Mapping] = None  # the paragraph stage's counts (None: paragraphs off)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ def build_summary(report: RunReport, record: Optional[RunRecord] = None, job: Op
     }
     if report.verify is not None:
         summary["verify"] = dict(report.verify)
+    if report.paragraphs is not None:
+        summary["paragraphs"] = dict(report.paragraphs)
     if report.warnings:
         summary["warnings"] = list(report.warnings)
     if job is not None:

@@ -7,6 +7,7 @@ mod errors;
 mod filters;
 mod ingest;
 mod input;
+mod paragraphs;
 mod settings;
 mod signatures;
 mod sizing;
@@ -25,6 +26,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     checksum::register(m)?;
     ingest::register(m)?;
     verify::register(m)?;
+    paragraphs::register(m)?;
     m.add("BLOCKED_FORMAT_VERSION", blocked::VERSION)?;
     m.add("CUCKOO_FORMAT_VERSION", cuckoo::VERSION)?;
     m.add("NORM_NFKC", shingles::NORM_NFKC)?;

@@ -5,3 +5,4 @@
 
 pub mod distinct;
 pub mod shingles;
+pub mod paragraphs;

@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError
-from lshbloom_udf.index.params import IndexParams
+from lshbloom_udf.index.params import DOCUMENTS, IndexParams, as_recorded
 from lshbloom_udf.index.run_record import RunRecord, read_runs, run_id
 
 FORMAT = "lshbloom-sharded"
@@ -54,7 +54,7 @@ class ShardedManifest:
     def to_json(self) -> dict:
         """The manifest as ``manifest-<N>.json`` stores it (the writer: :meth:`from_json` reads it back equal)."""
         out = {"version": self.version, "data": self.data, "format": FORMAT, "format_version": FORMAT_VERSION,
-               "pass": "sharded", "bloom": self.bloom, "params": asdict(self.params),
+               "pass": "sharded", "bloom": self.bloom, "params": as_recorded(self.params),
                "shard_plan": dict(self.shard_plan), "inserted": self.inserted, "fill": dict(self.fill),
                "runs": [r.to_json() for r in self.runs]}
         if self.committed_at is not None:
@@ -82,7 +82,8 @@ class ShardedManifest:
         try:
             if unknown:
                 raise ValueError(f"unknown fields {', '.join(unknown)}")
-            params = IndexParams(**{f.name: data["params"][f.name] for f in dataclasses.fields(IndexParams)})
+            stored = {"unit": DOCUMENTS, **data["params"]}  # written before the unit existed: a document index
+            params = IndexParams(**{f.name: stored[f.name] for f in dataclasses.fields(IndexParams)})
             return cls(version, data["data"], str(data["bloom"]), params, dict(data["shard_plan"]),
                        int(data["inserted"]), dict(data["fill"]), runs, data.get("committed_at"))
         except (KeyError, TypeError, ValueError) as e:

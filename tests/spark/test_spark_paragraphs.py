@@ -1,0 +1,77 @@
+"""--paragraphs annotate|remove through deduplicate(): the kept documents' paragraphs, exactly the reference's."""
+
+from __future__ import annotations
+
+import pytest
+
+import paragraph_reference as ref
+from paragraph_reference import corpus
+from lshbloom_udf.errors import ConfigError, DedupInputError
+from lshbloom_udf.minhash import normalization_mask
+from lshbloom_udf.spark import deduplicate
+
+
+def _frame(spark, texts):
+    return spark.createDataFrame(list(enumerate(texts)), "id long, text string").repartition(1).sortWithinPartitions("id")
+
+
+def _kept_reference(spark, texts, separator="newline"):
+    """The document decisions without paragraphs, and the reference's removed paragraphs of the kept ones."""
+    plain = {r.id: r.is_duplicate for r in deduplicate(_frame(spark, texts), id_col="id", order_by="id",
+                                                         progress=False).collect()}
+    kept = [i for i in range(len(texts)) if not plain[i]]
+    removed = ref.decide([texts[i] for i in kept], separator, normalization_mask(
+        "dehyphen,nfkc,lower,punct"))
+    return plain, dict(zip(kept, removed))
+
+
+def test_annotate_spans_and_remove_text_are_the_references(spark):
+    texts = corpus(200)
+    plain, removed = _kept_reference(spark, texts)
+    assert sum(map(len, removed.values())) >= 20
+    annotated = {r.id: r for r in deduplicate(_frame(spark, texts), id_col="id", order_by="id", paragraphs="annotate",
+                                              progress=False).collect()}
+    out, summary = deduplicate(_frame(spark, texts), id_col="id", order_by="id", paragraphs="remove",
+                               progress=False, return_summary=True)
+    stripped = {r.id: r for r in out.collect()}
+    emptied = 0
+    for i, text in enumerate(texts):
+        a, s = annotated[i], stripped[i]
+        if plain[i]:  # a duplicate document: removed whole, its paragraphs not decided
+            assert a.is_duplicate and a.removed_paragraphs == [] and a.paragraphs_removed == 0
+            assert s.text == text
+            continue
+        spans = ref.spans(text, "newline")
+        want = [list(spans[j]) for j in removed[i]]
+        assert a.removed_paragraphs == want and a.paragraphs_removed == len(want)
+        assert [text[x:y] for x, y in a.removed_paragraphs] == [text[x:y] for x, y in want]  # byte-exact spans
+        assert s.text == ref.removed_text(text, "newline", removed[i]) and s.paragraphs_removed == len(want)
+        keyed = [j for j, (x, y) in enumerate(spans) if ref.units(text[x:y], normalization_mask("dehyphen,nfkc,lower,punct"), 1, 0)]
+        gone = bool(keyed) and set(keyed) <= set(removed[i])
+        emptied += gone
+        assert a.is_duplicate == gone and s.is_duplicate == gone
+    assert emptied >= 1
+    part = summary["paragraphs"]
+    assert part["removed"] == sum(map(len, removed.values())) and part["emptied_documents"] == emptied
+    assert part["documents"] == len(removed) and summary["duplicates"] == sum(plain.values()) + emptied
+
+
+def test_filter_mode_drops_the_emptied_documents(spark):
+    texts = ["Intro line one\nBody alpha beta gamma", "Intro line one\nBody alpha beta gamma delta epsilon zeta eta",
+             "Intro line one", "Something new entirely\nIntro line one"]
+    rows = deduplicate(_frame(spark, texts), id_col="id", mode="filter", paragraphs="remove", verify=False,
+                       exact_copies=False, threshold=0.95, progress=False).orderBy("id").collect()
+    assert [(r.id, r.text, r.paragraphs_removed) for r in rows] == [
+        (0, texts[0], 0), (1, "Body alpha beta gamma delta epsilon zeta eta", 1), (3, "Something new entirely", 1)]
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"paragraphs": "remove", "mode": "duplicates"}, "mode 'duplicates'"),
+    ({"paragraphs": "annotate", "pass_mode": "sharded"}, "pass_mode 'driver'"),
+    ({"paragraphs": "remove", "duplicate_of": True}, "duplicate_of"),
+    ({"paragraphs": "remove", "paragraph_overlap": 1.5}, "paragraph_overlap must be in"),
+    ({"paragraphs": "sometimes"}, "paragraphs must be one of"),
+])
+def test_bad_paragraph_settings_are_named(spark, settings, message):
+    with pytest.raises((ConfigError, DedupInputError), match=message):
+        deduplicate(_frame(spark, ["a"]), **settings)
