@@ -119,3 +119,19 @@ def test_a_set_that_fails_leaves_the_transformer_as_it_was():
     assert (t.getThreshold(), t.getNumPerm()) == (DEFAULTS["threshold"], DEFAULTS["num_perm"])
     t.setBands(None).setNumPerm(128)  # unset bands first, then the smaller num_perm is fine
     assert t.getBands() is None and t.getNumPerm() == 128
+
+
+def test_paragraphs_through_the_transformer_equal_deduplicate(spark, tmp_path):
+    from paragraph_reference import corpus
+
+    texts = spark.createDataFrame(list(enumerate(corpus(120))), "id long, body string").repartition(1)
+    model = LSHBloomDeduplicator(inputCol="body", idCol="id", orderBy=["id"], paragraphs="remove",
+                                 paragraphSeparator="newline", progress=False)
+    model.save(str(tmp_path / "m"))
+    loaded = LSHBloomDeduplicator.load(str(tmp_path / "m"))
+    assert loaded.getOrDefault("paragraphs") == "remove"
+    got = {r["id"]: (r["body"], r["paragraphs_removed"]) for r in loaded.transform(texts).collect()}
+    want = {r["id"]: (r["body"], r["paragraphs_removed"])
+            for r in deduplicate(texts, text_col="body", id_col="id", order_by="id", paragraphs="remove",
+                                 progress=False).collect()}
+    assert got == want and sum(n for _, n in got.values()) > 0
