@@ -106,8 +106,8 @@ def paragraph_packer(text_col: str, spec: ParagraphSpec):
 def unpack(row) -> tuple[np.ndarray, Paragraphs]:
     """A packed row's row ids and paragraphs."""
     rows = np.frombuffer(row["rows"], dtype="<i8")
-    u32 = [np.frombuffer(row[k], dtype="<u4") for k in ("counts", "starts", "ends", "nkeys")]
-    return rows, Paragraphs(*u32, np.frombuffer(row["keys"], dtype="<u8"))
+    counts, starts, ends, nkeys = (np.frombuffer(row[k], dtype="<u4") for k in ("counts", "starts", "ends", "nkeys"))
+    return rows, Paragraphs(counts, starts, ends, nkeys, np.frombuffer(row["keys"], dtype="<u8"))
 
 
 def decide_paragraphs(pinned, text_col: str, spec: ParagraphSpec, duplicate_rows: np.ndarray,
@@ -176,7 +176,8 @@ def paragraph_output(pinned, text_col: str, spec: ParagraphSpec, mode: str, outc
             texts = batch.column(text_col)
             p = spec.paragraphs(arrow_texts(texts))
             first = p.first
-            spans, new_texts = [], texts.to_pylist() if mode == "remove" else None
+            spans: list = []
+            new_texts: list = texts.to_pylist() if mode == "remove" else []
             for i in range(len(rows)):
                 which = removed_paragraphs[lo[i]:hi[i]]
                 s, e = p.starts[first[i]:first[i + 1]], p.ends[first[i]:first[i + 1]]
@@ -185,7 +186,7 @@ def paragraph_output(pinned, text_col: str, spec: ParagraphSpec, mode: str, outc
                 elif len(which):
                     gone = np.zeros(len(s), dtype=bool)
                     gone[which] = True
-                    new_texts[i] = remove_paragraphs(new_texts[i], deletions(s.tolist(), e.tolist(), gone))
+                    new_texts[i] = remove_paragraphs(new_texts[i], deletions(s.tolist(), e.tolist(), gone.tolist()))
             yield _with_columns(batch, mode, text_col, spans if mode == "annotate" else new_texts, counts)
 
     def _with_columns(batch, mode, text_col, values, counts):
