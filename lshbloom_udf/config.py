@@ -293,9 +293,6 @@ class DedupConfig:
                               "in the documents' order")
         if self.duplicate_of:
             raise ConfigError("paragraphs does not combine with duplicate_of yet: run them as two jobs")
-        if self.index_dir is not None:
-            raise ConfigError("paragraphs decides against a filter of the run's own documents; a paragraph filter "
-                              "kept in --index-dir is not built yet: leave index_dir out, or paragraphs off")
 
     def _check_together(self) -> None:
         """The checks that involve more than one setting."""

@@ -11,6 +11,9 @@ Points on the driver, fired with keyword arguments:
     the input is pinned with its row ids, before any key reaches an index.
 ``driver-pass``
     the driver pass decided a chunk (``done=`` documents so far).
+``paragraph-pass``
+    the paragraph stage decided a batch of documents' paragraphs (``done=`` documents so far), into the
+    run's copy of the paragraph filter.
 ``output-write``
     the job starts writing its output (``path=`` the local temporary output,
     or None on another file system); ``output-written`` when it is done.
@@ -49,8 +52,9 @@ from typing import Callable, Optional
 
 Hook = Callable[..., None]
 
-POINTS = ("after-pin", "driver-pass", "after-records", "output-write", "output-written", "before-commit", "mid-commit",
-          "after-commit", "generation-added", "sharded-pass", "task-start", "stream-batch")
+POINTS = ("after-pin", "driver-pass", "paragraph-pass", "after-records", "output-write", "output-written",
+          "before-commit", "mid-commit", "after-commit", "generation-added", "sharded-pass", "task-start",
+          "stream-batch")
 
 _installed: dict[str, Hook] = {}
 

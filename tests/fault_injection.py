@@ -16,6 +16,8 @@ switches of ``LSHBLOOM_TEST_FAULT`` (``name`` or ``name=value``):
     SIGKILL it once the input is pinned (before any key reaches the index).
 ``kill-in-driver-pass=N``
     SIGKILL it in the driver pass, once at least ``N`` documents were decided.
+``kill-in-paragraph-pass``
+    SIGKILL it in the paragraph stage, once it decided its first documents' paragraphs.
 ``kill-in-output-write``
     SIGKILL it while Spark writes the output (as soon as the temporary output
     directory appears).
@@ -181,6 +183,9 @@ def install(on: dict) -> None:
                 kill_now(f"kill-in-driver-pass after {done} documents", log)
 
         hooks.install("driver-pass", driver_pass)
+    if "kill-in-paragraph-pass" in on:
+        hooks.install("paragraph-pass", lambda done, **_: kill_now(f"kill-in-paragraph-pass after {done} documents",
+                                                                   log))
     if on.get("kill-in-stream-batch") is not None:
         _install_stream_kill(on["kill-in-stream-batch"], log)
     if on.get("remove-in-stream-batch") is not None:

@@ -219,6 +219,10 @@ def index_state(path) -> dict:
                     continue
                 with open(os.path.join(full, dname), "rb") as f:
                     state[f"runs/{dname}"] = f.read()
+        elif name == "paragraphs":  # the paragraph filter (lshbloom_udf.index.paragraph_filter): files by content
+            for pname in sorted(os.listdir(full)):
+                with open(os.path.join(full, pname), "rb") as f:
+                    state[f"paragraphs/{pname}"] = f.read()
         elif name == "manifest.json":
             with open(full) as f:
                 text = f.read()

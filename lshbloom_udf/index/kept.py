@@ -79,7 +79,9 @@ class KeptIndex(Protocol):
     def add_output(self, tmp_path: str) -> None:
         ...
 
-    def commit(self, run: Optional[RunRecord] = None, duplicates=None, outputs: Sequence = ()) -> Optional[RunRecord]:
+    def commit(self, run: Optional[RunRecord] = None, duplicates=None, outputs: Sequence = (),
+               paragraph_pairs=None) -> Optional[RunRecord]:
+        """``paragraph_pairs``: the paragraphs the run removed (only a store that keeps a paragraph filter)."""
         ...
 
     def abort(self) -> None:

@@ -29,9 +29,11 @@ from lshbloom_udf.index.backends import BACKENDS
 # backend's band files (their extensions read from the backends, so a new backend needs no change here).
 _BAND_EXTENSIONS = "|".join(re.escape(b.extension) for b in BACKENDS.values())
 # A run's records (lshbloom_udf.index.records) are a directory: ``.staging-*/<run id>.records`` onto
-# ``runs/<run id>.records``.
+# ``runs/<run id>.records``; its removed paragraphs ``<run id>.paragraphs.i64`` go there too; the paragraph filter
+# (lshbloom_udf.index.paragraph_filter) is the directory ``paragraphs``.
 STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json|[0-9]{{6}}\.dups\.i64"
-                         r"|[0-9]{6}\.records")
+                         r"|[0-9]{6}\.records|[0-9]{6}\.paragraphs\.i64|paragraphs")
+RUN_FILES = (".dups.i64", ".records", ".paragraphs.i64")  # the staged names that go into runs/
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")
 # What the job appends to an output path to write it before the commit (lshbloom_udf.spark.output.Output).
 OUTPUT_TMP_SUFFIX = ".lshbloom-tmp"
@@ -118,7 +120,7 @@ def _staged_rename(base: str, src: object, dst: object, record: str) -> tuple[st
     and records)."""
     src_parts = src.split("/") if isinstance(src, str) else []
     name = src_parts[-1] if len(src_parts) == 2 else ""
-    live = f"runs/{name}" if name.endswith((".dups.i64", ".records")) else name
+    live = f"runs/{name}" if name.endswith(RUN_FILES) else name
     if not (STAGING_DIR.fullmatch(src_parts[0] if src_parts else "") and STAGED_FILE.fullmatch(name) and dst == live):
         raise _refuse(record, f"the rename of {src!r} onto {dst!r}")
     return inside(base, src, record), inside(base, dst, record)

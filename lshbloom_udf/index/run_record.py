@@ -16,7 +16,8 @@ What a record holds (docs/summary.md explains the same fields in the summary):
   the settings that shaped the decisions (``mode``, ``insert``, ``pass``, ``id_column``, ``order_by``) and
   ``forced_new_ingest``;
 - where its decisions and records are: ``duplicates_file`` and ``duplicates_sha256`` (local store), ``data``
-  (the sharded store's version directory), ``records`` (:mod:`lshbloom_udf.index.records`);
+  (the sharded store's version directory), ``records`` (:mod:`lshbloom_udf.index.records`), ``paragraphs``
+  (the paragraph stage's settings, counts and removed pairs: :mod:`lshbloom_udf.index.paragraph_filter`);
 - who ran it: ``input``, ``output``, ``output_format`` (the job), ``stream`` (a micro-batch: :class:`StreamBatch`);
 - set by the commit: ``run_id`` (``000001``, ...), ``inserted_total``, ``committed_at``.
 """
@@ -65,6 +66,7 @@ class RunRecord:
     order_by: Optional[tuple] = None
     forced_new_ingest: bool = False
     records: Optional[Mapping[str, Any]] = None
+    paragraphs: Optional[Mapping[str, Any]] = None
     input: Optional[str] = None
     output: Optional[str] = None
     output_format: Optional[str] = None

@@ -12,7 +12,7 @@ import numpy as np
 
 from lshbloom_udf import hooks
 from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
-from lshbloom_udf.index import journal
+from lshbloom_udf.index import journal, paragraph_filter
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
@@ -23,6 +23,7 @@ from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params,
 from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX, inside, is_temporary_of
 from lshbloom_udf.index.run_record import RunRecord
 from lshbloom_udf.index.store import LSHBloomIndex
+from lshbloom_udf.index.workspace import working_place
 
 
 class IndexTransaction(LockHolder):
@@ -59,6 +60,7 @@ class IndexTransaction(LockHolder):
         self.staging: Optional[str] = None
         self.work: Optional[str] = None  # where the staged index's files are written: the staging copy, or memory
         self.index: Optional[LSHBloomIndex] = None
+        self.paragraphs: Optional[paragraph_filter.StagedParagraphs] = None
         self._outputs: list[str] = []
         self.closed = False
 
@@ -104,8 +106,11 @@ class IndexTransaction(LockHolder):
         runs = self.runs()
         for run in runs:
             self.load_duplicates(run)
+            if run.paragraphs is not None:
+                paragraph_filter.load_pairs(self.path, run.paragraphs, run.run_id)
             kept += self.verify_records(run) is not None
-        return {"band_files": bands, "runs": len(runs), "records": kept}
+        return {"band_files": bands, "runs": len(runs), "records": kept,
+                "paragraph_band_files": paragraph_filter.verify(self.path)}
 
     def load_duplicates(self, run: RunRecord) -> np.ndarray:
         """The row ids a committed run flagged (checked against the SHA-256 its record holds)."""
@@ -191,6 +196,21 @@ class IndexTransaction(LockHolder):
         self.index.label = self.path
         return self.index
 
+    def stage_paragraphs(self, params: IndexParams) -> LSHBloomIndex:
+        """The writable staging copy of the index's paragraph filter (a new one, sized by ``params``, if it holds
+        none): committed with the run record, which then needs the removed pairs (:meth:`commit`)."""
+        staging = self._ensure_staging()
+        if self.paragraphs is not None:
+            raise TransactionStateError("the paragraph filter is already staged")
+        self.paragraphs = paragraph_filter.StagedParagraphs(self.path, staging, params)
+        return self.paragraphs.index
+
+    def load_paragraphs(self, run: RunRecord) -> np.ndarray:
+        """The ``(row, paragraph)`` pairs a committed run removed (checked against the SHA-256 its record holds)."""
+        if run.paragraphs is None:
+            raise TransactionStateError(f"run {run.run_id} decided no paragraphs")
+        return paragraph_filter.load_pairs(self.path, run.paragraphs, run.run_id)
+
     def _copy_live_index(self, staging: str) -> str:
         """Copy the live index where the run will write it (:func:`working_place`); that directory."""
         # Validate the live files first: a bad one is named, not copied.
@@ -225,17 +245,23 @@ class IndexTransaction(LockHolder):
         run: Optional[RunRecord] = None,
         duplicates: Optional[np.ndarray] = None,
         outputs: Sequence[tuple[str, str]] = (),
+        paragraph_pairs: Optional[np.ndarray] = None,
     ) -> Optional[RunRecord]:
         """Make the staged index, the run record and the outputs live together (see the class docs).
 
         ``run``: the record appended to the manifest's ``runs`` (needs a staged
         index); it gets ``run_id``, ``duplicates_file`` and its SHA-256.
+        ``paragraph_pairs``: the paragraphs the run removed, with a staged paragraph filter (:meth:`stage_paragraphs`).
         ``outputs``: ``(temporary, final)`` local paths, renamed in the same
         commit (an existing directory at ``final`` is replaced).
         """
         self._check_open()
         if self.index is None and run is not None:
             raise TransactionStateError("a run record needs a staged index")
+        if (self.paragraphs is not None) != (paragraph_pairs is not None) or (
+                self.paragraphs is not None and (run is None or run.paragraphs is None)):
+            raise TransactionStateError("a staged paragraph filter is committed with a run record of its paragraphs "
+                                        "and the pairs it removed")
         ops: list = []
         for tmp, final in outputs:
             tmp, final = _temporary_output(tmp, final), os.path.abspath(final)
@@ -243,7 +269,7 @@ class IndexTransaction(LockHolder):
             ops.append([tmp, final])
         record = None
         if self.index is not None:
-            record, index_ops = self._seal_staged_index(run, duplicates)
+            record, index_ops = self._seal_staged_index(run, duplicates, paragraph_pairs)
             ops += index_ops
         if ops:
             hooks.fire("before-commit")
@@ -254,8 +280,8 @@ class IndexTransaction(LockHolder):
             self.staging = None
         return record
 
-    def _seal_staged_index(self, run: Optional[RunRecord],
-                           duplicates: Optional[np.ndarray]) -> tuple[Optional[RunRecord], list]:
+    def _seal_staged_index(self, run: Optional[RunRecord], duplicates: Optional[np.ndarray],
+                           paragraph_pairs: Optional[np.ndarray] = None) -> tuple[Optional[RunRecord], list]:
         """Close the staged index, add the run's record and duplicates to it; the renames that make it live."""
         index, staging = self.index, self.staging
         if index is None or staging is None:  # commit calls this with a staged index (stage made its staging)
@@ -271,8 +297,15 @@ class IndexTransaction(LockHolder):
                 shutil.copyfile(os.path.join(self.work, name), os.path.join(staging, name))
             self._drop_work()
         ops: list = []
+        if self.paragraphs is not None:  # the filter's directory, renamed before the manifest names its run
+            staged, self.paragraphs = self.paragraphs, None
+            ops += staged.seal()
         record = None
         if run is not None:
+            if paragraph_pairs is not None:
+                op, live, sha256 = paragraph_filter.write_pairs(staging, manifest.next_run_id(), paragraph_pairs)
+                ops.append(op)
+                run = run.replace(paragraphs={**(run.paragraphs or {}), "file": live, "sha256": sha256})
             record = self._record_run(staging, manifest, run, duplicates)
             os.makedirs(os.path.join(self.path, journal.RUNS_DIR), exist_ok=True)
             dups = str(record.duplicates_file)
@@ -313,6 +346,9 @@ class IndexTransaction(LockHolder):
         if self.index is not None:
             index, self.index = self.index, None
             index.discard()
+        if self.paragraphs is not None:
+            staged, self.paragraphs = self.paragraphs, None
+            staged.discard()
         for tmp in self._outputs:
             if os.path.lexists(tmp):
                 rmtree(tmp)
@@ -330,31 +366,6 @@ class IndexTransaction(LockHolder):
             self.abort()
         finally:
             self._release_lock()
-
-
-# While a run writes its staged filters they live in memory (/dev/shm) if they fit in this share of what the process
-# may still take: random writes into memory-mapped files on a disk are throttled by the kernel's writeback (the
-# driver pass of 10^7 documents into a kept index on ext4: 5x slower, docs/benchmarks.md), and the commit copies
-# them onto the index's file system in one sequential write.
-WORK_MEMORY_SHARE = 0.5
-# The working copy grows by the generations a run adds (each ~2x the newest): the room it is given, in its sizes.
-WORK_GROWTH_ROOM = 3
-
-
-def working_place(staging: str, need: int) -> str:
-    """Where the staged index of ``need`` bytes is written: a new directory in /dev/shm when it fits there and in
-    memory (:data:`WORK_MEMORY_SHARE`, :data:`WORK_GROWTH_ROOM`), else ``staging`` itself (already in memory, or
-    on a disk)."""
-    from lshbloom_udf.litter import fast_temp_base, make_temp_dir
-    from lshbloom_udf.memory import machine_available
-
-    if os.path.realpath(staging).startswith("/dev/shm/"):
-        return staging
-    room = WORK_GROWTH_ROOM * need
-    available = machine_available()
-    if available is None or room > WORK_MEMORY_SHARE * available or fast_temp_base(room) != "/dev/shm":
-        return staging
-    return make_temp_dir("index", dir="/dev/shm")
 
 
 def _temporary_output(tmp: str, final: Optional[str] = None) -> str:

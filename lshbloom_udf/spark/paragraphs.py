@@ -47,6 +47,10 @@ class ParagraphOutcome:
         return {"unit": spec.unit, "paragraphs": self.decided, "removed": int(len(self.removed_rows)),
                 "documents": self.documents, "emptied_documents": int(len(self.emptied_rows))}
 
+    def record(self, spec: ParagraphSpec) -> dict:
+        """What a run record keeps of the stage (its commit adds where the :meth:`recorded` pairs are)."""
+        return {**self.summary(spec), "overlap": spec.overlap}
+
     def recorded(self) -> np.ndarray:
         """The ``(n, 2)`` int64 pairs a run record keeps: ``(row, paragraph)`` removed, then ``(row, EMPTIED)``."""
         removed = np.stack([self.removed_rows, self.removed_paragraphs.astype(np.int64)], axis=1)
@@ -62,9 +66,10 @@ class ParagraphOutcome:
                    int(summary["paragraphs"]), int(summary["documents"]))
 
 
-def run_paragraph_stage(pinned, config, documents: int, duplicate_rows) -> ParagraphOutcome:
+def run_paragraph_stage(pinned, config, documents: int, duplicate_rows, txn=None) -> ParagraphOutcome:
     """The paragraph stage of a run of ``config`` over ``documents`` pinned rows, those in ``duplicate_rows``
-    removed whole: decided against a paragraph filter of this run (one band, blocked, in a temporary directory)."""
+    removed whole: decided against the kept index's paragraph filter, staged in ``txn`` (its commit makes it live
+    with the run), or against a filter of this run's own (one band, blocked, in a temporary directory)."""
     import os
 
     from lshbloom_udf.index import LSHBloomIndex
@@ -72,13 +77,33 @@ def run_paragraph_stage(pinned, config, documents: int, duplicate_rows) -> Parag
     from lshbloom_udf.litter import make_temp_dir
 
     spec = config.paragraph_spec
+    params = spec.index_params(PARAGRAPH_KEYS_GUESS * max(config.expected_docs or documents, 1))
+    if txn is not None:
+        return decide_paragraphs(pinned, config.text_column, spec, duplicate_rows, txn.stage_paragraphs(params))
     work = make_temp_dir("index")
     try:
-        params = spec.index_params(PARAGRAPH_KEYS_GUESS * max(documents, 1))
         with LSHBloomIndex.create(os.path.join(work, "paragraphs"), params, bloom="blocked") as index:
             return decide_paragraphs(pinned, config.text_column, spec, duplicate_rows, index)
     finally:
         rmtree(work)
+
+
+def reproduced_paragraphs(txn, prior, spec: ParagraphSpec) -> ParagraphOutcome:
+    """The paragraphs the committed run ``prior`` removed, for a run that reproduces it (the same input again)."""
+    from lshbloom_udf.errors import DedupInputError
+
+    recorded = prior.paragraphs
+    if recorded is None:
+        raise DedupInputError(
+            f"{txn.path}: run {prior.run_id} ingested these documents without paragraphs, and a run of the same "
+            "input reproduces its decisions: run with paragraphs 'off', or with force_new_ingest to decide their "
+            "paragraphs now (against the filter, which then holds the earlier runs' paragraphs)")
+    if recorded.get("unit") != spec.unit or recorded.get("overlap") != spec.overlap:
+        raise DedupInputError(
+            f"{txn.path}: run {prior.run_id} decided these documents' paragraphs as {recorded.get('unit')!r} with "
+            f"overlap {recorded.get('overlap')}, this run asks {spec.unit!r} with {spec.overlap}; a run of the same "
+            "input reproduces the earlier decisions: use its settings, or force_new_ingest")
+    return ParagraphOutcome.of_recorded(txn.load_paragraphs(prior), recorded)
 
 
 def paragraph_packer(text_col: str, spec: ParagraphSpec):

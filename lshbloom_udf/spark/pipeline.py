@@ -149,7 +149,7 @@ class DedupRun:
         dup_rows = self.copies.with_flags(decided.rows()) if self.copies else decided.rows()
         if self.config.paragraph_spec is not None:
             with self.step("paragraphs"):
-                self.paragraph_stage(verified.rows if verified is not None else dup_rows)
+                self.paragraph_stage(verified.rows if verified is not None else dup_rows, decided)
         if self.index_dir is not None and decided.stats is not None:  # a run the index will record
             with self.step("records"):
                 final = verified.rows if verified is not None else dup_rows
@@ -178,8 +178,9 @@ class DedupRun:
             self.warnings, len(self.copies) if self.copies is not None else None,
             outcome.summary(spec) if outcome is not None else None,
         )
+        pairs = outcome.recorded() if outcome is not None and record is not None else None
         return DedupResult(result_df, report, _run=record, _duplicates=dup_rows if record is not None else None,
-                           reproduced_from=decided.index.reproduced_from)
+                           _paragraph_pairs=pairs, reproduced_from=decided.index.reproduced_from)
 
     def pass_duplicates(self, decided: PassResult) -> int:
         """The pass's flags with the exact copies (which it would have flagged: lshbloom_udf.spark.exact)."""
@@ -271,11 +272,17 @@ class DedupRun:
 
     # -- the paragraph stage (lshbloom_udf/spark/paragraphs.py) ---------------------------
 
-    def paragraph_stage(self, duplicate_rows) -> None:
-        """Decide the kept documents' paragraphs (``paragraphs`` annotate or remove)."""
-        from lshbloom_udf.spark.paragraphs import run_paragraph_stage
+    def paragraph_stage(self, duplicate_rows, decided: PassResult) -> None:
+        """Decide the kept documents' paragraphs (``paragraphs`` annotate or remove): against the kept index's
+        filter in a run it will record; as the committed run decided them in a run that reproduces it."""
+        from lshbloom_udf.spark.paragraphs import reproduced_paragraphs, run_paragraph_stage
 
-        self.paragraph_outcome = run_paragraph_stage(self.pinned, self.config, self.documents, duplicate_rows)
+        c = self.config
+        if decided.index.reproduced and self.prior is not None:
+            self.paragraph_outcome = reproduced_paragraphs(self.txn, self.prior, c.paragraph_spec)
+        else:
+            kept = self.txn if self.index_dir is not None and decided.stats is not None else None
+            self.paragraph_outcome = run_paragraph_stage(self.pinned, c, self.documents, duplicate_rows, kept)
         self._lap("paragraphs")
 
     def paragraph_output(self, columns):
@@ -440,5 +447,6 @@ class DedupRun:
             forced_new_ingest=bool(c.force_new_ingest and (self.prior or self.repeats) is not None),
             committed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             records={k: v for k, v in self.records.items() if k != "seconds"} if self.records else None,
+            paragraphs=self.paragraph_outcome.record(c.paragraph_spec) if self.paragraph_outcome else None,
             **(self.run_info or {}),
         )

@@ -72,6 +72,7 @@ class DedupResult:
     transaction: Optional[KeptIndex] = field(default=None, repr=False)
     _run: Optional[RunRecord] = field(default=None, repr=False)
     _duplicates: Optional[np.ndarray] = field(default=None, repr=False)
+    _paragraph_pairs: Optional[np.ndarray] = field(default=None, repr=False)  # what the paragraph stage removed
     _owns_transaction: bool = field(default=False, repr=False)
     # The committed run whose flags this run reproduced (None: the run decided), as the pass reported it.
     reproduced_from: Optional[str] = field(default=None, repr=False)
@@ -97,7 +98,7 @@ class DedupResult:
             raise ValueError("nothing to commit: the run was not made with defer_commit=True and an index_dir")
         run = self._run.replace(**also_record) if self._run is not None and also_record else self._run
         try:
-            self.record = self.transaction.commit(run, self._duplicates, outputs)
+            self.record = self.transaction.commit(run, self._duplicates, outputs, self._paragraph_pairs)
             return self.record
         finally:
             self.close()

@@ -133,7 +133,7 @@ def test_killed_during_a_generation_switch_then_rerun_gives_the_uninterrupted_in
     killed = _run(path, 2, "kill-generation-added", log, growth="grow", bloom=bloom)
     assert killed.returncode == -9 and log.read_text() == "kill-generation-added\n"
     # The new generation was being added to the dead run's working copy (its staging copy, or in memory while the
-    # run writes it: index/transaction.py working_place); the live index is the first run's.
+    # run writes it: index/workspace.py working_place); the live index is the first run's.
     staging = [n for n in os.listdir(path) if n.startswith(".staging-")]
     shm = "/dev/shm"
     working = [path / staging[0]] + [os.path.join(shm, n) for n in (os.listdir(shm) if os.path.isdir(shm) else [])

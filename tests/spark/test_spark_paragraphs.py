@@ -75,3 +75,51 @@ def test_filter_mode_drops_the_emptied_documents(spark):
 def test_bad_paragraph_settings_are_named(spark, settings, message):
     with pytest.raises((ConfigError, DedupInputError), match=message):
         deduplicate(_frame(spark, ["a"]), **settings)
+
+
+def _annotated(spark, texts, first_id, **settings):
+    df = spark.createDataFrame([(first_id + i, t) for i, t in enumerate(texts)], "id long, text string")
+    out, summary = deduplicate(df.repartition(1).sortWithinPartitions("id"), id_col="id", order_by="id",
+                               progress=False, return_summary=True, **{"paragraphs": "annotate", **settings})
+    return {r.id: r for r in out.collect()}, summary
+
+
+def test_a_kept_index_decides_paragraphs_keep_first_across_runs(spark, tmp_path):
+    """Two runs into one --index-dir: the second's paragraphs are decided against the first's (the kept filter),
+    keep-first over both runs' kept documents as the reference decides; the same input again is reproduced."""
+    from lshbloom_udf.errors import IndexMismatchError
+    from lshbloom_udf.index import IndexTransaction
+
+    texts, index = corpus(200), str(tmp_path / "index")
+    first, s1 = _annotated(spark, texts[:100], 0, index_dir=index)
+    second, s2 = _annotated(spark, texts[100:], 100, index_dir=index)
+    rows = {**first, **second}
+    kept = [i for i in range(len(texts)) if not rows[i].is_duplicate or rows[i].removed_paragraphs]
+    removed = dict(zip(kept, ref.decide([texts[i] for i in kept], "newline",
+                                        normalization_mask("dehyphen,nfkc,lower,punct"))))
+    mask = normalization_mask("dehyphen,nfkc,lower,punct")
+
+    def keys(k):
+        return [tuple(ref.units(texts[k][x:y], mask, 1, 0)) for x, y in ref.spans(texts[k], "newline")]
+
+    for i in kept:
+        spans = ref.spans(texts[i], "newline")
+        assert rows[i].removed_paragraphs == [list(spans[j]) for j in removed[i]]
+    # Paragraphs of the second run whose first occurrence is in the first run only: the kept filter removed them.
+    earlier = {u for k in kept if k < 100 for u in keys(k) if u}
+    across = sum(any(keys(i)[j] in earlier for j in removed[i]) for i in kept if i >= 100)
+    assert across >= 5, "the corpus has too few paragraphs repeated across the runs to test the kept filter"
+    assert s2["paragraphs"]["removed"] == sum(len(removed[i]) for i in kept if i >= 100)
+    again, s3 = _annotated(spark, texts[100:], 100, index_dir=index)
+    assert again == second and s3["index"]["reproduced_from"] == s2["index"]["run_id"] == "000002"
+    with IndexTransaction(index) as txn:
+        checked = txn.verify()
+        runs = txn.runs()
+    assert checked["paragraph_band_files"] >= 1 and [r.paragraphs["removed"] for r in runs] == [
+        s1["paragraphs"]["removed"], s2["paragraphs"]["removed"]]
+    with pytest.raises(IndexMismatchError, match="paragraph filter keys 'paragraphs/newline/min1/exact'"):
+        _annotated(spark, texts[:10], 500, index_dir=index, paragraph_separator="blank")
+    with pytest.raises(DedupInputError, match="without paragraphs"):  # ingested with paragraphs off: reproduced
+        plain = str(tmp_path / "plain")
+        _annotated(spark, texts[:1], 0, index_dir=plain, paragraphs="off")
+        _annotated(spark, texts[:1], 0, index_dir=plain)

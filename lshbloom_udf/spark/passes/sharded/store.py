@@ -326,10 +326,14 @@ class ShardedTransaction:
     def add_output(self, tmp_path: str) -> None:
         self._outputs.append(tmp_path)
 
-    def commit(self, run: Optional[RunRecord] = None, duplicates=None, outputs=()) -> Optional[RunRecord]:
+    def commit(self, run: Optional[RunRecord] = None, duplicates=None, outputs=(),
+               paragraph_pairs=None) -> Optional[RunRecord]:
         """Publish the staged version's manifest (the commit), then rename the outputs, then drop old filters."""
         from lshbloom_udf import hooks
         from lshbloom_udf.index import commit_rename
+
+        if paragraph_pairs is not None:  # the config refuses paragraphs with the sharded pass
+            raise InternalError("internal error: the sharded store keeps no paragraph filter")
 
         record = None
         if self.staged is not None and self.staged.manifest is not None:
