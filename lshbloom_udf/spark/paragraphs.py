@@ -230,3 +230,31 @@ def paragraph_output(pinned, text_col: str, spec: ParagraphSpec, mode: str, outc
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
     return pinned.mapInArrow(apply, schema)
+
+
+def without_annotated(df, text_col: str, spec: ParagraphSpec):
+    """``df`` with annotate's columns as ``remove`` outputs it: ``text_col`` without the paragraphs its
+    ``removed_paragraphs`` spans name, that column dropped (a stream decides in annotate: its stored spans)."""
+    from pyspark.sql import types as T
+
+    schema = T.StructType([f for f in df.schema.fields if f.name != REMOVED_COL])
+
+    def strip(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            names = [n for n in batch.schema.names if n != REMOVED_COL]
+            arrays = [batch.column(n) for n in names]
+            spans = batch.column(REMOVED_COL).to_pylist()
+            if any(spans):
+                texts = batch.column(text_col).to_pylist()
+                for i, gone_spans in enumerate(spans):
+                    if gone_spans:
+                        p = spec.paragraphs([texts[i]])
+                        starts, ends, gone = p.starts.tolist(), p.ends.tolist(), {tuple(x) for x in gone_spans}
+                        texts[i] = remove_paragraphs(texts[i], deletions(
+                            starts, ends, [(a, b) in gone for a, b in zip(starts, ends)]))
+                arrays[names.index(text_col)] = pa.array(texts, batch.schema.field(text_col).type)
+            yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    return df.mapInArrow(strip, schema)

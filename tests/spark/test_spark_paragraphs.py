@@ -123,3 +123,33 @@ def test_a_kept_index_decides_paragraphs_keep_first_across_runs(spark, tmp_path)
         plain = str(tmp_path / "plain")
         _annotated(spark, texts[:1], 0, index_dir=plain, paragraphs="off")
         _annotated(spark, texts[:1], 0, index_dir=plain)
+
+
+@pytest.mark.parametrize("mode", ["remove", "annotate"])
+def test_a_stream_removes_what_batch_runs_remove_and_a_replay_gets_it_back(spark, tmp_path, mode):
+    """StreamDedup with paragraphs: each micro-batch's output is the batch run's into an index of its own; a batch
+    Spark replays (its rows in another order and partitioning) gets its removed paragraphs back, deciding nothing."""
+    from lshbloom_udf.index import IndexTransaction
+    from lshbloom_udf.spark.streaming import StreamDedup
+
+    texts = corpus(120)
+    batches = [[(f"d{i:03d}", i, texts[i]) for i in range(a, a + 40)] for a in (0, 40, 80)]
+    schema = "id string, seq long, text string"
+    got: list = []
+    index = str(tmp_path / "index")
+    writer = StreamDedup(index, sink=lambda df, batch: got.append(sorted(df.collect())), query_id="q",
+                         id_col="id", paragraphs=mode, progress=False)
+    reference = []
+    for number, rows in enumerate(batches):
+        writer(spark.createDataFrame(rows, schema).repartition(1), number)
+        batch_run = deduplicate(spark.createDataFrame(rows, schema).repartition(1), id_col="id", order_by="seq",
+                                index_dir=str(tmp_path / "reference"), paragraphs=mode, progress=False)
+        reference.append(sorted(batch_run.collect()))
+    assert got == reference
+    assert sum(r.paragraphs_removed for r in got[1] + got[2]) >= 5
+    with IndexTransaction(index) as txn:
+        before = txn.manifest()
+    writer(spark.createDataFrame(list(reversed(batches[1])), schema).repartition(3), 1)
+    assert got[-1] == got[1] and list(writer.progress)[-1]["replayed"]
+    with IndexTransaction(index) as txn:
+        assert txn.manifest() == before

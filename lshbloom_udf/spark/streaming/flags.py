@@ -12,7 +12,10 @@ committed with the index (:data:`FLAGS_DIR`):
   how many of its copies were flagged. Copies of one text are
   interchangeable: a replay flags that many of them, the last ones in its
   own order (their texts are the same; other columns of the copies may be
-  swapped, which is why an id column is the exact choice).
+  swapped, which is why an id column is the exact choice);
+- with ``paragraphs`` (an id column required): also the rows that lost paragraphs, each row's id, whether it was
+  flagged and its removed paragraphs' spans (a stream decides paragraphs in ``annotate`` and outputs the mode
+  asked: :func:`with_mode`).
 
 :func:`replayed` applies the stored decisions to the replayed batch's rows:
 the same rows flagged, nothing decided, nothing inserted.
@@ -30,7 +33,7 @@ from lshbloom_udf.index.paths import OUTPUT_TMP_SUFFIX
 
 # Where a streamed run's flags live in the index directory: streams/<query id>/batch-<n>.flags.parquet
 FLAGS_DIR = "streams"
-H1, H2, COPIES, FLAGGED = "_lshb_h1", "_lshb_h2", "_lshb_copies", "_lshb_flagged"
+H1, H2, COPIES, FLAGGED, IS_FLAG = "_lshb_h1", "_lshb_h2", "_lshb_copies", "_lshb_flagged", "_lshb_is_flag"
 _RANK, _ORDER, _MARK = "_lshb_rank", "_lshb_order", "_lshb_mark"
 
 
@@ -47,11 +50,18 @@ def text_hashes(text_col: str) -> list:
     return text_hash_columns(text_col, (H1, H2))
 
 
-def flagged_table(flagged_df, config, sources: tuple):
-    """The stored decisions (an Arrow table) of ``flagged_df``: the flagged rows of a streamed run, with
-    ``sources`` (the ``duplicate_of`` columns, or none)."""
+def flagged_table(result_df, config, sources: tuple):
+    """The stored decisions (an Arrow table) of a streamed run's ``result_df`` (flag mode): its flagged rows, with
+    ``sources`` (the ``duplicate_of`` columns, or none); with paragraphs, also the rows that lost paragraphs."""
     from pyspark.sql import functions as F
 
+    from lshbloom_udf.spark.paragraphs import COUNT_COL, REMOVED_COL
+
+    flag = F.col(config.flag_column)
+    if config.paragraphs != "off":  # check_stream_config: with an id column
+        lost = result_df.where(flag | (F.col(COUNT_COL) > 0))
+        return lost.select(col(config.id_column), flag.alias(IS_FLAG), F.col(REMOVED_COL)).toArrow()
+    flagged_df = result_df.where(flag)
     if config.id_column is not None:
         return flagged_df.select(col(config.id_column), *(F.col(c) for c in sources)).toArrow()
     counts = flagged_df.select(*text_hashes(config.text_column)).groupBy(H1, H2).agg(F.count(F.lit(1)).alias(FLAGGED))
@@ -105,13 +115,24 @@ def replayed(batch_df, table, config, sources: tuple):
                        .withColumn(COPIES, F.count(F.lit(1)).over(copies))
         joined = ranked.join(marks, on=[H1, H2], how="left").orderBy(_ORDER)
         is_flagged = F.col(_MARK).isNotNull() & (F.col(_RANK) > F.col(COPIES) - F.col(FLAGGED))
-    return joined.select(*columns, is_flagged.alias(flag), *(F.col(c) for c in sources))
+    if config.paragraphs == "off":
+        return joined.select(*columns, is_flagged.alias(flag), *(F.col(c) for c in sources))
+    from lshbloom_udf.spark.paragraphs import COUNT_COL, REMOVED_COL
+
+    spans = F.coalesce(F.col(REMOVED_COL), F.array().cast("array<array<int>>"))
+    return joined.select(*columns, spans.alias(REMOVED_COL), F.size(spans).cast("int").alias(COUNT_COL),
+                         (is_flagged & F.col(IS_FLAG)).alias(flag), *(F.col(c) for c in sources))
 
 
 def with_mode(flagged_df, config, sources: tuple):
-    """A flag-mode frame (the input's columns, the flag, ``sources``) as ``config.mode`` wants it."""
+    """A flag-mode frame (the input's columns, the flag, ``sources``; with paragraphs, annotate's columns) as
+    ``config.mode`` and ``config.paragraphs`` want it."""
     from pyspark.sql import functions as F
 
+    if config.paragraphs == "remove":
+        from lshbloom_udf.spark.paragraphs import without_annotated
+
+        flagged_df = without_annotated(flagged_df, config.text_column, config.paragraph_spec)
     flag = F.col(config.flag_column)
     others = [F.col(f"`{c}`") for c in flagged_df.columns if c != config.flag_column and c not in sources]
     if config.mode == "flag":

@@ -94,8 +94,10 @@ class StreamDedup:
         self.output, self.sink, self.query_id, self.on_batch = output, sink, query_id, on_batch
         self.before_batch = before_batch
         self.lock_wait_seconds = float(lock_wait_seconds)
-        # Each batch: keep-first over its rows in flag mode (the stored flags need every row), then the mode asked.
-        self.run_config = self.config.replace(mode="flag", force_new_ingest=True)
+        # Each batch: keep-first over its rows in flag mode (the stored flags need every row), its paragraphs
+        # annotated (the stored spans are what a replay removes again), then the modes asked.
+        annotated = {"paragraphs": "annotate"} if self.config.paragraphs != "off" else {}
+        self.run_config = self.config.replace(mode="flag", force_new_ingest=True, **annotated)
         self.sources = _source_columns(self.config)
         self.progress: deque = deque(maxlen=PROGRESS_KEPT)
 
@@ -140,8 +142,6 @@ class StreamDedup:
     # -- a new batch -------------------------------------------------------------------
 
     def _decide(self, batch_df, key: BatchKey, txn) -> dict:
-        from pyspark.sql import functions as F
-
         from lshbloom_udf.spark.api import run
 
         result = run(batch_df, self.run_config, transaction=txn, defer_commit=True,
@@ -149,7 +149,7 @@ class StreamDedup:
         try:
             final = flags.flags_path(txn.path, key.query, key.batch)
             txn.add_output(final + OUTPUT_TMP_SUFFIX)  # registered first: a crash has it removed
-            stored = flags.flagged_table(result.df.where(F.col(self.config.flag_column)), self.config, self.sources)
+            stored = flags.flagged_table(result.df, self.config, self.sources)
             tmp, sha256 = flags.write_flags(stored, final)
             outputs = [(tmp, final), *self._write(flags.with_mode(result.df, self.config, self.sources), key, txn)]
             also = {"stream": StreamBatch(key.query, key.batch, os.path.relpath(final, txn.path), sha256,
@@ -251,6 +251,9 @@ def check_stream_config(config: DedupConfig) -> DedupConfig:
         raise ConfigError("a stream runs the driver pass (pass_mode='driver'); the sharded pass is batch only")
     if config.duplicate_of and config.id_column is None:
         raise ConfigError("a stream's duplicate_of needs id_col: row ids number one micro-batch's rows only")
+    if config.paragraphs != "off" and config.id_column is None:
+        raise ConfigError("a stream's paragraphs needs id_col: a replayed micro-batch gets its removed paragraphs "
+                          "back by id")
     return config
 
 

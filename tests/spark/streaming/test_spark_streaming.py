@@ -190,6 +190,8 @@ def test_stream_settings_it_cannot_run_are_refused(spark, tmp_path):
         StreamDedup(index, str(tmp_path / "out"), pass_mode="sharded")
     with pytest.raises(ConfigError, match="duplicate_of needs id_col"):
         StreamDedup(index, str(tmp_path / "out"), duplicate_of=True)
+    with pytest.raises(ConfigError, match="paragraphs needs id_col"):
+        StreamDedup(index, str(tmp_path / "out"), paragraphs="remove")
     with pytest.raises(DedupInputError, match="exactly one of output"):
         StreamDedup(index, str(tmp_path / "out"), sink=print)
     batch_df = spark.createDataFrame([("a", 0, "x")], SCHEMA)
