@@ -11,6 +11,7 @@ from typing import Optional
 from lshbloom_udf import sample
 from lshbloom_udf.advice import advice_text, advise, measured_costs
 from lshbloom_udf.config import DEFAULTS, DedupConfig
+from lshbloom_udf.index.fs import human_bytes
 from lshbloom_udf.job.cli import add_setting_flag
 from lshbloom_udf.memory import run_needs, run_needs_text
 from lshbloom_udf.projection import ClusterProjection, executors_for, project, projection_text
@@ -44,6 +45,10 @@ PLAN_OPTIONS: tuple[tuple[str, dict], ...] = (
                                   "(default: the measured job's, lshbloom_udf/measured/)")),
     ("--text-bytes", dict(type=float, default=2400,
                           help="driver memory: the documents' mean UTF-8 bytes (default %(default)s)")),
+    ("--paragraph-keys", dict(type=float, default=None,
+                              help="size a kept paragraph filter too (--paragraphs): its keys per document, the "
+                                   "paragraphs of --paragraph-min-chars or more (their word n-grams with "
+                                   "--paragraph-ngram)")),
 )
 
 
@@ -56,6 +61,8 @@ def plan_parser() -> argparse.ArgumentParser:
     for name, default in plan_defaults().items():
         add_setting_flag(parser, name, default=default)
     add_setting_flag(parser, "verify", default=DEFAULTS["verify"])  # which threshold the bands serve (below)
+    for name in ("paragraph_separator", "paragraph_min_chars", "paragraph_ngram"):  # with --paragraph-keys
+        add_setting_flag(parser, name, default=DEFAULTS[name])
     for flag, options in PLAN_OPTIONS:
         parser.add_argument(flag, **options)
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -86,16 +93,38 @@ def _plan(argv: list[str]) -> None:
         driver_memory = parse_bytes(args.driver_memory) if args.driver_memory else result.ram_bytes
         advice = advise(result, driver_memory, cluster.executors, args.executor_cores)
         needs = run_needs(result.docs, args.flagged_share, args.text_bytes, result.b)
+        paragraphs = _paragraph_filter(args, result.docs)
     except ValueError as e:
         parser.error(str(e))
     if args.json:
         print(json.dumps({**result.to_dict(), **advice, **({"sharded": sharded} if sharded else {}),
-                          "driver_needs": needs, "cluster": cluster.to_dict()}, indent=2))
+                          "driver_needs": needs, "cluster": cluster.to_dict(),
+                          **({"paragraph_filter": paragraphs} if paragraphs else {})}, indent=2))
     else:
         sized = "\n" + sharded_text(sharded, cluster.executors, args.executor_cores) if sharded else ""
         print(result.to_text() + sized + "\n" + advice_text(advice) + "\n" + run_needs_text(needs) + "\n"
               + projection_text(cluster, None if args.executors is not None else args.hours,
-                                parse_bytes(args.executor_memory), driver_memory))
+                                parse_bytes(args.executor_memory), driver_memory)
+              + (_paragraph_text(paragraphs, result.docs) if paragraphs else ""))
+
+
+def _paragraph_filter(args, docs: int) -> Optional[dict]:
+    """The kept paragraph filter of ``--paragraph-keys`` keys per document (None: not asked)."""
+    from lshbloom_udf.paragraphs import PARAGRAPH_P_EFFECTIVE, ParagraphSpec
+
+    if args.paragraph_keys is None:
+        return None
+    if args.paragraph_keys <= 0:
+        raise ValueError(f"--paragraph-keys must be > 0, got {args.paragraph_keys}")
+    spec = ParagraphSpec(args.paragraph_separator, args.paragraph_min_chars, args.paragraph_ngram)
+    return {"unit": spec.unit, "keys": int(docs * args.paragraph_keys), "p_effective": PARAGRAPH_P_EFFECTIVE,
+            "bytes": spec.filter_bytes(docs, args.paragraph_keys)}
+
+
+def _paragraph_text(p: dict, docs: int) -> str:
+    return (f"\nparagraph filter         {human_bytes(p['bytes'])} ({p['bytes'] / max(docs, 1):.1f} bytes per "
+            f"document): {p['keys']:,} keys ({p['unit']}) at {p['p_effective']:.0e} each, final"
+            "\n  = a false positive removes a paragraph no earlier document held; it grows by generations past them")
 
 
 def _bands_threshold(argv: list[str]) -> float:

@@ -80,6 +80,15 @@ class ParagraphSpec:
                            ngram=max(self.ngram, 1), normalize=self.normalize, p_effective=p_effective,
                            band_key="mix", growth="grow", shingle="words", unit=self.unit)
 
+    def filter_bytes(self, documents: int, keys_per_document: float) -> int:
+        """The bytes of a kept paragraph filter sized for ``documents`` of ``keys_per_document`` keys each
+        (paragraphs, or their n-grams), in its first generation (lshbloom_udf.index.paragraph_filter)."""
+        from lshbloom_udf.index.backends import backend
+        from lshbloom_udf.index.paragraph_filter import PARAGRAPH_BLOOM
+
+        params = self.index_params(max(int(documents * keys_per_document), 1))
+        return backend(PARAGRAPH_BLOOM).index_bytes(params.capacity, params.p_band, params.b)
+
     def paragraphs(self, texts) -> "Paragraphs":
         """The paragraphs of ``texts`` (a sequence of ``str``/``None``, or ``_native.ArrowTexts``)."""
         out = _native.paragraph_keys_of(texts, self.separator, self.min_chars, self.ngram,

@@ -62,3 +62,24 @@ def test_spec_refuses_bad_values_and_names_its_unit():
     for bad in ({"separator": "tab"}, {"min_chars": 0}, {"ngram": -1}, {"overlap": 0.0}, {"overlap": 1.5}):
         with pytest.raises(ValueError):
             ParagraphSpec(**bad)
+
+
+def test_plan_sizes_the_paragraph_filter_a_run_creates(tmp_path):
+    """``plan --paragraph-keys K``: the bytes of the filter a kept index's first paragraph run makes for as many
+    keys (its band files on disk)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from lshbloom_udf.index.paragraph_filter import PARAGRAPH_BLOOM
+
+    out = subprocess.run([sys.executable, "-m", "lshbloom_udf", "plan", "--docs", "20000", "--paragraph-keys", "4",
+                          "--paragraph-separator", "blank", "--json"], check=True, capture_output=True,
+                         text=True).stdout
+    planned = json.loads(out)["paragraph_filter"]
+    spec = ParagraphSpec(separator="blank")
+    with LSHBloomIndex.create(str(tmp_path / "p"), spec.index_params(80_000), bloom=PARAGRAPH_BLOOM) as index:
+        on_disk = sum(os.path.getsize(p) for p in index.band_paths())
+    assert planned["unit"] == spec.unit and planned["keys"] == 80_000
+    assert planned["bytes"] == on_disk
