@@ -97,6 +97,8 @@ JOBS = {
     "mix-no-verify": ("defaults", ["--band-key", "mix", "--no-verify", "--threshold", "0.3"]),
     # the defaults naming each flag's source: the unplanted flags are then checked against the rule (score)
     "mix-sources": ("defaults", ["--band-key", "mix", "--duplicate-of"]),
+    # the defaults with paragraph dedup (issue 51; the paragraph filter is the run's own: no --index-dir)
+    "mix-paragraphs": ("defaults", ["--band-key", "mix", "--paragraphs", "remove"]),
     # the defaults with verified flags (issue 14): a candidate below T is not a duplicate
     "mix-verify": ("defaults", ["--band-key", "mix", "--verify"]),
     # the defaults before the multilingual study (word 4-grams, T 0.45, 512 affine32 permutations, no verification):
@@ -107,7 +109,7 @@ JOBS = {
     "paper-blocked": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--bloom", "blocked"]),
     "paper-spark": ("paper", ["--preset", "paper", "--scheme", "affine32", "--band-key", "sum", "--key-transfer", "spark"]),
 }
-WITHOUT_INDEX = ("mix-no-index",)  # the jobs given no --index-dir
+WITHOUT_INDEX = ("mix-no-index", "mix-paragraphs")  # the jobs given no --index-dir
 DEFAULT_JOBS = ("mix", "sum", "paper", "mix-spark", "paper-spark")
 # The job whose decisions datasketch's must equal, per settings.
 SAME_DECISIONS = {"defaults": "sum", "paper": "paper"}
