@@ -98,6 +98,9 @@ def _plant(index, victim, how: str) -> str:
                                       str(victim.parent / "elsewhere")]],
         "journal-dotdot": [[".staging-evil/band-0.bf", "../victim"]],
         "journal-runs-dir": [[".staging-evil/band-0.bf", "runs"]],
+        # the paragraph filter's directory renames onto paragraphs/ only, its removed pairs into runs/ only
+        "journal-paragraphs-elsewhere": [[".staging-evil/paragraphs", "runs"]],
+        "journal-pairs-elsewhere": [[".staging-evil/000009.paragraphs.i64", "000009.paragraphs.i64"]],
         "journal-staging-symlink": [[".staging-evil/important", "band-0.bf"]],
     }[how]
     if how == "journal-staging-symlink":
@@ -112,7 +115,8 @@ def _plant(index, victim, how: str) -> str:
 
 @pytest.mark.parametrize("how", [
     "pending-absolute", "pending-relative", "pending-dotdot-tmp", "journal-absolute", "journal-output-elsewhere",
-    "journal-hidden-elsewhere", "journal-dotdot", "journal-runs-dir", "journal-staging-symlink",
+    "journal-hidden-elsewhere", "journal-dotdot", "journal-runs-dir", "journal-paragraphs-elsewhere",
+    "journal-pairs-elsewhere", "journal-staging-symlink",
 ])
 def test_a_planted_record_deletes_nothing_and_names_itself(job, capsys, tmp_path, kept, victim, how):
     index, second = kept
