@@ -122,8 +122,31 @@ impl PoissonSketch {
         }
     }
 
-    /// The horizon loop of [`Self::sketch`] on `hashes` (not empty), `sig` all empty.
+    /// [`Self::sketch`] on `hashes` (not empty), `sig` all empty: the horizon
+    /// loop, on the distinct hashes when repeats are most of them.
+    ///
+    /// Copies of one shingle walk the same stream, so the horizons, set by
+    /// the number of hashes, are too short for the distinct ones: the first
+    /// fills fewer than half the rows (n distinct hashes fill all but
+    /// `1 / e` of them on average) and the loop would then take steps of
+    /// `1 / n` through `~ln k` of time with all `n` streams walked each step
+    /// (one character repeated 2^18 times: 185 s). Such a document is
+    /// sketched again over its distinct hashes (sorted), with the same
+    /// result: a signature does not depend on repeats or on the horizons.
     fn run(&self, hashes: &[u64], sig: &mut [u32], walks: &mut impl Streams) {
+        if !self.horizons(hashes, sig, walks, true) {
+            let mut distinct = hashes.to_vec();
+            distinct.sort_unstable();
+            distinct.dedup();
+            sig.fill(EMPTY);
+            self.horizons(&distinct, sig, walks, false);
+        }
+    }
+
+    /// The horizon loop over `hashes` into `sig`; false, with `sig` partly
+    /// filled, when `may_decline` and the first horizon filled fewer than
+    /// half the rows (see [`Self::run`]).
+    fn horizons(&self, hashes: &[u64], sig: &mut [u32], walks: &mut impl Streams, may_decline: bool) -> bool {
         // Times are scaled by k (Exp(1) gaps, not Exp(1)/k): a real horizon H
         // is `end = k H`. Each row receives a shingle's arrivals at rate 1 in
         // real time, so n shingles fill an empty row within (ln e + c)/n with
@@ -132,12 +155,16 @@ impl PoissonSketch {
         let mut end = kf * (kf.ln() + FIRST_SLACK) / n;
         walks.start(hashes, end, k);
         let mut filled = walks.apply(end, k, sig);
+        if may_decline && 2 * filled < k {
+            return false;
+        }
         while filled < k {
             end += kf * (((k - filled) as f64).ln() + NEXT_SLACK) / n;
             // Paused streams resume where they paused: no arrival is drawn twice.
             walks.resume(end);
             filled += walks.apply(end, k, sig);
         }
+        true
     }
 }
 

@@ -72,6 +72,20 @@ fn empty_is_max_and_repeats_and_order_do_not_matter() {
 }
 
 #[test]
+fn a_shingle_repeated_many_times_is_sketched_as_its_distinct_shingles() {
+    // Repeats outnumbering the distinct shingles take the sketch over the distinct ones (PoissonSketch::run):
+    // the same signature as the walk without horizon, on both paths.
+    for k in [16usize, 256] {
+        let p = PoissonSketch::new(k, 9);
+        let distinct = hashes(&p, 3, 0);
+        let repeated: Vec<u64> = (0..20_000).map(|i| distinct[i % 3]).collect();
+        assert_eq!(sketch_of(&p, &repeated), naive(&p, &distinct), "k={k}");
+        let one = vec![distinct[0]; 100_000];
+        assert_eq!(sketch_of(&p, &one), naive(&p, &distinct[..1]), "k={k}");
+    }
+}
+
+#[test]
 fn row_of_a_union_is_the_min_of_the_rows() {
     // The defining property of a MinHash row, whatever the horizon each
     // document's size picked.
