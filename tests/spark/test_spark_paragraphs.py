@@ -153,3 +153,26 @@ def test_a_stream_removes_what_batch_runs_remove_and_a_replay_gets_it_back(spark
     assert got[-1] == got[1] and list(writer.progress)[-1]["replayed"]
     with IndexTransaction(index) as txn:
         assert txn.manifest() == before
+
+
+def test_null_empty_binary_and_huge_texts_keep_every_row(spark):
+    """Bad input is handled as the document pass handles it: null and empty texts are kept untouched, text with
+    NULs and control characters is cut and keyed like any other, a 4 MB one-line paragraph of one character is one
+    paragraph (and its MinHash linear: native/src/minhash/poisson.rs); every row comes back, and the repeats among
+    them are removed as the reference removes them."""
+    huge = "x" * (4 << 20)
+    binary = "\x00\x01 header \x7f\nbody \ufffd\x00 line"
+    texts = [None, "", binary, "top line\n" + huge, "\n\n\n", binary.split("\n")[0] + "\nother words here",
+             "new start\n" + huge, None]
+    rows = {r.id: r for r in deduplicate(_frame(spark, texts), id_col="id", order_by="id", paragraphs="annotate",
+                                         progress=False).collect()}
+    assert sorted(rows) == list(range(len(texts)))
+    assert [rows[i].text for i in range(len(texts))] == texts
+    assert rows[0].removed_paragraphs == [] and rows[1].removed_paragraphs == [] and rows[7].paragraphs_removed == 0
+    kept = [i for i in range(len(texts)) if texts[i] and not (rows[i].is_duplicate and not rows[i].paragraphs_removed)]
+    removed = dict(zip(kept, ref.decide([texts[i] for i in kept], "newline",
+                                        normalization_mask("dehyphen,nfkc,lower,punct"))))
+    for i in kept:
+        spans = ref.spans(texts[i], "newline")
+        assert rows[i].removed_paragraphs == [list(spans[j]) for j in removed[i]], i
+    assert rows[5].removed_paragraphs == [[0, len(binary.split("\n")[0])]]  # the binary header line, seen in row 2
