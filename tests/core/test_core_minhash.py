@@ -177,3 +177,15 @@ def test_bad_arguments_raise_clear_errors():
         normalization_mask("nfkc,upper")
     with pytest.raises(TypeError, match="string column"):
         arrow_band_keys(pa.array([1, 2]), 42, 6)
+
+
+@pytest.mark.parametrize("shingle", ["chars", "mixed"])
+def test_a_periodic_text_is_sketched_as_its_few_distinct_shingles(shingle):
+    """A megabyte of one repeated character (or of a period-2 pattern) has one (two) distinct 11-gram(s): its
+    poisson signature is the short text's with the same shingles, computed in linear time (the sketch falls back
+    to the distinct hashes; before, this was quadratic in the repeats and took hours)."""
+    long_texts = ["x" * (1 << 20), "ab" * (1 << 19)]
+    short_texts = ["x" * 11, "ab" * 6]  # "ab" * 6 holds both 11-grams, "ababababab" + "a" and "b" + "ababababab"
+    got = signatures(long_texts, num_perm=256, ngram=11, scheme="poisson", shingle=shingle)
+    want = signatures(short_texts, num_perm=256, ngram=11, scheme="poisson", shingle=shingle)
+    assert (got == want).all()
