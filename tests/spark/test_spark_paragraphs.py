@@ -87,7 +87,7 @@ def _annotated(spark, texts, first_id, **settings):
 def test_a_kept_index_decides_paragraphs_keep_first_across_runs(spark, tmp_path):
     """Two runs into one --index-dir: the second's paragraphs are decided against the first's (the kept filter),
     keep-first over both runs' kept documents as the reference decides; the same input again is reproduced."""
-    from lshbloom_udf.errors import IndexMismatchError
+    from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError
     from lshbloom_udf.index import IndexTransaction
 
     texts, index = corpus(200), str(tmp_path / "index")
@@ -123,6 +123,12 @@ def test_a_kept_index_decides_paragraphs_keep_first_across_runs(spark, tmp_path)
         plain = str(tmp_path / "plain")
         _annotated(spark, texts[:1], 0, index_dir=plain, paragraphs="off")
         _annotated(spark, texts[:1], 0, index_dir=plain)
+    band = next((tmp_path / "index" / "paragraphs").glob("band-*"))  # one flipped bit is named by the full check
+    data = bytearray(band.read_bytes())
+    data[-1] ^= 1
+    band.write_bytes(bytes(data))
+    with pytest.raises(IndexCorruptError, match=f"{band.name}"), IndexTransaction(index) as txn:
+        txn.verify()
 
 
 @pytest.mark.parametrize("mode", ["remove", "annotate"])

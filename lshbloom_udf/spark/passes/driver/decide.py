@@ -73,8 +73,10 @@ class DriverPass(KeyedPass):
         if not done["band_files"]:
             return f"{index_dir}: no index here yet (nothing to check)"
         records = f"; {done['records']} run(s)' records match their checksums" if done["records"] else ""
+        paragraphs = (f"; the paragraph filter's {done['paragraph_band_files']} band file(s) match"
+                      if done["paragraph_band_files"] else "")
         return (f"{index_dir}: ok: {done['band_files']} band files (checksums match), {done['runs']} run record(s) "
-                f"verified{records}")
+                f"verified{records}{paragraphs}")
 
     def decide_keys(self, given: PassInput) -> Decided:
         c, txn = given.config, given.kept_store(IndexTransaction)
