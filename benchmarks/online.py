@@ -23,6 +23,11 @@ For each base size B (one local[2] session, warmed up first by two small runs in
    shuffled. Wall time = ``deduplicate(...)`` plus collecting the flagged rows; ``--repeat`` times, the index
    restored from its copy before each, median reported.
 
+3. **A sequence** (``--sequence K``): K more runs, one after the other into the same index (not restored), each
+   of ``--run-docs`` other new documents (windows drawn with seeds 100 + k): every run's wall seconds, their mean,
+   and which wrote a delta, merged deltas or folded them into the base (lshbloom_udf.index.deltas), so the
+   write buffer's merges and folds are counted in the mean.
+
 Printed per B: median wall seconds, the ratio to the smallest B's, the summary's ``seconds`` per stage and
 ``verify.cross_run`` (of the median run), distinct documents flagged (must be 0), planted recall (flagged and
 ``duplicate_of`` = the source's id); the machine load before and after.
@@ -167,6 +172,26 @@ def measure(args, spark, index: str, path: str, sources: np.ndarray) -> dict:
             "stages": mid["stages"], "cross_run": mid["cross_run"]}
 
 
+def sequence(args, spark, index: str, tok, new_starts) -> dict:
+    """``--sequence`` runs of other new documents into ``index``, one after the other: their seconds and deltas."""
+    from lshbloom_udf.index import manifest as mf
+
+    seconds, deltas = [], []
+    for k in range(args.sequence):
+        pl, p = plan(args.run_docs, 100 + k, new_starts, tok)
+        ids = np.arange(args.run_docs, dtype=np.int64)
+        path = write(os.path.join(args.work, f"sequence-{k}.parquet"),
+                     [(NEW_ID * 2 + k * args.run_docs + ids, texts(pl, p, ids, np.full(len(ids), -1, np.int64), tok))])
+        _, _, _, wall = dedup(spark, path, index)
+        os.remove(path)
+        manifest = mf.read_manifest(index)
+        seconds.append(round(wall, 2))
+        deltas.append(len(manifest.deltas))
+        print(f"    sequence run {k + 1}: {wall:.2f} s, {len(manifest.deltas)} delta(s) pending", flush=True)
+    return {"sequence_seconds": seconds, "sequence_mean": round(statistics.mean(seconds), 3),
+            "sequence_deltas": deltas}
+
+
 def warm_up(args, spark, tok, base_pl, base_p, path: str) -> None:
     index = os.path.join(args.work, "warm-index")
     dedup(spark, write(os.path.join(args.work, "warm.parquet"), base_parts(base_pl, base_p, 0, 2000, tok)), index)
@@ -199,6 +224,8 @@ def bench(args) -> dict:
         print(f"B = {b:,}: built in {res['build_seconds']} s ({res['build_runs']} run(s), "
               f"{res['index_bytes'] / 2**20:,.1f} MiB, {res['base_flagged']} flagged in the base)", flush=True)
         res.update(measure(args, spark, index, path, sources))
+        if args.sequence:
+            res.update(sequence(args, spark, index, tok, new_starts))
         out["bases"][b] = res
         shutil.rmtree(index)
     spark.stop()
@@ -221,6 +248,10 @@ def report(out: dict) -> None:
         print(f"{b:>10,} " + " | ".join(f"{r['stages'].get(k, float('nan')):.2f}" for k in stages))
     for b, r in out["bases"].items():
         print(f"cross_run B={b:,}: {json.dumps(r['cross_run'])}")
+    for b, r in out["bases"].items():
+        if "sequence_mean" in r:
+            print(f"sequence B={b:,}: mean {r['sequence_mean']} s over {r['sequence_seconds']}, deltas pending "
+                  f"{r['sequence_deltas']}")
     print(f"load average before {out['load_before']}, after {out['load_after']}")
 
 
@@ -231,6 +262,7 @@ def main() -> None:
     p.add_argument("--planted", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--max-run", type=int, default=1_000_000, help="documents per run of a base's build")
+    p.add_argument("--sequence", type=int, default=0, help="runs one after the other after the measured ones")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "lshbloom-scale"))
     p.add_argument("--json", help="write the figures here too")

@@ -45,6 +45,9 @@ class Generation:
     # The backend's fields (its filters' geometry) as the manifest recorded them: the band files keep the
     # geometry they were made with even if the sizing rule changes later (cuckoo's did). None: sized now.
     geometry: Optional[dict] = field(default=None, compare=False, repr=False)
+    # A delta (lshbloom_udf.index.deltas): its files' name and its key log's SHA-256; None for the base's generations.
+    name: Optional[str] = None
+    keys_sha256: Optional[str] = None
 
     @property
     def room(self) -> int:
@@ -52,10 +55,19 @@ class Generation:
 
     def record(self, backend: BloomBackend) -> dict:
         geometry = self.geometry if self.geometry is not None else backend.manifest_fields(self.capacity, self.p_band)
-        return {"capacity": self.capacity, "p_band": self.p_band, "inserted": self.inserted, **geometry}
+        delta = {"name": self.name, "keys_sha256": self.keys_sha256} if self.name is not None else {}
+        return {"capacity": self.capacity, "p_band": self.p_band, "inserted": self.inserted, **delta, **geometry}
 
 
-def generation_paths(directory: str, backend: BloomBackend, b: int, generation: int) -> list[str]:
+# The seed generation of every delta's band files (deterministic: the same run makes the same files).
+DELTA_SEED_GENERATION = 1 << 20
+
+
+def generation_paths(directory: str, backend: BloomBackend, b: int, generation: int,
+                     name: Optional[str] = None) -> list[str]:
+    """Generation ``generation``'s band files (a delta's, named ``name``: ``<name>-band-<i>.<ext>``)."""
+    if name is not None:
+        return [os.path.join(directory, f"{name}-band-{i}.{backend.extension}") for i in range(b)]
     return [os.path.join(directory, backend.file_name(i, generation)) for i in range(b)]
 
 
@@ -64,10 +76,11 @@ def create_generation(directory: str, backend: BloomBackend, b: int, generation:
     needed = backend.index_bytes(gen.capacity, gen.p_band, b)
     what = "the index" if generation == 0 else f"generation {generation} of the index"
     check_free_space(directory, needed, what, "see `python -m lshbloom_udf plan`")
-    paths = generation_paths(directory, backend, b, generation)
+    paths = generation_paths(directory, backend, b, generation, gen.name)
+    seed_generation = generation if gen.name is None else DELTA_SEED_GENERATION
     try:
         for i, band_path in enumerate(paths):
-            backend.create_file(band_path, gen.capacity, gen.p_band, i, generation)
+            backend.create_file(band_path, gen.capacity, gen.p_band, i, seed_generation)
         reserve_space(paths)
     except OSError as e:
         for band_path in paths:
@@ -149,6 +162,10 @@ class FilterStack(SealAndGrow):
         self.directory, self.backend, self.params = directory, backend, params
         self.generations = generations
         self.read_only = read_only
+        # The keys the newest generation receives are appended here when it is a delta (lshbloom_udf.index.deltas).
+        self.key_log = None
+        # The generations this stack wrote (their files' checksums change; the others' stay as recorded).
+        self.written: set[int] = set() if read_only else {len(generations) - 1}
         # the directory named in messages
         self.label = label
         for g, gen in enumerate(generations):
@@ -166,7 +183,15 @@ class FilterStack(SealAndGrow):
         return self.backend.open_bands(self.paths(g), writable)
 
     def paths(self, g: int) -> list[str]:
-        return generation_paths(self.directory, self.backend, self.params.b, g)
+        return generation_paths(self.directory, self.backend, self.params.b, g, self.generations[g].name)
+
+    def written_paths(self) -> list[str]:
+        return [p for g in sorted(self.written) for p in self.paths(g)]
+
+    def _logged(self, keys: np.ndarray, inserted: Optional[np.ndarray] = None) -> None:
+        """Append the rows of ``keys`` the newest generation took (``inserted``: which; None: all) to the key log."""
+        if self.key_log is not None:
+            self.key_log.append(keys if inserted is None else keys[inserted])
 
     def all_paths(self) -> list[str]:
         return [p for g in range(len(self.generations)) for p in self.paths(g)]
@@ -246,7 +271,9 @@ class FilterStack(SealAndGrow):
             if self.newest.room <= 0:
                 self._full(keys[start:], duplicate[start:])
                 break
-            part = self._sets[-1].query_insert(keys[start : start + self.newest.room])
+            chunk = keys[start : start + self.newest.room]
+            part = self._sets[-1].query_insert(chunk)
+            self._logged(chunk[: len(part)], ~part)
             duplicate[start : start + len(part)] = part
             self.newest.inserted += int(len(part) - np.count_nonzero(part))
             start += len(part)
@@ -279,6 +306,7 @@ class FilterStack(SealAndGrow):
 
     def _test_insert_newest(self, keys: np.ndarray) -> np.ndarray:
         part = self._sets[-1].test_insert(keys)
+        self._logged(keys)
         self.newest.inserted += len(part)
         return part
 
@@ -292,6 +320,7 @@ class FilterStack(SealAndGrow):
                 self.add_generation()
             part = keys[start : start + self.newest.room]
             self._sets[-1].insert(part)
+            self._logged(part)
             self.newest.inserted += len(part)
             start += len(part)
 
@@ -308,12 +337,16 @@ class FilterStack(SealAndGrow):
     def add_generation(self) -> None:
         """Seal the newest generation and add an empty one after it (fires the ``generation-added`` hook point)."""
         g = len(self.generations)
+        if self.newest.name is not None:
+            raise IndexFullError(f"{self.label}: delta {self.newest.name} is full (it is sized for its run's "
+                                 "documents): a bug, report it")
         gen = Generation(self.params.generation_capacity(g), self.params.generation_p_band(g))
         create_generation(self.directory, self.backend, self.params.b, g, gen)
         if not self.read_only:
             # The sealed generation is only read from now on.
             self._sets[-1].sync()
         self.generations.append(gen)
+        self.written.add(g)
         self._sets.append(self._open(g))
         hooks.fire("generation-added", generation=g, path=self.directory)
 

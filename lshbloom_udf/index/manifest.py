@@ -29,6 +29,8 @@ from typing import Any, Mapping, Optional
 from lshbloom_udf.errors import IndexCorruptError, IndexFilesMissingError, IndexMismatchError
 from lshbloom_udf.index.backends import MANIFEST_FORMATS, BloomBackend, backend_for_format
 from lshbloom_udf.index.checksums import ALGORITHM, CHECKSUMS
+from lshbloom_udf.index.deltas import KEYS_SUFFIX as DELTA_KEYS_SUFFIX
+from lshbloom_udf.index.deltas import NAME as DELTA_NAME
 from lshbloom_udf.index.fs import write_json_atomically
 from lshbloom_udf.index.generations import Generation
 from lshbloom_udf.index.growth import GROWTH_MODES
@@ -50,7 +52,7 @@ def exists(path: str) -> bool:
 # the paragraph index's directory (made at the commit, before the manifest).
 _NO_MANIFEST_YET = re.compile(
     r"\.lock|\.commit\.json(\.tmp-[0-9]+)?|\.staging-.*|manifest\.json\.tmp-[0-9]+|paragraphs")
-_INDEX_FILES = re.compile(r"(gen[0-9]+-)?band-[0-9]+\.b?bf|runs")
+_INDEX_FILES = re.compile(r"((gen[0-9]+-|delta[0-9]{6}-)?band-[0-9]+\.[bc]?bf)|delta[0-9]{6}\.keys\.u64|runs")
 
 
 def check_directory(path: str) -> None:
@@ -97,6 +99,8 @@ class Manifest:
     checksums: Mapping[str, str] = field(default_factory=dict)
     runs: tuple[RunRecord, ...] = ()
     adopted: bool = False  # band files datasketch wrote, taken over (LSHBloomIndex.adopt)
+    # The pending deltas (lshbloom_udf.index.deltas), oldest first: generations with a name and a key log.
+    deltas: tuple[Generation, ...] = ()
 
     @property
     def format_version(self) -> int:
@@ -109,6 +113,11 @@ class Manifest:
 
     @property
     def inserted(self) -> int:
+        """Documents in the index: its generations' and its deltas'."""
+        return self.base_inserted + sum(d.inserted for d in self.deltas)
+
+    @property
+    def base_inserted(self) -> int:
         return sum(g.inserted for g in self.generations)
 
     @property
@@ -122,6 +131,16 @@ class Manifest:
     def fresh_generations(self) -> list[Generation]:
         """The generations as new values, for a filter stack to fill."""
         return [dataclasses.replace(g) for g in self.generations]
+
+    def stack_generations(self) -> list[Generation]:
+        """The generations, then the deltas, as new values: what a filter stack decides over."""
+        return [dataclasses.replace(g) for g in (*self.generations, *self.deltas)]
+
+    def delta_files(self) -> list[str]:
+        """The names of every file of the pending deltas (their band files and logs)."""
+        b, ext = self.params.b, self.backend.extension
+        return [n for d in self.deltas
+                for n in (*(f"{d.name}-band-{i}.{ext}" for i in range(b)), f"{d.name}{DELTA_KEYS_SUFFIX}")]
 
     def next_run_id(self) -> str:
         """The id the next committed run gets."""
@@ -138,7 +157,7 @@ class Manifest:
             "bloom_format": self.backend.bloom_format,
             "params": params,
             "p_band": self.p_band,
-            "inserted": self.inserted,
+            "inserted": self.base_inserted,
             **self.geometry,
         }
         if self.params.growth != "fixed":
@@ -148,6 +167,8 @@ class Manifest:
             out["runs"] = [r.to_json() for r in self.runs]
         if self.adopted:
             out["adopted"] = True
+        if self.deltas:
+            out["deltas"] = [d.record(self.backend) for d in self.deltas]
         return json.loads(json.dumps(out))
 
     @classmethod
@@ -174,17 +195,19 @@ class Manifest:
             stored = {**IMPLIED_PARAMS, **data["params"]}
             params = IndexParams(**{f.name: stored[f.name] for f in dataclasses.fields(IndexParams)})
             generations = _generations(data, params)
+            deltas = _deltas(where, data.get("deltas", []))
         except (KeyError, TypeError, ValueError) as e:
             raise IndexCorruptError(f"{where}: corrupt manifest ({e!r})") from None
         return cls(bloom_backend, params, generations, {k: data[k] for k in geometry_names if k in data},
-                   _checksums(where, data[CHECKSUMS]), read_runs(data, where), data.get("adopted") is True)
+                   _checksums(where, data[CHECKSUMS]), read_runs(data, where), data.get("adopted") is True, deltas)
 
 
 # The top-level fields of a manifest besides its backend's geometry.
 _MANIFEST_FIELDS = {"format", "format_version", "bloom_format", "params", "p_band", "inserted", "generations",
-                    CHECKSUMS, "runs", "adopted"}
+                    CHECKSUMS, "runs", "adopted", "deltas"}
 # A manifest generation's own fields; the others are its backend's (Generation.geometry).
 GENERATION_FILL = ("capacity", "p_band", "inserted")
+DELTA_FIELDS = ("name", "keys_sha256")
 
 
 def _generations(data: Mapping, params: IndexParams) -> tuple[Generation, ...]:
@@ -193,6 +216,18 @@ def _generations(data: Mapping, params: IndexParams) -> tuple[Generation, ...]:
     return tuple(Generation(g["capacity"], g["p_band"], g["inserted"],
                             {k: v for k, v in g.items() if k not in GENERATION_FILL})
                  for g in data["generations"])
+
+
+def _deltas(where: str, recorded: Any) -> tuple[Generation, ...]:
+    """The pending deltas a manifest lists, each named as the job names them (their files are deleted by name)."""
+    if not isinstance(recorded, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("name"), str) and DELTA_NAME.fullmatch(d["name"])
+            and isinstance(d.get("keys_sha256"), str) for d in recorded):
+        raise IndexCorruptError(f"{where}: corrupt manifest (its deltas are not named as the job names them)")
+    return tuple(Generation(d["capacity"], d["p_band"], d["inserted"],
+                            {k: v for k, v in d.items() if k not in GENERATION_FILL + DELTA_FIELDS},
+                            name=d["name"], keys_sha256=d["keys_sha256"])
+                 for d in recorded)
 
 
 def _checksums(where: str, recorded: Any) -> dict[str, str]:

@@ -31,7 +31,8 @@ _BAND_EXTENSIONS = "|".join(re.escape(b.extension) for b in BACKENDS.values())
 # A run's records (lshbloom_udf.index.records) are a directory: ``.staging-*/<run id>.records`` onto
 # ``runs/<run id>.records``; its removed paragraphs ``<run id>.paragraphs.i64`` go there too; the paragraph filter
 # (lshbloom_udf.index.paragraph_filter) is the directory ``paragraphs``.
-STAGED_FILE = re.compile(rf"(gen[0-9]+-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json|[0-9]{{6}}\.dups\.i64"
+STAGED_FILE = re.compile(rf"(gen[0-9]+-|delta[0-9]{{6}}-)?band-[0-9]+\.(?:{_BAND_EXTENSIONS})|manifest\.json"
+                         r"|delta[0-9]{6}\.keys\.u64|[0-9]{6}\.dups\.i64"
                          r"|[0-9]{6}\.records|[0-9]{6}\.paragraphs\.i64|paragraphs")
 RUN_FILES = (".dups.i64", ".records", ".paragraphs.i64")  # the staged names that go into runs/
 STAGING_DIR = re.compile(r"\.staging-[A-Za-z0-9_]+")

@@ -58,7 +58,7 @@ class LSHBloomIndex(LockHolder):
         self._lock = lock
         self._warned_capacity = False
         self._planned_inserts: Optional[int] = None
-        self._filters = FilterStack(path, self.backend, self.params, manifest.fresh_generations(), read_only,
+        self._filters = FilterStack(path, self.backend, self.params, manifest.stack_generations(), read_only,
                                     label=path)
         self.closed = False
         if verify:
@@ -316,7 +316,14 @@ class LSHBloomIndex(LockHolder):
     @property
     def manifest(self) -> mf.Manifest:
         """The manifest as the next sync writes it: the filters' fill now (the checksums: the last sync's)."""
-        return self._manifest.replace(generations=tuple(dataclasses.replace(g) for g in self._filters.generations))
+        stack = [dataclasses.replace(g) for g in self._filters.generations]
+        return self._manifest.replace(generations=tuple(g for g in stack if g.name is None),
+                                      deltas=tuple(g for g in stack if g.name is not None))
+
+    def log_inserts(self, key_log) -> None:
+        """Append every key the newest generation (a delta) receives from now on to ``key_log``
+        (:class:`~lshbloom_udf.index.deltas.KeyLog`)."""
+        self._filters.key_log = key_log
 
     def band_paths(self) -> list[str]:
         """Every band file, generation after generation."""
@@ -347,7 +354,13 @@ class LSHBloomIndex(LockHolder):
         if self.read_only:
             return
         self._filters.sync()
-        self._manifest = self.manifest.replace(checksums=checksums.of_files(self.band_paths()))
+        if self._filters.key_log is not None:  # a delta's manifest entry holds its log's SHA-256
+            self._filters.newest.keys_sha256 = self._filters.key_log.digest()
+        # Only the generations this index wrote changed: the others keep the checksums verified when it opened.
+        names = {os.path.basename(p) for p in self.band_paths()}
+        recorded = {n: c for n, c in self._manifest.checksums.items() if n in names}
+        written = checksums.of_files(self._filters.written_paths())
+        self._manifest = self.manifest.replace(checksums={**recorded, **written})
         mf.write_manifest(self.path, self._manifest)
 
     def close(self) -> None:
@@ -356,7 +369,7 @@ class LSHBloomIndex(LockHolder):
             return
         try:
             self.sync()
-            self._filters.close()
+            self._close_filters()
         finally:
             self._release_lock()
 
@@ -366,9 +379,14 @@ class LSHBloomIndex(LockHolder):
         if self.closed:
             return
         try:
-            self._filters.close()
+            self._close_filters()
         finally:
             self._release_lock()
+
+    def _close_filters(self) -> None:
+        if self._filters.key_log is not None:
+            self._filters.key_log.close()
+        self._filters.close()
 
     def __repr__(self) -> str:
         p = self.params

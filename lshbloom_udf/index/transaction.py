@@ -11,12 +11,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from lshbloom_udf import hooks
-from lshbloom_udf.errors import IndexCorruptError, IndexStorageError, TransactionStateError
-from lshbloom_udf.index import journal, paragraph_filter
+from lshbloom_udf.errors import IndexCorruptError, IndexDirectoryError, IndexStorageError, TransactionStateError
+from lshbloom_udf.index import deltas, journal, paragraph_filter
 from lshbloom_udf.index import manifest as mf
 from lshbloom_udf.index import records as rec
 from lshbloom_udf.index.backends import DEFAULT_BLOOM, backend
 from lshbloom_udf.index.compat import check_compatible
+from lshbloom_udf.index.delta_staging import live_files, stage_delta
 from lshbloom_udf.index.fs import check_free_space, fsync_path, fsync_tree, rmtree
 from lshbloom_udf.index.lock import IndexLock, LockHolder
 from lshbloom_udf.index.params import IndexParams, SizingGiven, expected_params, run_params
@@ -56,11 +57,13 @@ class IndexTransaction(LockHolder):
         with IndexLock(path) as lock:
             self.recovered = journal.recover(path)
             mf.check_directory(path)
+            self.recovered["deltas_removed"] = _sweep_deltas(path)
             self._lock = lock.keep()
         self.staging: Optional[str] = None
         self.work: Optional[str] = None  # where the staged index's files are written: the staging copy, or memory
         self.index: Optional[LSHBloomIndex] = None
         self.paragraphs: Optional[paragraph_filter.StagedParagraphs] = None
+        self.delta: Optional[str] = None  # the name of the delta this run writes (lshbloom_udf.index.deltas)
         self._outputs: list[str] = []
         self.closed = False
 
@@ -102,6 +105,8 @@ class IndexTransaction(LockHolder):
         live = LSHBloomIndex(self.path, manifest, read_only=True)  # verifies the band files' checksums
         bands = len(live.band_paths())
         live.close()
+        for delta in manifest.deltas:
+            deltas.read_keys(self.path, delta, manifest.params.b)
         kept = 0
         runs = self.runs()
         for run in runs:
@@ -177,9 +182,13 @@ class IndexTransaction(LockHolder):
         self._outputs.append(_temporary_output(tmp_path))
         journal.write_pending(staging, self._outputs)
 
-    def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = DEFAULT_BLOOM) -> LSHBloomIndex:
-        """The writable staging copy of the index (a new empty one with ``bloom`` filters if the directory holds
-        none), in memory while the run writes it when it fits there (:func:`working_place`)."""
+    def stage(self, params: IndexParams, sizing_given: SizingGiven = True, bloom: str = DEFAULT_BLOOM,
+              documents: Optional[int] = None) -> LSHBloomIndex:
+        """The writable staged index (a new empty one with ``bloom`` filters if the directory holds none), in memory
+        while the run writes it when it fits there (:func:`working_place`).
+
+        A run of ``documents`` small beside the index writes a delta and reads the live filters in place; any other
+        copies them and first folds the pending deltas into its copy (:mod:`~lshbloom_udf.index.deltas`)."""
         bloom_backend = backend(bloom)
         staging = self._ensure_staging()
         if self.index is not None:
@@ -189,10 +198,20 @@ class IndexTransaction(LockHolder):
             self.index = LSHBloomIndex.create(self.work, params, bloom=bloom, lock=False)
         else:
             self.check_compatible(params, sizing_given, bloom)
-            self.work = self._copy_live_index(staging)
-            # The live files were verified (checksums) before they were copied.
-            self.index = LSHBloomIndex.open(self.work, expected=expected_params(params, sizing_given), lock=False,
-                                            verify=False)
+            manifest = mf.read_manifest(self.path)
+            plan = deltas.plan(manifest, documents, os.listdir(self.path))
+            expected = expected_params(params, sizing_given)
+            self._verify_live(manifest)  # a bad file is named before the run reads or copies it
+            if plan.name is not None:
+                size = bloom_backend.index_bytes(documents or 1, manifest.generations[-1].p_band, params.b)
+                self.work = working_place(staging, size)
+                self.index = stage_delta(self.path, self.work, manifest, plan, documents or 0, expected)
+                self.delta = plan.name
+            else:
+                self.work = self._copy_live_index(staging, manifest)
+                self.index = LSHBloomIndex.open(self.work, expected=expected, lock=False, verify=False)
+                for delta in manifest.deltas:  # the fold: every pending delta's keys into the copy of the base
+                    self.index.insert(deltas.read_keys(self.path, delta, params.b))
         self.index.label = self.path
         return self.index
 
@@ -211,12 +230,14 @@ class IndexTransaction(LockHolder):
             raise TransactionStateError(f"run {run.run_id} decided no paragraphs")
         return paragraph_filter.load_pairs(self.path, run.paragraphs, run.run_id)
 
-    def _copy_live_index(self, staging: str) -> str:
-        """Copy the live index where the run will write it (:func:`working_place`); that directory."""
-        # Validate the live files first: a bad one is named, not copied.
-        live = LSHBloomIndex(self.path, mf.read_manifest(self.path), read_only=True)
-        names = [os.path.basename(p) for p in live.band_paths()]
-        live.close()
+    def _verify_live(self, manifest: mf.Manifest) -> None:
+        """Check every live band file against its checksum (:class:`IndexCorruptError` names a bad one)."""
+        LSHBloomIndex(self.path, manifest, read_only=True).close()
+
+    def _copy_live_index(self, staging: str, manifest: mf.Manifest) -> str:
+        """Copy the live index's base generations (its manifest without deltas) where the run will write it
+        (:func:`working_place`); that directory."""
+        names = live_files(manifest, ())
         need = sum(os.path.getsize(os.path.join(self.path, n)) for n in names)
         # The copy is made once more at the commit: the index's file system needs room for two either way.
         check_free_space(
@@ -225,8 +246,9 @@ class IndexTransaction(LockHolder):
         )
         work = working_place(staging, need)
         try:
-            for name in names + [mf.MANIFEST_NAME]:
+            for name in names:
                 shutil.copyfile(os.path.join(self.path, name), os.path.join(work, name))
+            mf.write_manifest(work, manifest.replace(deltas=()))
         except OSError as e:
             if work != staging:
                 rmtree(work)
@@ -274,6 +296,8 @@ class IndexTransaction(LockHolder):
         if ops:
             hooks.fire("before-commit")
             journal.commit(self.path, {"run_id": record.run_id if record else None, "ops": ops})
+            _sweep_deltas(self.path)  # the deltas this commit merged or folded
+        self.delta = None
         self._outputs = []
         if self.staging is not None:
             rmtree(self.staging)
@@ -289,7 +313,12 @@ class IndexTransaction(LockHolder):
         rel = os.path.basename(staging)
         index.sync()
         manifest = index.manifest
-        band_names = [os.path.basename(p) for p in index.band_paths()]
+        work = self.work if self.work is not None else staging
+        # What the run wrote (a delta run's links to the live files are not moved).
+        band_names = [name for name in (os.path.basename(p) for p in index.band_paths())
+                      if not os.path.islink(os.path.join(work, name))]
+        if self.delta is not None:
+            band_names.append(deltas.keys_file_name(self.delta))
         index.close()
         self.index = None
         if self.work is not None and self.work != staging:  # the working copy onto the index's file system
@@ -353,6 +382,7 @@ class IndexTransaction(LockHolder):
             if os.path.lexists(tmp):
                 rmtree(tmp)
         self._outputs = []
+        self.delta = None
         self._drop_work()
         if self.staging is not None:
             rmtree(self.staging)
@@ -366,6 +396,15 @@ class IndexTransaction(LockHolder):
             self.abort()
         finally:
             self._release_lock()
+
+
+def _sweep_deltas(path: str) -> list[str]:
+    """Delete the delta files the live manifest no longer names (:func:`~lshbloom_udf.index.deltas.sweep`)."""
+    try:
+        manifest = mf.read_manifest(path) if LSHBloomIndex.exists(path) else None
+    except IndexDirectoryError:  # named where the run reads the manifest; nothing is deleted on its word
+        return []
+    return deltas.sweep(path, manifest.delta_files()) if manifest is not None else []
 
 
 def _temporary_output(tmp: str, final: Optional[str] = None) -> str:

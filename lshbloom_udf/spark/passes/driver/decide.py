@@ -96,7 +96,8 @@ class DriverPass(KeyedPass):
                 shutil.rmtree(path, ignore_errors=True)
         manifest = txn.manifest()
         bloom = c.bloom or (manifest.bloom if manifest is not None else c.new_index_bloom)
-        return self._run(given, lambda: txn.stage(given.params, c.sizing_given, bloom), txn.path, given.params)
+        return self._run(given, lambda: txn.stage(given.params, c.sizing_given, bloom, given.documents), txn.path,
+                         given.params)
 
     def _run(self, given: PassInput, make_index, path: str, params, close: bool = False) -> Decided:
         """Decide into the index ``make_index()`` opens (at ``path``; closed after with ``close``); ``params``: what
