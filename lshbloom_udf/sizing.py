@@ -118,6 +118,8 @@ class Plan:
     records_bytes: int = 0
     # Of the records: the lookup by band key that bounds a run's reads (lshbloom_udf.index.lookup).
     lookup_bytes: int = 0
+    # The most the small runs' pending deltas take before they are folded (lshbloom_udf.index.deltas).
+    write_buffer_bytes: int = 0
 
     @property
     def kept_index_bytes(self) -> int:
@@ -152,6 +154,9 @@ class Plan:
                 f"{self.records_bytes / max(self.docs, 1):.0f} (of which lookup "
                 f"{self.lookup_bytes / max(self.docs, 1):.0f}) = {self.kept_index_bytes / max(self.docs, 1):.0f}",
                 "  = the lookup lets a later run read only the records its flags' band keys name, not all of them",
+                f"write buffer (pending)   <= {human_bytes(self.write_buffer_bytes)} "
+                f"({self.write_buffer_bytes / max(self.docs, 1):.0f} bytes per document at most)",
+                "  = small runs' deltas (filters and key logs) until a run folds them into the filters",
                 f"false flags to verify    <= {self.p_effective * self.docs:,.0f} ({self.p_effective:.3g} of the "
                 "documents)",
                 "  = the pass's Bloom false positives up to capacity; verification unflags each (no candidate "
@@ -258,7 +263,19 @@ def plan(
         growth_table=growth_table(sized, bloom, generations) if growth == "grow" else [],
         records_bytes=docs * record_bytes(num_perm, b),
         lookup_bytes=docs * lookup_bytes(b),
+        write_buffer_bytes=write_buffer_bytes(docs, p, b, bloom),
     )
+
+
+def write_buffer_bytes(docs: int, p_band: float, b: int, bloom: str) -> int:
+    """The pending deltas' most bytes in an index of ``docs``: filters and key logs of FOLD_SHARE of the documents."""
+    from lshbloom_udf.index import deltas
+
+    kind = backend(bloom)
+    if kind.datasketch_compatible:
+        return 0
+    pending = max(1, int(deltas.FOLD_SHARE * docs))
+    return kind.index_bytes(pending, p_band / deltas.MAX_DELTAS, b) + pending * 8 * b
 
 
 def _plan_bands(docs: int, threshold: float, num_perm: int, p_effective: float,

@@ -209,7 +209,7 @@ def index_state(path) -> dict:
     state = {}
     for name in sorted(os.listdir(path)):
         full = os.path.join(path, name)
-        if name.endswith((".bf", ".bbf", ".cbf")):
+        if name.endswith((".bf", ".bbf", ".cbf", ".keys.u64")):  # band files, a delta's key log
             with open(full, "rb") as f:
                 state[name] = f.read()
         elif name == "runs":

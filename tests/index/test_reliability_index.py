@@ -30,29 +30,35 @@ SCRIPT = textwrap.dedent(
     import fault_injection
     fault_injection.install_from_env()
     from lshbloom_udf.index import IndexParams, IndexTransaction, RunRecord
-    path, seed, growth, bloom = sys.argv[1], int(sys.argv[2]), sys.argv[4], sys.argv[5]
-    # A growing index fills its first generation (250) during the second run.
+    path, seed, growth, bloom, deltas = sys.argv[1], int(sys.argv[2]), sys.argv[4], sys.argv[5], sys.argv[6]
+    # A growing index fills its first generation (250) during the second run. With deltas: a base of 4,000
+    # documents, then a run of 200 that writes a delta (its count given), then one that folds it (no count).
     params = IndexParams.for_threshold(capacity=1000 if growth == "fixed" else 250, growth=growth)
+    rows, documents = 200, None
+    if deltas == "deltas":
+        params = IndexParams.for_threshold(capacity=10000)
+        rows, documents = (4000, None) if seed == 1 else (200, 200 if seed == 2 else None)
     with IndexTransaction(path) as txn:
         if seed < 0:
             sys.exit(0)  # only open (and recover)
-        index = txn.stage(params, bloom=bloom)
-        keys = np.random.default_rng(seed).integers(0, (1 << 61) - 1, (200, params.b), dtype=np.uint64)
+        index = txn.stage(params, bloom=bloom, documents=documents)
+        assert (txn.delta is not None) == (documents is not None and seed > 1)
+        keys = np.random.default_rng(seed).integers(0, (1 << 61) - 1, (rows, params.b), dtype=np.uint64)
         keys[100:110] = keys[:10]  # ten duplicates
         dup = index.query_insert(keys)
-        record = RunRecord(content_fingerprint=f"fp-{seed}", params={}, documents=200,
+        record = RunRecord(content_fingerprint=f"fp-{seed}", params={}, documents=rows,
                            duplicates=int(dup.sum()), inserted=int((~dup).sum()))
         txn.commit(record, np.flatnonzero(dup))
     """
 )
 
 
-def _run(path, seed, fault=None, log=None, growth="fixed", bloom="pybloomfiltermmap3"):
+def _run(path, seed, fault=None, log=None, growth="fixed", bloom="pybloomfiltermmap3", deltas="copies"):
     env = dict(os.environ)
     env.pop("LSHBLOOM_TEST_FAULT", None)
     if fault:
         env["LSHBLOOM_TEST_FAULT"] = f"{fault},fault-log={log}"
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), TESTS, growth, bloom], env=env,
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(path), str(seed), TESTS, growth, bloom, deltas], env=env,
                           capture_output=True, text=True, start_new_session=True, timeout=120)
 
 
@@ -154,3 +160,32 @@ def test_killed_mid_commit_of_a_new_generation_is_finished_by_the_next_writer(tm
     assert os.path.exists(path / ".commit.json")
     assert _run(path, -1, growth="grow").returncode == 0  # the next opener rolls the journal forward
     assert index_state(path) == clean_grown["pybloomfiltermmap3"]
+
+
+@pytest.fixture(scope="module")
+def clean_deltas(tmp_path_factory):
+    """A base, a run that writes a delta, a run that folds it: each state, uninterrupted."""
+    path = tmp_path_factory.mktemp("deltas") / "index"
+    states = []
+    for seed in (1, 2, 3):
+        done = _run(path, seed, bloom="cuckoo", deltas="deltas")
+        assert done.returncode == 0, done.stderr
+        states.append(index_state(path))
+    return states
+
+
+@pytest.mark.parametrize("seed", [2, 3], ids=["writing a delta", "folding it"])
+def test_killed_mid_commit_of_a_delta_or_its_fold_then_in_recovery_ends_as_the_clean_runs(tmp_path, clean_deltas,
+                                                                                           seed):
+    path, log = tmp_path / "index", tmp_path / "fault.log"
+    for before in range(1, seed):
+        assert _run(path, before, bloom="cuckoo", deltas="deltas").returncode == 0
+    live_base = {n: (path / n).read_bytes() for n in os.listdir(path) if n.startswith("band-")}
+    assert _run(path, seed, "kill-mid-commit", log, bloom="cuckoo", deltas="deltas").returncode == -9
+    if seed == 2:  # a delta run never writes the live base's files
+        assert {n: (path / n).read_bytes() for n in live_base} == live_base
+    assert _run(path, -1, "kill-mid-commit", log, bloom="cuckoo", deltas="deltas").returncode == -9
+    assert _run(path, -1, bloom="cuckoo", deltas="deltas").returncode == 0  # finishes the commit, sweeps
+    state = index_state(path)
+    assert state == clean_deltas[seed - 1]
+    assert any(n.endswith(".keys.u64") for n in state) == (seed == 2)  # the fold left no delta behind
