@@ -32,7 +32,7 @@ def stage_delta(live: str, work: str, manifest: mf.Manifest, plan: DeltaPlan, do
                        name=plan.name, keys_sha256=hashlib.sha256(b"").hexdigest())
     create_generation(work, backend, b, 0, delta)
     mf.write_manifest(work, manifest.replace(deltas=(*plan.kept, delta)))
-    index = LSHBloomIndex.open(work, expected=expected, lock=False, verify=False)
+    index = LSHBloomIndex.open(work, expected=expected, lock=False, verify=False, writes_delta=True)
     try:
         index.log_inserts(KeyLog(os.path.join(work, keys_file_name(str(plan.name))), b))
         for merged in plan.merged:

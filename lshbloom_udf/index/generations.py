@@ -183,7 +183,9 @@ class FilterStack(SealAndGrow):
         return self.backend.open_bands(self.paths(g), writable)
 
     def paths(self, g: int) -> list[str]:
-        return generation_paths(self.directory, self.backend, self.params.b, g, self.generations[g].name)
+        """The band files of the stack's ``g``-th generation (a base generation is numbered among the base's)."""
+        ordinal = sum(gen.name is None for gen in self.generations[:g])
+        return generation_paths(self.directory, self.backend, self.params.b, ordinal, self.generations[g].name)
 
     def written_paths(self) -> list[str]:
         return [p for g in sorted(self.written) for p in self.paths(g)]
@@ -336,7 +338,7 @@ class FilterStack(SealAndGrow):
 
     def add_generation(self) -> None:
         """Seal the newest generation and add an empty one after it (fires the ``generation-added`` hook point)."""
-        g = len(self.generations)
+        g = sum(gen.name is None for gen in self.generations)  # the new base generation's number
         if self.newest.name is not None:
             raise IndexFullError(f"{self.label}: delta {self.newest.name} is full (it is sized for its run's "
                                  "documents): a bug, report it")
@@ -346,8 +348,8 @@ class FilterStack(SealAndGrow):
             # The sealed generation is only read from now on.
             self._sets[-1].sync()
         self.generations.append(gen)
-        self.written.add(g)
-        self._sets.append(self._open(g))
+        self.written.add(len(self.generations) - 1)
+        self._sets.append(self._open(len(self.generations) - 1))
         hooks.fire("generation-added", generation=g, path=self.directory)
 
     def sync(self) -> None:

@@ -132,9 +132,11 @@ class Manifest:
         """The generations as new values, for a filter stack to fill."""
         return [dataclasses.replace(g) for g in self.generations]
 
-    def stack_generations(self) -> list[Generation]:
-        """The generations, then the deltas, as new values: what a filter stack decides over."""
-        return [dataclasses.replace(g) for g in (*self.generations, *self.deltas)]
+    def stack_generations(self, delta_last: bool = False) -> list[Generation]:
+        """What a filter stack decides over, as new values, the one it writes last: the deltas, then the generations
+        (``delta_last``: the generations, then the deltas; the newest delta is written)."""
+        order = (*self.generations, *self.deltas) if delta_last else (*self.deltas, *self.generations)
+        return [dataclasses.replace(g) for g in order]
 
     def delta_files(self) -> list[str]:
         """The names of every file of the pending deltas (their band files and logs)."""

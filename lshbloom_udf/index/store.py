@@ -43,11 +43,13 @@ class LSHBloomIndex(LockHolder):
     """
 
     def __init__(self, path: str, manifest: mf.Manifest, read_only: bool, lock: Optional[IndexLock] = None,
-                 verify: bool = True):
+                 verify: bool = True, writes_delta: bool = False):
         """Use the class methods. The index holds ``lock`` (already taken) until it closes; on error the caller releases
         it.
 
         ``verify``: check the band files against the manifest's checksums (:mod:`~.checksums`).
+        ``writes_delta``: the newest delta is the one written (a run's staged delta, :mod:`~.deltas`); otherwise a
+        writer inserts into the base's newest generation and the pending deltas are only read.
         """
         self.path = path
         self._manifest = manifest
@@ -58,8 +60,8 @@ class LSHBloomIndex(LockHolder):
         self._lock = lock
         self._warned_capacity = False
         self._planned_inserts: Optional[int] = None
-        self._filters = FilterStack(path, self.backend, self.params, manifest.stack_generations(), read_only,
-                                    label=path)
+        self._filters = FilterStack(path, self.backend, self.params, manifest.stack_generations(writes_delta),
+                                    read_only, label=path)
         self.closed = False
         if verify:
             try:
@@ -108,7 +110,7 @@ class LSHBloomIndex(LockHolder):
 
     @classmethod
     def _open_locked(cls, path: str, read_only: bool, lock: bool, manifest: Callable[[], mf.Manifest],
-                     verify: bool = True) -> "LSHBloomIndex":
+                     verify: bool = True, writes_delta: bool = False) -> "LSHBloomIndex":
         """Take the lock (unless ``lock`` is False), get the ``manifest()`` under it, and open the index holding it.
 
         A writer first finishes a commit a crashed run left half done and
@@ -124,7 +126,7 @@ class LSHBloomIndex(LockHolder):
                     f"{path}: a run crashed while committing to this index; open it for writing once "
                     "(or rerun the job) to finish that commit before reading it"
                 )
-            index = cls(path, manifest(), read_only=read_only, lock=held, verify=verify)
+            index = cls(path, manifest(), read_only=read_only, lock=held, verify=verify, writes_delta=writes_delta)
             held.keep()
         return index
 
@@ -138,6 +140,7 @@ class LSHBloomIndex(LockHolder):
         bloom: Optional[str] = None,
         lock: bool = True,
         verify: bool = True,
+        writes_delta: bool = False,
     ) -> "LSHBloomIndex":
         """Open the index at ``path``.
 
@@ -160,7 +163,7 @@ class LSHBloomIndex(LockHolder):
             check_compatible(path, manifest.bloom, manifest.params, expected, bloom)
             return manifest
 
-        return cls._open_locked(path, read_only, lock, checked, verify)
+        return cls._open_locked(path, read_only, lock, checked, verify, writes_delta)
 
     @classmethod
     def open_or_create(

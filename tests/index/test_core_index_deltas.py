@@ -127,3 +127,24 @@ def test_a_fixed_index_folds_before_its_deltas_outgrow_the_base_room(tmp_path):
     assert second is not None
     with pytest.raises(errors.IndexFullError):
         run_into(path, fresh[-1:], 1, p=p)
+
+
+def test_a_writer_opening_the_index_directly_inserts_into_the_base_and_a_growing_base_keeps_its_names(tmp_path):
+    p = params(capacity=BASE, growth="grow")
+    path, b = str(tmp_path / "index"), p.b
+    keys = np.random.default_rng(5).integers(0, 1 << 62, (BASE + 700, b), dtype=np.uint64)
+    run_into(path, keys[:BASE], BASE, p=p)
+    _, delta = run_into(path, keys[BASE : BASE + 100], 100, p=p)
+    assert delta is not None
+    with LSHBloomIndex.open(path) as index:  # not a run: the base's newest generation takes the inserts
+        index.insert(keys[BASE + 100 : BASE + 600])
+    manifest = mf.read_manifest(path)
+    assert [d.name for d in manifest.deltas] == [delta] and len(manifest.generations) == 2
+    assert os.path.exists(os.path.join(path, "gen1-band-0.cbf"))
+    deltas.read_keys(path, manifest.deltas[0], b)  # the delta's log still matches it
+    with LSHBloomIndex.open(path, read_only=True) as live:
+        assert live.query(keys[: BASE + 600]).all() and live.inserted == manifest.inserted
+    run_into(path, keys[BASE + 600 :], None, p=p)  # the copy path folds the delta into the grown base
+    assert not mf.read_manifest(path).deltas
+    with LSHBloomIndex.open(path, read_only=True) as live:
+        assert live.query(keys).all()
