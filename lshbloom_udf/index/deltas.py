@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from lshbloom_udf.errors import IndexCorruptError
+from lshbloom_udf.index.fs import read_checked
 from lshbloom_udf.index.generations import Generation
 
 # A run uses a delta when its documents are at most this share of the base's (bigger runs rewrite most of the base's
@@ -136,14 +136,9 @@ class KeyLog:
 def read_keys(directory: str, delta: Generation, b: int) -> np.ndarray:
     """A committed delta's logged keys (``(rows, b)`` u64), checked against the SHA-256 the manifest holds."""
     path = os.path.join(directory, keys_file_name(str(delta.name)))
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise IndexCorruptError(f"{path}: the log of delta {delta.name} is missing; restore the index from a "
-                                "backup, or rebuild it from its runs' inputs into a new --index-dir") from None
-    if len(data) % (8 * b) or hashlib.sha256(data).hexdigest() != delta.keys_sha256:
-        raise IndexCorruptError(f"{path}: corrupt (size or SHA-256 differs from the manifest's delta {delta.name})")
+    data = read_checked(path, delta.keys_sha256, 8 * b, f"the log of delta {delta.name} is missing; restore the index "
+                        "from a backup, or rebuild it from its runs' inputs into a new --index-dir",
+                        f"delta {delta.name}")
     return np.frombuffer(data, dtype="<u8").reshape(-1, b)
 
 

@@ -121,3 +121,20 @@ def commit_rename(tmp: str, final: str) -> None:
     fsync_tree(tmp)
     apply_renames("/", [[tmp, final]],
                   lambda src, dst: FileNotFoundError(f"cannot rename {src} to {dst}: both are gone"))
+
+
+def read_checked(path: str, sha256: object, unit: int, missing: str, owner: str) -> bytes:
+    """The bytes of the committed file ``path``: a whole number of ``unit``-byte items with the SHA-256 ``sha256``
+    its ``owner`` (e.g. "run 000002") recorded; :class:`IndexCorruptError` saying ``missing`` when it is absent."""
+    import hashlib
+
+    from lshbloom_udf.errors import IndexCorruptError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise IndexCorruptError(f"{path}: {missing}") from None
+    if len(data) % unit or hashlib.sha256(data).hexdigest() != sha256:
+        raise IndexCorruptError(f"{path}: corrupt (size or SHA-256 differs from the manifest's {owner})")
+    return data

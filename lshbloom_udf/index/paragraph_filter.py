@@ -25,9 +25,9 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from lshbloom_udf.errors import IndexCorruptError, IndexMismatchError, IndexStorageError
+from lshbloom_udf.errors import IndexMismatchError, IndexStorageError
 from lshbloom_udf.index import manifest as mf
-from lshbloom_udf.index.fs import check_free_space, fsync_path, rmtree
+from lshbloom_udf.index.fs import check_free_space, fsync_path, read_checked, rmtree
 from lshbloom_udf.index.journal import RUNS_DIR
 from lshbloom_udf.index.params import IndexParams, expected_params
 from lshbloom_udf.index.paths import inside
@@ -134,14 +134,9 @@ def write_pairs(staging: str, run_id: str, pairs: np.ndarray) -> tuple[list[str]
 def load_pairs(index_dir: str, recorded: Mapping, run_id: Optional[str]) -> np.ndarray:
     """A committed run's removed-paragraph pairs (``(n, 2)`` int64), checked against the SHA-256 its record holds."""
     path = inside(index_dir, recorded.get("file"), os.path.join(index_dir, mf.MANIFEST_NAME))
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise IndexCorruptError(f"{path}: run {run_id}'s removed paragraphs are missing; restore the index from a "
-                                "backup") from None
-    if len(data) % 16 or hashlib.sha256(data).hexdigest() != recorded.get("sha256"):
-        raise IndexCorruptError(f"{path}: corrupt (size or SHA-256 differs from the manifest's run {run_id})")
+    data = read_checked(path, recorded.get("sha256"), 16,
+                        f"run {run_id}'s removed paragraphs are missing; restore the index from a backup",
+                        f"run {run_id}")
     return np.frombuffer(data, dtype="<i8").astype(np.int64).reshape(-1, 2)
 
 
