@@ -47,10 +47,6 @@ KEYS_SUFFIX = ".keys.u64"
 NAME = re.compile(r"delta[0-9]{6}")
 
 
-def band_file_name(name: str, band: int, extension: str) -> str:
-    return f"{name}-band-{band}.{extension}"
-
-
 def keys_file_name(name: str) -> str:
     return name + KEYS_SUFFIX
 

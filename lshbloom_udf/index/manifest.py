@@ -32,7 +32,7 @@ from lshbloom_udf.index.checksums import ALGORITHM, CHECKSUMS
 from lshbloom_udf.index.deltas import KEYS_SUFFIX as DELTA_KEYS_SUFFIX
 from lshbloom_udf.index.deltas import NAME as DELTA_NAME
 from lshbloom_udf.index.fs import write_json_atomically
-from lshbloom_udf.index.generations import Generation
+from lshbloom_udf.index.generations import Generation, generation_paths
 from lshbloom_udf.index.growth import GROWTH_MODES
 from lshbloom_udf.index.params import DOCUMENTS, IndexParams, as_recorded
 from lshbloom_udf.index.run_record import RunRecord, read_runs, run_id
@@ -140,9 +140,9 @@ class Manifest:
 
     def delta_files(self) -> list[str]:
         """The names of every file of the pending deltas (their band files and logs)."""
-        b, ext = self.params.b, self.backend.extension
         return [n for d in self.deltas
-                for n in (*(f"{d.name}-band-{i}.{ext}" for i in range(b)), f"{d.name}{DELTA_KEYS_SUFFIX}")]
+                for n in (*(os.path.basename(p) for p in generation_paths("", self.backend, self.params.b, 0, d.name)),
+                          f"{d.name}{DELTA_KEYS_SUFFIX}")]
 
     def next_run_id(self) -> str:
         """The id the next committed run gets."""
