@@ -45,6 +45,7 @@ MAX_DELTAS = 12
 PREFIX = "delta"
 KEYS_SUFFIX = ".keys.u64"
 NAME = re.compile(r"delta[0-9]{6}")
+_DELTA_FILE = re.compile(r"delta[0-9]{6}(-band-[0-9]+\.[a-z]+|\.keys\.u64)")
 
 
 def keys_file_name(name: str) -> str:
@@ -53,8 +54,7 @@ def keys_file_name(name: str) -> str:
 
 def is_delta_file(file_name: str) -> bool:
     """A name the job gives a delta's band file or log (what :func:`sweep` may delete)."""
-    stem = file_name.split("-band-")[0] if "-band-" in file_name else file_name[: -len(KEYS_SUFFIX)]
-    return bool(NAME.fullmatch(stem)) and (file_name.endswith(KEYS_SUFFIX) or "-band-" in file_name)
+    return bool(_DELTA_FILE.fullmatch(file_name))
 
 
 @dataclass(frozen=True)
@@ -123,10 +123,6 @@ class KeyLog:
             os.fsync(self._file.fileno())
             self._file.close()
         return self._sha.hexdigest()
-
-    def discard(self) -> None:
-        if not self._file.closed:
-            self._file.close()
 
 
 def read_keys(directory: str, delta: Generation, b: int) -> np.ndarray:

@@ -91,7 +91,7 @@ class Manifest:
     backend: BloomBackend
     params: IndexParams
     # Each generation's sizing and fill, generation 0 first (one for a fixed index). A filter stack fills copies
-    # (:meth:`fresh_generations`): a manifest never changes.
+    # (:meth:`stack_generations`): a manifest never changes.
     generations: tuple[Generation, ...]
     # The backend's fields of generation 0's filters as recorded when the index was made (its geometry).
     geometry: Mapping[str, Any]
@@ -127,10 +127,6 @@ class Manifest:
 
     def replace(self, **changes: Any) -> "Manifest":
         return dataclasses.replace(self, **changes)
-
-    def fresh_generations(self) -> list[Generation]:
-        """The generations as new values, for a filter stack to fill."""
-        return [dataclasses.replace(g) for g in self.generations]
 
     def stack_generations(self, delta_last: bool = False) -> list[Generation]:
         """What a filter stack decides over, as new values, the one it writes last: the deltas, then the generations
